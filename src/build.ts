@@ -1,0 +1,119 @@
+/**
+ * One build: a single pass over one consistent store snapshot, rendering each row and handing the
+ * documents to the output transaction. Plain data in (BuildOptions), plain data out (BuildReport).
+ */
+import { performance } from 'node:perf_hooks';
+import { StrictWarningsError } from './errors.js';
+import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
+import { renderUser, type RowWarning } from './render/user.js';
+import { Col, ProfileStore } from './store/read.js';
+import { CREATORS_FILE, errorFile } from './publish/layout.js';
+import { dataHash, OutputTransaction, type WriteCounts } from './publish/tree.js';
+
+export interface BuildOptions {
+  db: string;
+  out: string;
+  /** Absolute http(s) URL without query or trailing slash (see normalizeBaseUrl). */
+  baseUrl: string;
+  /** Snapshot time, ms since the epoch (the wall clock, or SOURCE_DATE_EPOCH). */
+  snapshotMs: number;
+  /** Reproducible mode (SOURCE_DATE_EPOCH): executionTimeMs is written as 0 so bytes repeat exactly. */
+  reproducible?: boolean;
+  /** Any warning fails the build (exit 4) and nothing is written. */
+  strict?: boolean;
+  busyTimeoutMs?: number;
+  /** Called now and then during the pass with the number of rows read so far. */
+  onProgress?: (rowsRead: number) => void;
+}
+
+export interface BuildReport {
+  out: string;
+  snapshotTime: string;
+  /** Profiles published (each under every alias). */
+  profiles: number;
+  /** Entries of the creators list. */
+  creators: number;
+  /** Rows with a publishable status that were not published (each has a warning). */
+  skipped: number;
+  files: WriteCounts;
+  warnings: RowWarning[];
+  seconds: number;
+}
+
+const PROGRESS_EVERY = 10_000;
+
+export function build(options: BuildOptions): BuildReport {
+  const started = performance.now();
+  const ctx = { baseUrl: options.baseUrl, snapshotMs: options.snapshotMs };
+  const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
+  const warnings: RowWarning[] = [];
+  let profiles = 0, creators = 0, skipped = 0;
+
+  const store = ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
+  let tx: OutputTransaction | undefined;
+  try {
+    tx = OutputTransaction.begin(options.out);
+    const output = tx;
+    const list = output.streamFile(CREATORS_FILE);
+    try {
+      list.raw(SUCCESS_HEAD);
+      list.data('[');
+      store.readSnapshot((rows) => {
+        let lastName = '';
+        let rowsRead = 0;
+        for (const row of rows) {
+          if (++rowsRead % PROGRESS_EVERY === 0) options.onProgress?.(rowsRead);
+          const renderStarted = performance.now();
+          const result = renderUser(row, ctx);
+          if (result.warnings.length > 0) warnings.push(...result.warnings);
+          if (!result.published) {
+            skipped++;
+            continue;
+          }
+          const { user } = result;
+          const name = user.username.toLowerCase();
+          // Rows arrive in case-insensitive username order, lowest id first: a repeat is a duplicate.
+          if (name === lastName) {
+            warnings.push({ id: row[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
+            skipped++;
+            continue;
+          }
+          lastName = name;
+          const userJson = JSON.stringify(user);
+          output.profile(name, dataHash(userJson), () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
+          profiles++;
+          if (user.status === 'active') {
+            list.data(creators === 0 ? userJson : `,${userJson}`);
+            creators++;
+          }
+        }
+        options.onProgress?.(rowsRead);
+      });
+      list.data(']');
+      list.finish(() => envelopeTail(meta(options.snapshotMs, elapsed(started))));
+    } finally {
+      list.close();
+    }
+
+    for (const code of Object.keys(ERRORS) as ErrorCode[]) {
+      const spec = ERRORS[code];
+      output.file(errorFile(code), dataHash(errorBody(spec)), () => errorDocument(spec, meta(options.snapshotMs, 0)));
+    }
+
+    if (options.strict && warnings.length > 0) {
+      throw new StrictWarningsError(warnings);
+    }
+    const files = output.commit();
+    return {
+      out: output.outDir,
+      snapshotTime: new Date(options.snapshotMs).toISOString(),
+      profiles, creators, skipped, files, warnings,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } catch (error) {
+    tx?.abort();
+    throw error;
+  } finally {
+    store.close();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Typed failures. Every expected failure is a SnapshotError carrying its exit code, so the CLI has
+ * one exit point that maps errors to codes; anything else is a bug and exits 1.
+ */
+
+export const ExitCode = {
+  ok: 0,
+  bug: 1,
+  usage: 2,
+  store: 3,
+  strictWarnings: 4,
+  output: 5,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export type SnapshotErrorKind = 'usage' | 'store' | 'strictWarnings' | 'output';
+
+export class SnapshotError extends Error {
+  readonly kind: SnapshotErrorKind;
+  /** How to fix it, one sentence; printed after the message. */
+  readonly hint: string | undefined;
+
+  constructor(kind: SnapshotErrorKind, message: string, options: { hint?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SnapshotError';
+    this.kind = kind;
+    this.hint = options.hint;
+  }
+
+  get exitCode(): ExitCode {
+    return ExitCode[this.kind];
+  }
+}
+
+/** --strict found data warnings: nothing was written; the warnings go into the report. */
+export class StrictWarningsError extends SnapshotError {
+  readonly warnings: readonly { id: number; reason: string }[];
+
+  constructor(warnings: readonly { id: number; reason: string }[]) {
+    super('strictWarnings',
+      `${warnings.length} data warning${warnings.length === 1 ? '' : 's'} under --strict; nothing was written`,
+      { hint: 'fix the rows the warnings name in the store, or build without --strict' });
+    this.warnings = warnings;
+  }
+}
+
+export const usageError = (message: string, hint?: string, cause?: unknown) =>
+  new SnapshotError('usage', message, { hint, cause });
+export const storeError = (message: string, hint?: string, cause?: unknown) =>
+  new SnapshotError('store', message, { hint, cause });
+export const outputError = (message: string, hint?: string, cause?: unknown) =>
+  new SnapshotError('output', message, { hint, cause });
+
+/** The message of an unknown thrown value, for cause chains. */
+export function describeCause(cause: unknown): string {
+  if (cause instanceof Error) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    return code && !cause.message.includes(code) ? `${code}: ${cause.message}` : cause.message;
+  }
+  return String(cause);
+}

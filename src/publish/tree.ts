@@ -1,0 +1,332 @@
+/**
+ * The only code that touches the output tree. A build is a transaction over it:
+ *
+ *   1. during the store pass, each document whose data hash differs from the manifest's is written
+ *      to a staging folder inside the out dir (same filesystem); unchanged documents are not touched;
+ *   2. commit: the manifest is first rewritten to claim every file about to change (so a crash leaves
+ *      files the next run knows are its own), then each staged file is renamed over its target (atomic
+ *      for readers), files no longer published are removed, and the final manifest is written;
+ *   3. any failure before commit (bad data under --strict, a foreign file in the way, disk full)
+ *      discards the staging folder: the previous output is untouched.
+ *
+ * Files the tool did not write are never replaced or removed: a target path that exists but is not
+ * in the manifest stops the build (exit 5).
+ */
+import { createHash, type Hash } from 'node:crypto';
+import {
+  closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, unlinkSync,
+  writeFileSync, writeSync, copyFileSync,
+} from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describeCause, outputError, SnapshotError } from '../errors.js';
+import { PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
+import { PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
+
+export interface WriteCounts {
+  written: number;
+  unchanged: number;
+  removed: number;
+}
+
+/** A short content hash of a document's data part: 64 bits of SHA-1 is plenty to detect change. */
+export function dataHash(data: string): string {
+  return createHash('sha1').update(data).digest('hex').slice(0, 16);
+}
+
+/** Lower-case publishable names only: they are path segments, so anything else is a bug here. */
+const SAFE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+
+interface StagedProfile { name: string; hash: string; staged: string }
+interface StagedFile { path: string; hash: string; staged: string }
+
+export class OutputTransaction {
+  readonly outDir: string;
+  private readonly previous: Manifest;
+  private readonly next: Manifest = { profiles: new Map(), files: new Map() };
+  private readonly stagingDir: string;
+  private readonly stagedProfiles: StagedProfile[] = [];
+  private readonly stagedFiles: StagedFile[] = [];
+  /** Whether the users folders existed before this build; if not, no foreign file can be in the way. */
+  private readonly profileDirsExisted: boolean;
+  private stagedCount = 0;
+  private unchangedFiles = 0;
+  private finished = false;
+
+  private constructor(outDir: string) {
+    this.outDir = outDir;
+    prepareDir(outDir, outDir);
+    prepareDir(outDir, join(outDir, STATE_DIR));
+    this.previous = readManifest(outDir);
+    this.stagingDir = join(outDir, STAGING_DIR);
+    // A staging folder left by a crashed run holds nothing anyone reads: start clean.
+    guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
+      rmSync(this.stagingDir, { recursive: true, force: true });
+      mkdirSync(this.stagingDir);
+    });
+    this.profileDirsExisted = PROFILE_DIRS.some((dir) => existsSync(join(outDir, dir)));
+  }
+
+  /** Opens the out dir (creating it if needed) and reads what the last build wrote. */
+  static begin(outDir: string): OutputTransaction {
+    return new OutputTransaction(resolve(outDir));
+  }
+
+  /**
+   * One profile, written under every alias folder. `render` (the full document, meta included) is
+   * only called when the data changed, so an unchanged profile keeps its bytes and is not rewritten.
+   */
+  profile(name: string, hash: string, render: () => string): void {
+    if (!SAFE_NAME.test(name)) throw new Error(`bug: unsafe profile file name ${JSON.stringify(name)}`);
+    const previousHash = this.previous.profiles.get(name);
+    this.previous.profiles.delete(name);
+    this.next.profiles.set(name, hash);
+    if (previousHash === hash) {
+      this.unchangedFiles += PROFILE_DIRS.length;
+      return;
+    }
+    if (previousHash === undefined && this.profileDirsExisted) {
+      for (const dir of PROFILE_DIRS) this.refuseForeign(join(dir, name));
+    }
+    this.stagedProfiles.push({ name, hash, staged: this.stage(render()) });
+  }
+
+  /** Any other document (creators list, error documents), at a path relative to the out dir. */
+  file(path: string, hash: string, render: () => string): void {
+    const previousHash = this.takePreviousFile(path, hash);
+    if (previousHash === hash) return;
+    this.stagedFiles.push({ path, hash, staged: this.stage(render()) });
+  }
+
+  /**
+   * A document too large to hold as one string (the creators list at a million profiles): its data
+   * is streamed to the staging folder while it is hashed, then `finish` decides whether it changed.
+   */
+  streamFile(path: string): DocumentStream {
+    return new DocumentStream(this, path, this.stagingPath());
+  }
+
+  /** Called by DocumentStream.finish. */
+  acceptStream(path: string, hash: string, staged: string): boolean {
+    const previousHash = this.takePreviousFile(path, hash);
+    if (previousHash === hash) {
+      unlinkSync(staged);
+      return false;
+    }
+    this.stagedFiles.push({ path, hash, staged });
+    return true;
+  }
+
+  /** Publishes everything staged and removes what is no longer published. */
+  commit(): WriteCounts {
+    this.assertOpen();
+    this.finished = true;
+    const { outDir, next } = this;
+    const staleProfiles = [...this.previous.profiles.keys()];
+    const staleFiles = [...this.previous.files.keys()];
+    const counts: WriteCounts = { written: 0, unchanged: this.unchangedFiles, removed: 0 };
+    try {
+      const changing = this.stagedProfiles.length + this.stagedFiles.length + staleProfiles.length + staleFiles.length;
+      if (changing > 0) {
+        // Claim every file about to change before touching it: after a crash, the next run still
+        // knows they are ours and rewrites or removes them.
+        for (const s of this.stagedProfiles) next.profiles.set(s.name, PENDING);
+        for (const s of this.stagedFiles) next.files.set(s.path, PENDING);
+        for (const name of staleProfiles) next.profiles.set(name, PENDING);
+        for (const path of staleFiles) next.files.set(path, PENDING);
+        writeManifest(outDir, next);
+
+        if (this.stagedProfiles.length > 0) for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
+        for (const s of this.stagedProfiles) {
+          this.publishProfile(s);
+          next.profiles.set(s.name, s.hash);
+          counts.written += PROFILE_DIRS.length;
+        }
+        for (const s of this.stagedFiles) {
+          const target = join(outDir, s.path);
+          prepareDir(outDir, join(target, '..'));
+          renameSync(s.staged, target);
+          next.files.set(s.path, s.hash);
+          counts.written += 1;
+        }
+        for (const name of staleProfiles) {
+          for (const dir of PROFILE_DIRS) counts.removed += removeIfPresent(join(outDir, dir, name));
+          next.profiles.delete(name);
+        }
+        for (const path of staleFiles) {
+          counts.removed += removeIfPresent(join(outDir, path));
+          next.files.delete(path);
+        }
+        writeManifest(outDir, next);
+      }
+      rmSync(this.stagingDir, { recursive: true, force: true });
+    } catch (cause) {
+      throw asOutputError(cause, `cannot publish into ${outDir}`);
+    }
+    return counts;
+  }
+
+  /** Discards everything staged; the previous output stays exactly as it was. */
+  abort(): void {
+    if (this.finished) return;
+    this.finished = true;
+    rmSync(this.stagingDir, { recursive: true, force: true });
+  }
+
+  stagingPath(): string {
+    this.assertOpen();
+    return join(this.stagingDir, String(this.stagedCount++));
+  }
+
+  private stage(bytes: string): string {
+    const staged = this.stagingPath();
+    guard(`cannot write into ${this.outDir}`, () => writeFileSync(staged, bytes));
+    return staged;
+  }
+
+  /** The first alias gets the staged file; the others are hard links to it (same bytes, no copy). */
+  private publishProfile(s: StagedProfile): void {
+    const [first, ...others] = PROFILE_DIRS;
+    const firstPath = join(this.outDir, first, s.name);
+    for (const dir of others) {
+      const link = `${s.staged}.${dir.length}`;
+      try {
+        linkSync(s.staged, link);
+      } catch {
+        copyFileSync(s.staged, link); // filesystems without hard links
+      }
+      renameSync(link, join(this.outDir, dir, s.name));
+    }
+    renameSync(s.staged, firstPath);
+  }
+
+  private takePreviousFile(path: string, hash: string): string | undefined {
+    const previousHash = this.previous.files.get(path);
+    this.previous.files.delete(path);
+    this.next.files.set(path, hash);
+    if (previousHash === hash) this.unchangedFiles += 1;
+    else if (previousHash === undefined) this.refuseForeign(path);
+    return previousHash;
+  }
+
+  private refuseForeign(relativePath: string): void {
+    const path = join(this.outDir, relativePath);
+    if (existsSync(path)) {
+      throw outputError(`refusing to overwrite ${path}: profile-snapshot did not write it`,
+        'move that file away (or choose another --out); the tool only replaces files it wrote itself');
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.finished) throw new Error('bug: output transaction already finished');
+  }
+}
+
+/** Streams one large document to the staging folder, hashing its data part on the way. */
+export class DocumentStream {
+  private readonly fd: number;
+  private readonly hash: Hash = createHash('sha1');
+  private buffer: string[] = [];
+  private buffered = 0;
+
+  constructor(
+    private readonly tx: OutputTransaction,
+    private readonly path: string,
+    private readonly staged: string,
+  ) {
+    this.fd = guard(`cannot write into ${tx.outDir}`, () => openSync(staged, 'w'));
+  }
+
+  /** Part of the data: hashed and written. */
+  data(chunk: string): void {
+    this.hash.update(chunk);
+    this.raw(chunk);
+  }
+
+  /** Part of the envelope that does not decide whether the document changed. */
+  raw(chunk: string): void {
+    this.buffer.push(chunk);
+    this.buffered += chunk.length;
+    if (this.buffered >= 1 << 20) this.flush();
+  }
+
+  /**
+   * Ends the data part. `tail(changed)` returns the rest of the document; when the data hash equals
+   * the previous build's, the staged copy is dropped and the published file keeps its bytes.
+   * Returns whether the document changed.
+   */
+  finish(tail: () => string): boolean {
+    const hash = this.hash.digest('hex').slice(0, 16);
+    this.raw(tail());
+    this.flush();
+    closeSync(this.fd);
+    return this.tx.acceptStream(this.path, hash, this.staged);
+  }
+
+  /** Closes without publishing (the transaction's abort removes the staged bytes). */
+  close(): void {
+    try {
+      closeSync(this.fd);
+    } catch {
+      // already closed
+    }
+  }
+
+  private flush(): void {
+    if (this.buffer.length === 0) return;
+    const text = this.buffer.join('');
+    this.buffer = [];
+    this.buffered = 0;
+    guard(`cannot write into ${this.tx.outDir}`, () => writeSync(this.fd, text));
+  }
+}
+
+/** mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. */
+function prepareDir(outDir: string, dir: string): void {
+  const relative = dir === outDir ? [] : dir.slice(outDir.length + 1).split(/[\\/]/);
+  let current = outDir;
+  for (const segment of ['', ...relative]) {
+    current = segment === '' ? current : join(current, segment);
+    let stats;
+    try {
+      stats = lstatSync(current);
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw asOutputError(cause, `cannot use the out dir ${outDir}`);
+      guard(`cannot create ${current}`, () => mkdirSync(current, { recursive: true }));
+      continue;
+    }
+    // The out dir itself may be a symlink (the operator chose it); nothing below it may be.
+    if (current !== outDir && stats.isSymbolicLink()) {
+      throw outputError(`refusing to write through the symbolic link ${current}`, 'replace it with a real folder');
+    }
+    if (!stats.isDirectory() && !(current === outDir && stats.isSymbolicLink())) {
+      throw outputError(`${current} exists and is not a folder`, 'move it away or choose another --out');
+    }
+  }
+}
+
+function removeIfPresent(path: string): number {
+  try {
+    unlinkSync(path);
+    return 1;
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw cause;
+  }
+}
+
+function guard<T>(what: string, action: () => T): T {
+  try {
+    return action();
+  } catch (cause) {
+    throw asOutputError(cause, what);
+  }
+}
+
+function asOutputError(cause: unknown, what: string): SnapshotError {
+  if (cause instanceof SnapshotError) return cause;
+  const code = (cause as NodeJS.ErrnoException).code;
+  const hint = code === 'ENOSPC' ? 'free disk space, then rebuild'
+    : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'make the out dir writable, or choose another --out'
+    : 'check the out dir, then rebuild';
+  return outputError(`${what}: ${describeCause(cause)}`, hint, cause);
+}

@@ -1,0 +1,58 @@
+/**
+ * The documents the API answers with: the success envelope around one User or the creators list,
+ * and the error documents. Serialisation is split into the data part and the meta part because a
+ * document whose data did not change must keep its old meta (and so its bytes) exactly.
+ */
+import { isoMillis } from './dates.js';
+
+export const API_VERSION = 'v1';
+
+export interface Meta {
+  timestamp: string;
+  version: typeof API_VERSION;
+  executionTimeMs: number;
+}
+
+export function meta(producedAtMs: number, executionTimeMs: number): Meta {
+  return { timestamp: isoMillis(producedAtMs), version: API_VERSION, executionTimeMs: Math.max(0, Math.floor(executionTimeMs)) };
+}
+
+/** `{"success":true,"data":` - the envelope up to its data. */
+export const SUCCESS_HEAD = '{"success":true,"data":';
+
+/** Closes an envelope whose data JSON has been written: `,"meta":{...}}`. */
+export function envelopeTail(m: Meta): string {
+  return `,"meta":${JSON.stringify(m)}}`;
+}
+
+/** The success envelope (spec 2.1) around data that is already JSON. */
+export function successDocument(dataJson: string, m: Meta): string {
+  return SUCCESS_HEAD + dataJson + envelopeTail(m);
+}
+
+export interface ErrorSpec {
+  status: number;
+  code: string;
+  message: string;
+}
+
+/**
+ * The error answers (DESIGN.md). Static files, so they never echo the request. The file name is the
+ * code in kebab case; hosting config points at these names.
+ */
+export const ERRORS = {
+  USER_NOT_FOUND: { status: 404, code: 'USER_NOT_FOUND', message: 'No active or suspended profile has this username.' },
+  USERNAME_REQUIRED: { status: 400, code: 'USERNAME_REQUIRED', message: 'The username query parameter is required and must not be empty.' },
+  NOT_FOUND: { status: 404, code: 'NOT_FOUND', message: 'No API resource exists at this path.' },
+  METHOD_NOT_ALLOWED: { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'Only GET and OPTIONS are allowed.' },
+} as const satisfies Record<string, ErrorSpec>;
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The data part of an error document (everything but meta), used for change detection. */
+export function errorBody(spec: ErrorSpec): string {
+  return JSON.stringify({ status: spec.status, code: spec.code, message: spec.message });
+}
+
+export function errorDocument(spec: ErrorSpec, m: Meta): string {
+  return `{"success":false,"error":${errorBody(spec)},"meta":${JSON.stringify(m)}}`;
+}

@@ -1,0 +1,218 @@
+/**
+ * Store row -> User object (spec/public-profile-api.md 2.3), exactly as spec/profile-store.md maps
+ * each field. Pure: same row, base URL and snapshot time give the same object.
+ */
+import { Col, type StoreRow } from '../store/read.js';
+import { isoMillis, parseStoreDate, wholeDaysBetween } from './dates.js';
+
+export interface Badges {
+  isVerified: boolean;
+  isOfficial: boolean;
+  isHelper: boolean;
+  list: string[];
+}
+export interface AvatarDecoration { id: string; name: string; file: string; url: string }
+export interface Social { platform: string; url: string }
+export interface BanInfo { isBanned: boolean; message: string | null; reason: string | null; bannedAt: string | null }
+export type PublicStatus = 'active' | 'suspended';
+
+/** Field order follows the contract's table, so documents read the way the contract does. */
+export interface User {
+  username: string;
+  displayName: string;
+  bio: string;
+  avatarUrl: string;
+  pageUrl: string;
+  hasCustomDomain: boolean;
+  customDomain: string | null;
+  accountAgeDays: number;
+  createdAt: string;
+  views: number;
+  badges: Badges;
+  avatarDecoration: AvatarDecoration | null;
+  socials: Social[];
+  status: PublicStatus;
+  banInfo: BanInfo;
+}
+
+/** A data problem in one row: its id and what is wrong, never a value of a private column. */
+export interface RowWarning { id: number; reason: string }
+
+export interface RenderContext {
+  /** Absolute http(s) base URL without a trailing slash. */
+  baseUrl: string;
+  /** Snapshot time, ms since the epoch. */
+  snapshotMs: number;
+}
+
+export type RenderResult =
+  | { published: true; user: User; warnings: RowWarning[] }
+  | { published: false; warnings: RowWarning[] };
+
+/** Known badges, in the order `badges.list` holds them. */
+const KNOWN_BADGES = ['official', 'verified', 'helper'] as const;
+
+/** 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot (spec/profile-store.md). */
+const PUBLISHABLE_USERNAME = /^(?!\.)[A-Za-z0-9._-]{1,64}$/;
+
+export function isPublishableUsername(value: unknown): value is string {
+  return typeof value === 'string' && PUBLISHABLE_USERNAME.test(value);
+}
+
+const PUBLIC_STATUS: Readonly<Record<string, PublicStatus>> = {
+  active: 'active',
+  suspended: 'suspended',
+  banned: 'suspended',
+};
+
+export function renderUser(row: StoreRow, ctx: RenderContext): RenderResult {
+  const id = row[Col.id];
+  const warnings: RowWarning[] = [];
+  const warn = (reason: string) => warnings.push({ id, reason });
+  const skip = (reason: string): RenderResult => {
+    warn(`${reason}; not published`);
+    return { published: false, warnings };
+  };
+
+  const rawStatus = row[Col.status];
+  const status = typeof rawStatus === 'string' ? PUBLIC_STATUS[rawStatus] : undefined;
+  if (status === undefined) return skip(`status ${describeValue(rawStatus)} is not one of active, suspended, banned, inactive, deleted`);
+
+  const username = row[Col.username];
+  if (!isPublishableUsername(username)) {
+    return skip('username is not publishable (1-64 characters of A-Z a-z 0-9 . _ -, not starting with ".")');
+  }
+
+  const createdMs = parseStoreDate(row[Col.createdAt]);
+  if (createdMs === undefined) return skip('created_at is not a UTC date in a form the contract allows');
+
+  const displayName = text(row[Col.displayName], 'display_name', warn);
+  const bio = text(row[Col.bio], 'bio', warn);
+  const customDomainRaw = row[Col.customDomain];
+  const customDomain = typeof customDomainRaw === 'string' && customDomainRaw.trim() !== '' ? customDomainRaw.trim() : null;
+  if (customDomainRaw !== null && typeof customDomainRaw !== 'string') warn('custom_domain is not text; published as none');
+
+  const user: User = {
+    username,
+    displayName,
+    bio,
+    avatarUrl: `${ctx.baseUrl}/api/avatar?u=${encodeURIComponent(username)}`,
+    pageUrl: `${ctx.baseUrl}/p/${encodeURIComponent(username)}`,
+    hasCustomDomain: customDomain !== null,
+    customDomain,
+    accountAgeDays: wholeDaysBetween(createdMs, ctx.snapshotMs),
+    createdAt: isoMillis(createdMs),
+    views: viewCount(row[Col.views], warn),
+    badges: badges(row[Col.badgesJson]),
+    avatarDecoration: decoration(row, ctx.baseUrl, warn),
+    socials: socials(row[Col.socialsJson], warn),
+    status,
+    banInfo: status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null } : banInfo(row, warn),
+  };
+  return { published: true, user, warnings };
+}
+
+function text(value: unknown, column: string, warn: (reason: string) => void): string {
+  if (typeof value === 'string') return value;
+  if (value === null || value === undefined) {
+    warn(`${column} is NULL; published as an empty string`);
+    return '';
+  }
+  warn(`${column} is not text; published as its text form`);
+  return String(value);
+}
+
+function viewCount(value: unknown, warn: (reason: string) => void): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  warn('views is not a non-negative integer; published as 0');
+  return 0;
+}
+
+function badges(json: string | null): Badges {
+  const held = new Set<unknown>(json === null ? [] : (JSON.parse(json) as unknown[]));
+  return {
+    isVerified: held.has('verified'),
+    isOfficial: held.has('official'),
+    isHelper: held.has('helper'),
+    list: KNOWN_BADGES.filter((badge) => held.has(badge)),
+  };
+}
+
+function decoration(row: StoreRow, baseUrl: string, warn: (reason: string) => void): AvatarDecoration | null {
+  const id = row[Col.decorationId];
+  if (id === null) return null;
+  const name = row[Col.decorationName];
+  const file = row[Col.decorationFile];
+  if (!row[Col.decorationFound]) {
+    warn('decoration_id names no decorations row; avatarDecoration published as null');
+    return null;
+  }
+  if (typeof id !== 'string' || typeof name !== 'string' || typeof file !== 'string') {
+    warn('decoration id, name or file is not text; avatarDecoration published as null');
+    return null;
+  }
+  return { id, name, file, url: `${baseUrl}/api/decoration?f=${encodeURIComponent(file.toWellFormed())}` };
+}
+
+function socials(json: string | null, warn: (reason: string) => void): Social[] {
+  if (json === null) return [];
+  const published: Social[] = [];
+  const entries = JSON.parse(json) as [unknown, unknown][];
+  for (const [index, [platform, url]] of entries.entries()) {
+    const position = index + 1;
+    if (typeof platform !== 'string' || platform.trim() === '') {
+      warn(`social link ${position} has no platform name; dropped`);
+      continue;
+    }
+    const absolute = publicHttpUrl(url);
+    if (absolute === undefined) {
+      warn(`social link for ${describeValue(platform.trim().toLowerCase())} is not an absolute http(s) URL without credentials; dropped`);
+      continue;
+    }
+    published.push({ platform: platform.trim().toLowerCase(), url: absolute });
+  }
+  return published;
+}
+
+/**
+ * The URL in WHATWG serialisation when it is absolute http(s) with a host and no user:password
+ * part (credentials in a public link would leak them); otherwise undefined.
+ */
+function publicHttpUrl(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.hostname === '' || url.username !== '' || url.password !== '') return undefined;
+  return url.href;
+}
+
+function banInfo(row: StoreRow, warn: (reason: string) => void): BanInfo {
+  if (!row[Col.banFound]) {
+    warn('suspended or banned user has no bans row; banInfo message, reason and bannedAt published as null');
+    return { isBanned: true, message: null, reason: null, bannedAt: null };
+  }
+  const bannedMs = parseStoreDate(row[Col.banBannedAt]);
+  if (bannedMs === undefined) warn('bans.banned_at is not a UTC date in a form the contract allows; bannedAt published as null');
+  return {
+    isBanned: true,
+    message: nullableText(row[Col.banMessage]),
+    reason: nullableText(row[Col.banReason]),
+    bannedAt: bannedMs === undefined ? null : isoMillis(bannedMs),
+  };
+}
+
+function nullableText(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+/** A short, quoted, printable rendering of a public value for a warning (never a private column). */
+function describeValue(value: unknown): string {
+  if (typeof value !== 'string') return value === null ? 'NULL' : typeof value;
+  const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value;
+  return JSON.stringify(shown);
+}

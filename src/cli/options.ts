@@ -1,0 +1,64 @@
+/**
+ * Options shared by the commands that build (build, watch): each resolved flag first, then the
+ * environment, then the default, and validated into BuildOptions.
+ */
+import { Command, Option } from 'commander';
+import type { BuildOptions } from '../build.js';
+import { normalizeBaseUrl, positiveInteger, snapshotTime } from '../config.js';
+import type { Io } from './io.js';
+
+export const DEFAULTS = {
+  db: 'data/profiles.db',
+  out: 'dist',
+  baseUrl: 'http://localhost:3000',
+  busyTimeoutMs: 5000,
+} as const;
+
+export interface BuildFlags {
+  db?: string;
+  out?: string;
+  baseUrl?: string;
+  strict?: boolean;
+  json?: boolean;
+  busyTimeout?: string;
+}
+
+export function addBuildOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--db <file>', `profile store (SQLite), opened read-only [env: PROFILE_DB] (default: "${DEFAULTS.db}")`))
+    .addOption(new Option('--out <dir>', `output folder, the site the CDN publishes [env: PROFILE_OUT] (default: "${DEFAULTS.out}")`))
+    .addOption(new Option('--base-url <url>', `absolute http(s) URL the API is served from, used in avatarUrl, pageUrl and decoration URLs [env: BASE_URL, then Netlify's URL] (default: "${DEFAULTS.baseUrl}")`))
+    .option('--strict', 'treat any data warning as an error: exit 4 and write nothing', false)
+    .option('--json', 'print the report (counts, every warning) as JSON on stdout', false)
+    .addOption(new Option('--busy-timeout <ms>', 'how long to wait for a store locked by a writer before giving up (exit 3)').default(String(DEFAULTS.busyTimeoutMs)));
+}
+
+export const OUT_ENV_HELP = `
+Environment:
+  PROFILE_DB, PROFILE_OUT, BASE_URL (then URL, set by Netlify)  defaults for the flags above
+  SOURCE_DATE_EPOCH  snapshot time in seconds since the epoch, for byte-for-byte reproducible builds
+
+Exit codes:
+  0 success (warnings allowed)  2 usage error  3 store unusable  4 warnings under --strict
+  5 out dir unusable            1 a bug in profile-snapshot
+`;
+
+export function resolveOutDir(flags: { out?: string }, env: NodeJS.ProcessEnv): string {
+  return flags.out ?? env.PROFILE_OUT ?? DEFAULTS.out;
+}
+
+/** Everything but the snapshot time, which each build takes afresh (see `snapshotTime`). */
+export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOptions, 'snapshotMs' | 'reproducible'> {
+  const { env } = io;
+  const baseUrlSource = flags.baseUrl !== undefined ? '--base-url' : env.BASE_URL !== undefined ? 'BASE_URL' : env.URL !== undefined ? 'URL' : 'the default base URL';
+  const baseUrlInput = flags.baseUrl ?? env.BASE_URL ?? env.URL ?? DEFAULTS.baseUrl;
+  // Validate SOURCE_DATE_EPOCH now so a bad value is a usage error before any work.
+  snapshotTime(env.SOURCE_DATE_EPOCH);
+  return {
+    db: flags.db ?? env.PROFILE_DB ?? DEFAULTS.db,
+    out: resolveOutDir(flags, env),
+    baseUrl: normalizeBaseUrl(baseUrlInput, baseUrlSource),
+    strict: Boolean(flags.strict),
+    busyTimeoutMs: positiveInteger(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
+  };
+}

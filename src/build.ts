@@ -3,6 +3,7 @@
  * documents to the output transaction. Plain data in (BuildOptions), plain data out (BuildReport).
  */
 import { performance } from 'node:perf_hooks';
+import { normalizeBaseUrl } from './config.js';
 import { StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
@@ -13,7 +14,7 @@ import { dataHash, OutputTransaction, type WriteCounts } from './publish/tree.js
 export interface BuildOptions {
   db: string;
   out: string;
-  /** Absolute http(s) URL without query or trailing slash (see normalizeBaseUrl). */
+  /** Absolute http(s) URL without query or fragment (see normalizeBaseUrl). */
   baseUrl: string;
   /** Snapshot time, ms since the epoch (the wall clock, or SOURCE_DATE_EPOCH). */
   snapshotMs: number;
@@ -44,7 +45,8 @@ const PROGRESS_EVERY = 10_000;
 
 export function build(options: BuildOptions): BuildReport {
   const started = performance.now();
-  const ctx = { baseUrl: options.baseUrl, snapshotMs: options.snapshotMs };
+  // Normalised here too, so library callers get the same checks and no doubled slash.
+  const ctx = { baseUrl: normalizeBaseUrl(options.baseUrl, 'baseUrl'), snapshotMs: options.snapshotMs };
   const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
   const warnings: RowWarning[] = [];
   let profiles = 0, creators = 0, skipped = 0;

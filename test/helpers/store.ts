@@ -1,0 +1,89 @@
+/**
+ * Real SQLite stores in temporary folders, written to the contract's schema (data/schema.sql), with
+ * helpers to add rows. Never a mocked database.
+ */
+import Database from 'better-sqlite3';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+export const SCHEMA_SQL = readFileSync(join(REPO, 'data/schema.sql'), 'utf8');
+export const SAMPLE_SQL = readFileSync(join(REPO, 'data/sample.sql'), 'utf8');
+
+export interface UserRow {
+  id: number;
+  username: string;
+  display_name?: unknown;
+  bio?: unknown;
+  custom_domain?: unknown;
+  created_at?: unknown;
+  views?: unknown;
+  status?: string;
+  decoration_id?: string | null;
+  email?: string | null;
+  password_hash?: string | null;
+  last_login_ip?: string | null;
+}
+
+/** A temp folder removed by `cleanup()`; tests create one per case. */
+export function tempDir(prefix = 'profile-snapshot-test-'): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export class TestStore {
+  readonly db: Database.Database;
+
+  constructor(readonly file: string, schemaSql: string = SCHEMA_SQL) {
+    this.db = new Database(file);
+    this.db.pragma('foreign_keys = OFF');
+    this.db.exec(schemaSql);
+  }
+
+  static sample(file: string): TestStore {
+    const store = new TestStore(file);
+    store.db.exec(SAMPLE_SQL);
+    return store;
+  }
+
+  user(row: UserRow): this {
+    const full = {
+      display_name: `Name ${row.id}`, bio: '', custom_domain: null, created_at: '2020-01-01 00:00:00', views: 0,
+      status: 'active', decoration_id: null, email: null, password_hash: null, last_login_ip: null, ...row,
+    };
+    this.db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
+      VALUES (@id, @username, @display_name, @bio, @custom_domain, @created_at, @views, @status, @decoration_id, @email, @password_hash, @last_login_ip)`).run(full);
+    return this;
+  }
+
+  badge(userId: number, badge: string): this {
+    this.db.prepare('INSERT INTO badges (user_id, badge) VALUES (?, ?)').run(userId, badge);
+    return this;
+  }
+
+  social(id: number, userId: number, platform: string, url: string, position: number): this {
+    this.db.prepare('INSERT INTO socials (id, user_id, platform, url, position) VALUES (?, ?, ?, ?, ?)').run(id, userId, platform, url, position);
+    return this;
+  }
+
+  ban(userId: number, message: string | null, reason: string | null, bannedAt: string): this {
+    this.db.prepare('INSERT INTO bans (user_id, message, reason, banned_at) VALUES (?, ?, ?, ?)').run(userId, message, reason, bannedAt);
+    return this;
+  }
+
+  decoration(id: string, name: string, file: string): this {
+    this.db.prepare('INSERT INTO decorations (id, name, file) VALUES (?, ?, ?)').run(id, name, file);
+    return this;
+  }
+
+  exec(sql: string): this {
+    this.db.exec(sql);
+    return this;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

@@ -17,7 +17,7 @@ import {
   closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, unlinkSync,
   writeFileSync, writeSync, copyFileSync,
 } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../errors.js';
 import { PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
 import { PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
@@ -133,18 +133,18 @@ export class OutputTransaction {
         for (const s of this.stagedFiles) next.files.set(s.path, PENDING);
         for (const name of staleProfiles) next.profiles.set(name, PENDING);
         for (const path of staleFiles) next.files.set(path, PENDING);
+        // Folders first: a path that cannot be used (a symlink, a file) fails before anything moves.
+        if (this.stagedProfiles.length > 0) for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
+        for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
         writeManifest(outDir, next);
 
-        if (this.stagedProfiles.length > 0) for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
         for (const s of this.stagedProfiles) {
           this.publishProfile(s);
           next.profiles.set(s.name, s.hash);
           counts.written += PROFILE_DIRS.length;
         }
         for (const s of this.stagedFiles) {
-          const target = join(outDir, s.path);
-          prepareDir(outDir, join(target, '..'));
-          renameSync(s.staged, target);
+          renameSync(s.staged, join(outDir, s.path));
           next.files.set(s.path, s.hash);
           counts.written += 1;
         }

@@ -1,7 +1,7 @@
 /**
  * The tables and columns ../shared/spec/profile-store.md names. A store missing any of them is not
  * the store the contract describes, so we refuse it (exit 3) and name what is missing rather than
- * publish something subtly wrong. Private columns are checked for presence only (PRAGMA table_info
+ * publish something subtly wrong. Private columns are checked for presence only (PRAGMA table_xinfo
  * never reads a value); no query ever selects them.
  */
 import type Database from 'better-sqlite3';
@@ -21,7 +21,7 @@ export const CONTRACT_SCHEMA: Readonly<Record<string, readonly string[]>> = {
 /** Throws a store error (exit 3) naming every missing table and column. */
 export function checkSchema(db: Database.Database, file: string): void {
   const missing: string[] = [];
-  const tableInfo = db.prepare<[string], { name: string }>('SELECT name FROM pragma_table_info(?)');
+  const tableInfo = db.prepare<[string], { name: string }>('SELECT name FROM pragma_table_xinfo(?)');
   for (const [table, columns] of Object.entries(CONTRACT_SCHEMA)) {
     const present = new Set(tableInfo.all(table).map((c) => c.name.toLowerCase()));
     if (present.size === 0) {

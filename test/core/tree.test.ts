@@ -1,0 +1,134 @@
+/**
+ * The output tree across rebuilds: byte stability, reproducibility, stale-file removal, foreign-file
+ * safety, aliases, and nothing outside --out.
+ */
+import Database from 'better-sqlite3';
+import { lstatSync, mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
+import { listFiles, profile, publishedFiles, readJson, snapshotTree } from '../helpers/output.js';
+import { tempDir, TestStore } from '../helpers/store.js';
+
+let dir: ReturnType<typeof tempDir>;
+let db: string;
+let out: string;
+
+beforeEach(() => {
+  dir = tempDir();
+  db = join(dir.path, 'profiles.db');
+  TestStore.sample(db).close();
+  out = join(dir.path, 'dist');
+});
+afterEach(() => dir.cleanup());
+
+const HOUR = 3_600_000;
+const sql = (statement: string) => {
+  const handle = new Database(db);
+  handle.exec(statement);
+  handle.close();
+};
+
+describe('byte stability', () => {
+  it('a rebuild of unchanged data rewrites nothing: same bytes, same inode, same mtime, meta included', () => {
+    buildTo(db, out, { reproducible: false });
+    const before = snapshotTree(out);
+    // An hour later (same day for every account age): new snapshot time, same data.
+    const report = buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR, reproducible: false });
+    expect(report.files).toEqual({ written: 0, unchanged: before.size, removed: 0 });
+    expect(snapshotTree(out)).toEqual(before);
+  });
+
+  it('a changed profile gets new bytes and a new meta.timestamp; other files keep theirs', () => {
+    buildTo(db, out);
+    const before = snapshotTree(out);
+    sql("UPDATE users SET bio = 'New bio' WHERE username = 'bob'");
+    const later = SNAPSHOT_MS + HOUR;
+    const report = buildTo(db, out, { snapshotMs: later });
+    const after = snapshotTree(out);
+    expect(profile(out, 'bob').data.bio).toBe('New bio');
+    expect(profile(out, 'bob').meta.timestamp).toBe(new Date(later).toISOString());
+    expect(readJson(out, 'service-api/v1/creators').meta.timestamp).toBe(new Date(later).toISOString());
+    const changed = [...after.keys()].filter((f) => after.get(f)!.bytes !== before.get(f)!.bytes).sort();
+    expect(changed).toEqual(['api/v1/users/bob', 'service-api/v1/creators', 'service-api/v1/users/bob']);
+    for (const [f, entry] of after) if (!changed.includes(f)) expect(entry).toEqual(before.get(f));
+    expect(report.files).toEqual({ written: 3, unchanged: before.size - 3, removed: 0 });
+  });
+
+  it('a suspended user\'s change rewrites the profile but not the creators list', () => {
+    buildTo(db, out);
+    const before = snapshotTree(out);
+    sql("UPDATE users SET views = views + 1 WHERE username = 'dave_99'");
+    buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
+    expect(snapshotTree(out).get('service-api/v1/creators')).toEqual(before.get('service-api/v1/creators'));
+    expect(profile(out, 'dave_99').data.views).toBe(56);
+  });
+
+  it('SOURCE_DATE_EPOCH builds are reproducible byte for byte in fresh folders', () => {
+    const other = join(dir.path, 'other');
+    buildTo(db, out);
+    buildTo(db, other);
+    const a = snapshotTree(out), b = snapshotTree(other);
+    expect([...a.keys()]).toEqual([...b.keys()]);
+    for (const [f, entry] of a) expect(b.get(f)!.bytes).toBe(entry.bytes);
+  });
+});
+
+describe('aliases', () => {
+  it('writes every profile under both alias folders, byte-identical, as regular files (never symlinks)', () => {
+    buildTo(db, out);
+    const api = readdirSync(join(out, 'api/v1/users')).sort();
+    const service = readdirSync(join(out, 'service-api/v1/users')).sort();
+    expect(api).toEqual(service);
+    expect(api).toHaveLength(18);
+    for (const name of api) {
+      for (const folder of ['api/v1/users', 'service-api/v1/users']) expect(lstatSync(join(out, folder, name)).isFile()).toBe(true);
+      expect(readFileSync(join(out, 'service-api/v1/users', name)).equals(readFileSync(join(out, 'api/v1/users', name)))).toBe(true);
+    }
+  });
+});
+
+describe('stale files', () => {
+  it('removes the files of users no longer published (deleted, banned to inactive, renamed)', () => {
+    buildTo(db, out);
+    sql(`UPDATE users SET status = 'deleted' WHERE username = 'bob';
+         UPDATE users SET status = 'inactive' WHERE username = 'dave_99';
+         UPDATE users SET username = 'Alicia' WHERE username = 'Alice';`);
+    const report = buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
+    for (const gone of ['bob', 'dave_99', 'alice']) {
+      expect(existsSync(join(out, 'api/v1/users', gone))).toBe(false);
+      expect(existsSync(join(out, 'service-api/v1/users', gone))).toBe(false);
+    }
+    expect(profile(out, 'alicia').data.username).toBe('Alicia');
+    expect(report.files.removed).toBe(6);
+    expect(readJson(out, 'service-api/v1/creators').data.map((u: { username: string }) => u.username)).not.toContain('bob');
+  });
+});
+
+describe('files the tool did not write', () => {
+  it('are never deleted or overwritten, beside or inside the API folders', () => {
+    mkdirSync(join(out, 'api/v1/users'), { recursive: true });
+    writeFileSync(join(out, 'index.html'), '<h1>landing</h1>');
+    writeFileSync(join(out, 'api/v1/users/README.txt'), 'hand-written note');
+    writeFileSync(join(out, 'api/v1/users/ghost'), 'not a user of this store');
+    buildTo(db, out);
+    sql("UPDATE users SET status = 'deleted' WHERE username = 'bob'");
+    buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
+    expect(readFileSync(join(out, 'index.html'), 'utf8')).toBe('<h1>landing</h1>');
+    expect(readFileSync(join(out, 'api/v1/users/README.txt'), 'utf8')).toBe('hand-written note');
+    expect(readFileSync(join(out, 'api/v1/users/ghost'), 'utf8')).toBe('not a user of this store');
+  });
+});
+
+describe('nothing outside --out', () => {
+  it('writes only inside the out dir, and leaves no staging behind', () => {
+    const siblings = () => readdirSync(dir.path).sort();
+    const before = siblings();
+    buildTo(db, out);
+    sql("UPDATE users SET views = 1 WHERE id = 1");
+    buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
+    expect(siblings()).toEqual([...before, 'dist'].sort());
+    expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual(['.profile-snapshot/manifest']);
+    expect(publishedFiles(out).every((f) => /^(api\/v1\/users\/|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f))).toBe(true);
+  });
+});

@@ -10,6 +10,7 @@ import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore } from './store/read.js';
 import { CREATORS_FILE, errorFile } from './publish/layout.js';
 import { dataHash, OutputTransaction, type WriteCounts } from './publish/tree.js';
+import { OutDirLock } from './publish/lock.js';
 
 export interface BuildOptions {
   db: string;
@@ -25,6 +26,13 @@ export interface BuildOptions {
   busyTimeoutMs?: number;
   /** Called now and then during the pass with the number of rows read so far. */
   onProgress?: (rowsRead: number) => void;
+  /**
+   * The out dir's lock when the caller already holds it (a watcher holds it for its whole life).
+   * Otherwise the build takes it for its duration, so two builds, or a build and a watcher, never
+   * write one tree at once; it waits up to `lockWaitMs` (default 5000) for a holder, then exits 5.
+   */
+  lock?: OutDirLock;
+  lockWaitMs?: number;
 }
 
 export interface BuildReport {
@@ -53,7 +61,11 @@ export function build(options: BuildOptions): BuildReport {
 
   const store = ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   let tx: OutputTransaction | undefined;
+  let ownLock: OutDirLock | undefined;
   try {
+    // Taken after the store opened (a bad --db fails fast, creating nothing) and before the snapshot
+    // is read, so the tree is brought to a snapshot no older than the previous writer's.
+    if (options.lock === undefined) ownLock = OutDirLock.acquire(options.out, { command: 'build', waitMs: options.lockWaitMs });
     tx = OutputTransaction.begin(options.out);
     const output = tx;
     const list = output.streamFile(CREATORS_FILE);
@@ -116,6 +128,7 @@ export function build(options: BuildOptions): BuildReport {
     tx?.abort();
     throw error;
   } finally {
+    ownLock?.release();
     store.close();
   }
 }

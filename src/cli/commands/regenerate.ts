@@ -1,0 +1,42 @@
+/**
+ * `profile-snapshot regenerate`: make the watcher of an out dir run a cycle now (after a moderation
+ * action, say), wait for that cycle, and print its summary. Exits with the cycle's own exit code (0, or
+ * 3/4/5 when it failed), 5 when no watcher runs.
+ */
+import { Command, Option } from 'commander';
+import { SnapshotError, usageError, type SnapshotErrorKind } from '../../errors.js';
+import { formatCycle } from '../../watch/format.js';
+import { regenerate } from '../../watch/regenerate.js';
+import type { CliState, Io } from '../io.js';
+import { DEFAULTS, resolveOutDir } from '../options.js';
+
+const KINDS: readonly SnapshotErrorKind[] = ['usage', 'store', 'strictWarnings', 'output'];
+
+interface RegenerateFlags {
+  out?: string;
+  timeout: string;
+  json?: boolean;
+}
+
+export function regenerateCommand(io: Io, state: CliState): Command {
+  return new Command('regenerate')
+    .description('Ask the watcher of an out dir (found through its lock) to rebuild now, wait for that cycle and print its summary.')
+    .addOption(new Option('--out <dir>', `the watcher's output folder [env: PROFILE_OUT] (default: "${DEFAULTS.out}")`))
+    .addOption(new Option('--timeout <seconds>', 'give up (exit 5) if the cycle has not finished by then').default('600'))
+    .option('--json', 'print the cycle\'s status as JSON on stdout', false)
+    .action(async (flags: RegenerateFlags) => {
+      state.json = Boolean(flags.json);
+      if (!/^\d+$/.test(flags.timeout) || Number(flags.timeout) === 0) throw usageError(`--timeout must be a positive whole number of seconds, not ${JSON.stringify(flags.timeout)}`);
+      const result = await regenerate(resolveOutDir(flags, io.env), { timeoutMs: Number(flags.timeout) * 1000 });
+      const { cycle } = result;
+      if (state.json) io.stdout.write(`${JSON.stringify(cycle, null, 2)}\n`);
+      if (!cycle.ok && cycle.error && KINDS.includes(cycle.error.kind as SnapshotErrorKind)) {
+        // The cycle's own failure, with its exit code, through the CLI's one exit point.
+        throw new SnapshotError(cycle.error.kind as SnapshotErrorKind,
+          `watcher pid ${result.holder.pid}: cycle ${cycle.number} failed (${result.consecutiveFailures} in a row): ${cycle.error.message}`,
+          { hint: cycle.error.hint ?? undefined });
+      }
+      if (!cycle.ok) throw new Error(`watcher pid ${result.holder.pid}: ${formatCycle(cycle, result.consecutiveFailures)}`);
+      io.stderr.write(`profile-snapshot: watcher pid ${result.holder.pid}: ${formatCycle(cycle, result.consecutiveFailures)}\n`);
+    });
+}

@@ -1,0 +1,104 @@
+/**
+ * `profile-snapshot watch`: keeps the out dir fresh, one cycle every --interval seconds, until
+ * SIGINT/SIGTERM (finish the current cycle, exit 0). SIGHUP runs a cycle at once. One log line per
+ * cycle on stderr; with --json, also one JSON status line per cycle on stdout.
+ */
+import { Command, Option } from 'commander';
+import { snapshotTime } from '../../config.js';
+import { usageError } from '../../errors.js';
+import { Watcher, type WatchEvent } from '../../watch/loop.js';
+import { formatCycle } from '../../watch/format.js';
+import type { CliState, Io } from '../io.js';
+import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
+import { formatWarnings } from '../report.js';
+
+interface WatchFlags extends BuildFlags {
+  interval: string;
+  exec?: string;
+}
+
+export function watchCommand(io: Io, state: CliState): Command {
+  return addBuildOptions(
+    new Command('watch').description(
+      'Keep the out dir fresh: rebuild from a consistent store snapshot every interval, rewriting only what changed. '
+      + 'SIGHUP (or "profile-snapshot regenerate") rebuilds at once; SIGINT/SIGTERM finish the current cycle and exit 0. '
+      + 'Health status: <out>/.profile-snapshot/status.json.',
+    ),
+  )
+    .addOption(new Option('--interval <seconds>', 'seconds from the start of one cycle to the start of the next (the s-maxage of the API)').default('30'))
+    .addOption(new Option('--exec <command>', 'shell command run after each cycle that changed files (e.g. a deploy); never twice at once; gets PROFILE_SNAPSHOT_* variables'))
+    .addHelpText('after', `${OUT_ENV_HELP}
+The watcher holds the out dir's lock (<out>/.profile-snapshot/lock) while it runs: a build or a
+second watcher on the same out dir waits briefly, then exits 5 naming it.
+`)
+    .action(async (flags: WatchFlags) => {
+      state.json = Boolean(flags.json);
+      const options = resolveBuildOptions(flags, io);
+      const intervalMs = parseInterval(flags.interval);
+      const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);
+
+      // Handlers first: a SIGHUP from `regenerate` must never kill a process that holds the lock.
+      let watcher: Watcher | undefined;
+      const onHup = () => watcher?.regenerate();
+      const onStop = () => watcher?.stop();
+      process.on('SIGHUP', onHup);
+      process.on('SIGINT', onStop);
+      process.on('SIGTERM', onStop);
+      try {
+        watcher = Watcher.start({
+          build: options,
+          intervalMs,
+          snapshotTime: () => snapshotTime(io.env.SOURCE_DATE_EPOCH),
+          exec: flags.exec === undefined ? undefined : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr },
+          onEvent: (event) => report(event, io, log, state.json),
+        });
+        log(`watching ${options.db} -> ${watcher.lock.outDir} every ${intervalMs / 1000} s (pid ${process.pid}); `
+          + 'SIGHUP or "profile-snapshot regenerate" rebuilds now; SIGINT/SIGTERM stop after the current cycle');
+        await watcher.done;
+        log('stopped');
+      } finally {
+        process.off('SIGHUP', onHup);
+        process.off('SIGINT', onStop);
+        process.off('SIGTERM', onStop);
+      }
+    });
+}
+
+function report(event: WatchEvent, io: Io, log: (line: string) => void, json: boolean): void {
+  switch (event.type) {
+    case 'cycle': {
+      const { cycle, report: buildReport } = event;
+      // Warnings repeat every cycle; print them in full only when they change.
+      if (buildReport && event.warningsChanged) io.stderr.write(formatWarnings(buildReport.warnings));
+      const next = `next in ${(event.nextInMs / 1000).toFixed(1)} s`;
+      log(`${formatCycle(cycle, event.consecutiveFailures)}; ${next}`);
+      if (json) io.stdout.write(`${JSON.stringify({ ...cycle, consecutiveFailures: event.consecutiveFailures })}\n`);
+      break;
+    }
+    case 'exec-start':
+      log(`exec (cycle ${event.request.cycle}${event.request.changedCycles > 1 ? `, covering ${event.request.changedCycles} changing cycles` : ''}): started`);
+      break;
+    case 'exec-finish': {
+      const { result } = event;
+      const outcome = result.error !== null ? `could not start: ${result.error}`
+        : result.exitCode === 0 ? 'succeeded'
+        : result.signal ? `killed by ${result.signal}` : `FAILED with exit code ${result.exitCode}`;
+      const streak = event.consecutiveFailures > 1 ? ` (${event.consecutiveFailures} in a row)` : '';
+      log(`exec (cycle ${result.cycle}): ${outcome}${streak}; ${(result.durationMs / 1000).toFixed(2)} s`);
+      break;
+    }
+    case 'status-failed':
+      log(`cannot write the health status: ${event.message}`);
+      break;
+    case 'stopping':
+      log(event.forced ? 'second signal: stopping now, ending the --exec command' : 'stopping after the current cycle (signal again to stop at once)');
+      break;
+  }
+}
+
+function parseInterval(value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) {
+    throw usageError(`--interval must be a positive number of seconds, not ${JSON.stringify(value)}`);
+  }
+  return Math.round(Number(value) * 1000);
+}

@@ -1,0 +1,287 @@
+/**
+ * The out dir's lock: a pid file at `<out>/.profile-snapshot/lock` that keeps a `build` and a `watch`
+ * (or two of either) from writing the same tree at once. A watcher holds it for its whole life, which
+ * is also how `regenerate` finds the watcher to signal.
+ *
+ * The file is created complete or not at all: its content is written to a private temporary name and
+ * hard-linked to `lock`, and link(2) fails if `lock` exists. So a reader never sees an empty or half
+ * written lock, and of two racing processes exactly one wins.
+ *
+ * A lock whose holder is gone (kill -9, a crash, a reboot) is taken over. "Gone" means: no process
+ * has that pid, or one does but it started at another time than the holder did (the pid was reused,
+ * which is common in containers, where a restarted watcher often gets its predecessor's pid).
+ */
+import { randomBytes } from 'node:crypto';
+import { linkSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describeCause, outputError } from '../errors.js';
+import { STATE_DIR } from './layout.js';
+
+export const LOCK_FILE = `${STATE_DIR}/lock`;
+
+/** What the lock file says about its holder (JSON, one object). */
+export interface LockHolder {
+  pid: number;
+  /** Which command holds it: only a `watch` handles SIGHUP (for any other, SIGHUP would kill it). */
+  command: string;
+  /** ISO time the lock was taken. */
+  since: string;
+  host: string;
+  /** The holder's start time in clock ticks since boot (Linux /proc), to detect a reused pid. */
+  startTicks: string | null;
+  /** Random, unique per acquisition: tells two holders with the same pid apart. */
+  token: string;
+}
+
+export interface AcquireOptions {
+  /** Shown to whoever finds the lock taken (e.g. "watch", "build"). */
+  command: string;
+  /** How long to wait for a live holder to let go before failing (exit 5). Default 5000. */
+  waitMs?: number;
+}
+
+/** Tokens of the locks this process holds, so a lock naming our own pid is recognised as ours or stale. */
+const heldHere = new Set<string>();
+
+export class OutDirLock {
+  readonly outDir: string;
+  readonly path: string;
+  readonly holder: LockHolder;
+  private released = false;
+
+  private constructor(outDir: string, holder: LockHolder) {
+    this.outDir = outDir;
+    this.path = join(outDir, LOCK_FILE);
+    this.holder = holder;
+  }
+
+  /**
+   * Takes the lock of `outDir` (creating the folders if needed), waiting up to `waitMs` for a live
+   * holder. Synchronous, like `build`: the wait sleeps the thread. Throws an output error (exit 5)
+   * naming the holder when it is still held after the wait.
+   */
+  static acquire(outDir: string, options: AcquireOptions): OutDirLock {
+    const dir = resolve(outDir);
+    const waitMs = options.waitMs ?? 5000;
+    const deadline = Date.now() + waitMs;
+    const holder: LockHolder = {
+      pid: process.pid,
+      command: options.command,
+      since: new Date().toISOString(),
+      host: hostname(),
+      startTicks: processStartTicks(process.pid),
+      token: randomBytes(12).toString('hex'),
+    };
+    const lock = new OutDirLock(dir, holder);
+    prepareStateDir(dir);
+    for (;;) {
+      const other = lock.tryTake();
+      if (other === undefined) {
+        heldHere.add(holder.token);
+        return lock;
+      }
+      if (Date.now() >= deadline) throw lockedError(dir, other);
+      sleepSync(Math.min(100, Math.max(1, deadline - Date.now())));
+    }
+  }
+
+  /** The current holder of `outDir`'s lock, if a live one holds it. */
+  static holderOf(outDir: string): LockHolder | undefined {
+    const holder = readHolder(join(resolve(outDir), LOCK_FILE));
+    return holder !== undefined && isAlive(holder) ? holder : undefined;
+  }
+
+  /**
+   * Checks that the lock is still ours before a cycle writes the tree. A watcher lives for days: if
+   * someone removed the lock file (or the whole out dir), it is taken again; if another live process
+   * holds it now, this throws (exit 5) and the caller skips the cycle.
+   */
+  verify(): void {
+    if (this.released) throw new Error('bug: lock already released');
+    const current = readHolder(this.path);
+    if (current?.token === this.holder.token) return;
+    prepareStateDir(this.outDir);
+    const other = this.tryTake();
+    if (other !== undefined) throw lockedError(this.outDir, other);
+  }
+
+  /** Removes the lock file if it is still ours. Idempotent. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    heldHere.delete(this.holder.token);
+    try {
+      if (readHolder(this.path)?.token === this.holder.token) unlinkSync(this.path);
+    } catch {
+      // Already gone (the out dir was removed): nothing to release.
+    }
+  }
+
+  /** One attempt: undefined when we now hold the lock, else the live holder in the way. */
+  private tryTake(): LockHolder | undefined {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      if (this.linkIn()) return undefined;
+      const current = readHolder(this.path);
+      if (current === undefined) {
+        // Vanished between our link and our read (try again), or unreadable garbage (remove it).
+        this.removeIfUnchanged(undefined);
+        continue;
+      }
+      if (isAlive(current)) return current;
+      // Stale: move it aside and retake. Whoever renames it first wins; a loser finds the lock gone
+      // (ENOENT) or a new live holder, and the next attempt sorts that out.
+      this.removeIfUnchanged(current);
+    }
+    const current = readHolder(this.path);
+    throw outputError(`cannot take the lock ${this.path}${current ? ` (held by ${describeHolder(current)})` : ''}`,
+      'remove that file if no profile-snapshot process is using the out dir');
+  }
+
+  /** Creates `lock` with our content, atomically; false if it already exists. */
+  private linkIn(): boolean {
+    const temporary = `${this.path}.${this.holder.token}.tmp`;
+    try {
+      writeFileSync(temporary, `${JSON.stringify(this.holder)}\n`);
+      try {
+        linkSync(temporary, this.path);
+        return true;
+      } catch (cause) {
+        if ((cause as NodeJS.ErrnoException).code === 'EEXIST') return false;
+        throw cause;
+      } finally {
+        unlinkSync(temporary);
+      }
+    } catch (cause) {
+      throw outputError(`cannot create the lock ${this.path}: ${describeCause(cause)}`, 'make the out dir writable, or choose another --out', cause);
+    }
+  }
+
+  /**
+   * Removes a stale (or unreadable) lock, making sure not to remove a lock someone else has just
+   * taken: the file is renamed aside (atomic), and if what was moved is not what we judged stale it
+   * is linked back. Returns whether anything was removed.
+   */
+  private removeIfUnchanged(expected: LockHolder | undefined): boolean {
+    const aside = `${this.path}.${this.holder.token}.stale`;
+    try {
+      renameSync(this.path, aside);
+    } catch {
+      return false; // someone else moved it first
+    }
+    const moved = readHolder(aside);
+    if (moved !== undefined && moved.token !== expected?.token && isAlive(moved)) {
+      try {
+        linkSync(aside, this.path);
+      } catch {
+        // A third process took the lock meanwhile; the holder we displaced notices at its next verify().
+      }
+    }
+    try {
+      unlinkSync(aside);
+    } catch {
+      // already gone
+    }
+    return true;
+  }
+}
+
+/** "pid 1234 (profile-snapshot watch, since 2026-...)" */
+export function describeHolder(holder: LockHolder): string {
+  const host = holder.host === hostname() ? '' : ` on host ${holder.host}`;
+  return `pid ${holder.pid}${host} (profile-snapshot ${holder.command}, since ${holder.since})`;
+}
+
+function lockedError(outDir: string, holder: LockHolder) {
+  const hint = holder.command === 'watch'
+    ? `a watcher keeps this out dir fresh already; to rebuild now run "profile-snapshot regenerate --out ${outDir}", or stop pid ${holder.pid} first`
+    : `wait for pid ${holder.pid} to finish, or stop it; a lock of a dead process is taken over automatically`;
+  return outputError(`out dir ${outDir} is locked by ${describeHolder(holder)}`, hint);
+}
+
+function readHolder(path: string): LockHolder | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const value = JSON.parse(text) as Partial<LockHolder>;
+    if (typeof value.pid !== 'number' || !Number.isInteger(value.pid) || value.pid <= 0 || typeof value.token !== 'string') return undefined;
+    return {
+      pid: value.pid,
+      command: typeof value.command === 'string' ? value.command : 'unknown',
+      since: typeof value.since === 'string' ? value.since : 'unknown',
+      host: typeof value.host === 'string' ? value.host : hostname(),
+      startTicks: typeof value.startTicks === 'string' ? value.startTicks : null,
+      token: value.token,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the holder is still running. The host name is not trusted to decide: a restarted container
+ * usually gets a new one, and its predecessor's lock must still be taken over; the start time tells a
+ * live holder from an unrelated process that happens to have its pid.
+ */
+export function isAlive(holder: LockHolder): boolean {
+  if (holder.pid === process.pid) return heldHere.has(holder.token);
+  try {
+    process.kill(holder.pid, 0);
+  } catch (cause) {
+    // EPERM: it exists but belongs to another user, so it is alive.
+    if ((cause as NodeJS.ErrnoException).code === 'ESRCH') return false;
+  }
+  if (holder.startTicks !== null) {
+    const ticks = processStartTicks(holder.pid);
+    if (ticks !== null && ticks !== holder.startTicks) return false; // pid reused by another process
+  }
+  return true;
+}
+
+/**
+ * Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); null where there is no /proc.
+ * The command name (field 2) may hold spaces and parentheses, so fields are counted after the last ')'.
+ */
+export function processStartTicks(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The state folder must be a real folder inside a folder: the lock is never written through a
+ * symlink below the out dir (the out dir itself may be one, as the output tree allows).
+ */
+function prepareStateDir(outDir: string): void {
+  const dir = join(outDir, STATE_DIR);
+  const hint = 'move it away or choose another --out';
+  for (const path of [outDir, dir]) {
+    let stats;
+    try {
+      stats = lstatSync(path);
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(`cannot use ${path}: ${describeCause(cause)}`, hint, cause);
+      try {
+        mkdirSync(path, { recursive: true });
+      } catch (mkdirCause) {
+        throw outputError(`cannot create ${path}: ${describeCause(mkdirCause)}`, 'make the out dir writable, or choose another --out', mkdirCause);
+      }
+      continue;
+    }
+    if (path === dir && stats.isSymbolicLink()) throw outputError(`refusing to write through the symbolic link ${path}`, 'replace it with a real folder');
+    if (!stats.isDirectory() && !(path === outDir && stats.isSymbolicLink())) throw outputError(`${path} exists and is not a folder`, hint);
+  }
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+function sleepSync(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}

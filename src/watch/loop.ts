@@ -1,0 +1,254 @@
+/**
+ * The watch loop: a cycle every interval, each one a full `build` (one consistent store snapshot,
+ * only changed files rewritten, atomic renames) under the out dir's lock, which the watcher holds for
+ * its whole life. Cycles never overlap: the build is synchronous and the next cycle is scheduled only
+ * after one ends (a cycle longer than the interval delays the next; ticks never stack up).
+ *
+ * A failing cycle (store locked or missing, schema drift, disk full, even a bug) is recorded and
+ * reported, the tree keeps its last good state (the build's output transaction guarantees it), and the
+ * next tick tries again: nothing a cycle throws ends the watcher.
+ *
+ * The library never touches signals or streams: the CLI wires SIGHUP to `regenerate()` and
+ * SIGINT/SIGTERM to `stop()`, and prints the events.
+ */
+import { createHash } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { build, type BuildOptions, type BuildReport } from '../build.js';
+import { OutDirLock } from '../publish/lock.js';
+import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
+import { errorStatus, formatCycle } from './format.js';
+import { writeStatus, type CycleStatus, type WatchStatus } from './status.js';
+
+export interface WatchOptions {
+  /** Everything a build needs but the snapshot time (taken afresh each cycle) and the lock (held). */
+  build: Omit<BuildOptions, 'snapshotMs' | 'reproducible' | 'lock' | 'lockWaitMs' | 'onProgress'>;
+  intervalMs: number;
+  /** The snapshot time of a cycle: the wall clock, or SOURCE_DATE_EPOCH. */
+  snapshotTime: () => { ms: number; reproducible: boolean };
+  /** How long to wait at start for another holder of the out dir's lock. */
+  lockWaitMs?: number;
+  exec?: { command: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
+  onEvent: (event: WatchEvent) => void;
+}
+
+export type WatchEvent =
+  | { type: 'cycle'; cycle: CycleStatus; report: BuildReport | undefined; consecutiveFailures: number;
+      /** The build's warnings differ from the previous successful cycle's (print them again). */
+      warningsChanged: boolean; nextInMs: number }
+  | { type: 'exec-start'; request: ExecRequest }
+  | { type: 'exec-finish'; result: ExecResult; consecutiveFailures: number }
+  | { type: 'status-failed'; message: string }
+  | { type: 'stopping'; forced: boolean };
+
+export class Watcher {
+  /** Resolves once the watcher has stopped (lock released, final status written). */
+  readonly done: Promise<void>;
+  readonly lock: OutDirLock;
+  private readonly options: WatchOptions;
+  private readonly exec: ExecRunner | undefined;
+  private readonly startedAt = new Date().toISOString();
+  private cycles = 0;
+  private consecutiveFailures = 0;
+  private lastSuccessAt: string | null = null;
+  private lastFailureAt: string | null = null;
+  private lastCycle: CycleStatus | null = null;
+  private lastSuccess: CycleStatus | null = null;
+  private nextCycleAt: string | null = null;
+  private state: WatchStatus['state'] = 'idle';
+  private warningsSignature: string | undefined;
+  private stopping = false;
+  private forced = false;
+  private regenerateRequested = false;
+  private wake: (() => void) | undefined;
+  private statusFailing = false;
+
+  /**
+   * Takes the out dir's lock (waiting briefly for another holder, then exit 5 naming it) and starts
+   * the first cycle at once.
+   */
+  static start(options: WatchOptions): Watcher {
+    const lock = OutDirLock.acquire(options.build.out, { command: 'watch', waitMs: options.lockWaitMs });
+    return new Watcher(options, lock);
+  }
+
+  private constructor(options: WatchOptions, lock: OutDirLock) {
+    this.options = options;
+    this.lock = lock;
+    if (options.exec) {
+      const { command, env, stdout, stderr } = options.exec;
+      this.exec = new ExecRunner(command, env, (request) => formatCycle(cycleOf(request.report, request.cycle)), {
+        stdout, stderr,
+        onStart: (request) => {
+          options.onEvent({ type: 'exec-start', request });
+          this.saveStatus();
+        },
+        onFinish: (result) => {
+          options.onEvent({ type: 'exec-finish', result, consecutiveFailures: this.exec?.consecutiveFailures ?? 0 });
+          this.saveStatus();
+        },
+      });
+    }
+    this.done = this.run();
+  }
+
+  /** SIGHUP: run a cycle now (after the current one, if one is running). */
+  regenerate(): void {
+    this.regenerateRequested = true;
+    this.wake?.();
+  }
+
+  /**
+   * SIGINT/SIGTERM: finish the current cycle (and a running --exec), then stop. A second call is a
+   * forced stop: the --exec command's process group is ended instead of awaited.
+   */
+  stop(): void {
+    if (this.stopping) {
+      if (!this.forced) {
+        this.forced = true;
+        this.options.onEvent({ type: 'stopping', forced: true });
+        this.exec?.kill();
+      }
+      return;
+    }
+    this.stopping = true;
+    this.options.onEvent({ type: 'stopping', forced: false });
+    this.wake?.();
+  }
+
+  private async run(): Promise<void> {
+    try {
+      // Let the caller attach to `done` and its handlers before the first (synchronous) cycle.
+      await tick();
+      while (!this.stopping) {
+        const started = performance.now();
+        this.regenerateRequested = false;
+        this.cycle(started);
+        // The build blocked the event loop; signals that arrived meanwhile are handled here.
+        await tick();
+        if (this.stopping) break;
+        if (this.regenerateRequested) continue;
+        await this.sleep(started + this.options.intervalMs - performance.now());
+      }
+      // A deploy already under way (or asked for by the last cycle) is part of finishing the work.
+      if (this.exec && !this.forced) await this.exec.idle();
+    } finally {
+      this.state = 'stopped';
+      this.nextCycleAt = null;
+      this.saveStatus();
+      this.lock.release();
+    }
+  }
+
+  private cycle(startedMs: number): void {
+    const number = ++this.cycles;
+    const startedAt = new Date().toISOString();
+    const startedMonoNs = process.hrtime.bigint().toString();
+    this.state = 'running';
+    this.saveStatus();
+
+    let report: BuildReport | undefined;
+    let failure: unknown;
+    try {
+      // Someone may have removed the lock (or the whole out dir) since the last cycle: retake it, or
+      // skip this cycle if another live process holds it now.
+      this.lock.verify();
+      const time = this.options.snapshotTime();
+      report = build({ ...this.options.build, snapshotMs: time.ms, reproducible: time.reproducible, lock: this.lock });
+    } catch (error) {
+      failure = error;
+    }
+    const finishedAt = new Date().toISOString();
+    const durationMs = Math.round(performance.now() - startedMs);
+    const cycle: CycleStatus = report
+      ? { ...cycleOf(report, number), startedAt, startedMonoNs, finishedAt, durationMs }
+      : {
+          number, startedAt, startedMonoNs, finishedAt, durationMs, ok: false, changed: false,
+          profiles: null, creators: null, skipped: null, warnings: null, files: null, snapshotTime: null,
+          error: errorStatus(failure),
+        };
+
+    let warningsChanged = false;
+    if (report) {
+      this.consecutiveFailures = 0;
+      this.lastSuccessAt = finishedAt;
+      this.lastSuccess = cycle;
+      const signature = createHash('sha1').update(report.warnings.map((w) => `${w.id}\t${w.reason}`).join('\n')).digest('hex');
+      warningsChanged = signature !== this.warningsSignature;
+      this.warningsSignature = signature;
+    } else {
+      this.consecutiveFailures++;
+      this.lastFailureAt = finishedAt;
+    }
+    this.lastCycle = cycle;
+    this.state = 'idle';
+    const nextInMs = Math.max(0, startedMs + this.options.intervalMs - performance.now());
+    this.nextCycleAt = new Date(Date.now() + nextInMs).toISOString();
+    this.saveStatus();
+    this.options.onEvent({ type: 'cycle', cycle, report, consecutiveFailures: this.consecutiveFailures, warningsChanged, nextInMs });
+    if (report && cycle.changed) this.exec?.request(number, report);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.wake = undefined;
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  /** Writes the health status; a failure (disk full) is reported once per streak, never fatal. */
+  private saveStatus(): void {
+    const exec = this.exec;
+    const status: WatchStatus = {
+      version: 1,
+      pid: process.pid,
+      out: this.lock.outDir,
+      db: this.options.build.db,
+      intervalSeconds: this.options.intervalMs / 1000,
+      startedAt: this.startedAt,
+      state: this.state,
+      updatedAt: new Date().toISOString(),
+      cycles: this.cycles,
+      consecutiveFailures: this.consecutiveFailures,
+      lastSuccessAt: this.lastSuccessAt,
+      lastFailureAt: this.lastFailureAt,
+      lastCycle: this.lastCycle,
+      lastSuccess: this.lastSuccess,
+      nextCycleAt: this.state === 'idle' ? this.nextCycleAt : null,
+      exec: exec
+        ? {
+            command: exec.command, running: exec.running, runs: exec.runs,
+            consecutiveFailures: exec.consecutiveFailures, lastExitCode: exec.lastExitCode, lastFinishedAt: exec.lastFinishedAt,
+          }
+        : null,
+    };
+    try {
+      writeStatus(this.lock.outDir, status);
+      this.statusFailing = false;
+    } catch (error) {
+      if (!this.statusFailing) this.options.onEvent({ type: 'status-failed', message: errorStatus(error).message });
+      this.statusFailing = true;
+    }
+  }
+}
+
+/** The counts of a successful cycle (timing fields are filled in by the caller). */
+function cycleOf(report: BuildReport, number: number): CycleStatus {
+  return {
+    number, startedAt: '', startedMonoNs: '0', finishedAt: '', durationMs: Math.round(report.seconds * 1000),
+    ok: true, changed: report.files.written + report.files.removed > 0,
+    profiles: report.profiles, creators: report.creators, skipped: report.skipped, warnings: report.warnings.length,
+    files: report.files, snapshotTime: report.snapshotTime, error: null,
+  };
+}
+
+/** One turn of the event loop (through its poll phase, where pending signals are delivered). */
+function tick(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

@@ -1,0 +1,52 @@
+/**
+ * Asking a running watcher for a cycle now: find it through the out dir's lock, send it SIGHUP, and
+ * wait for a cycle that started after the signal to finish. "After" is decided on the host's monotonic
+ * clock (the status records each cycle's start on it), so a cycle already under way when the signal
+ * arrived never counts as the answer.
+ */
+import { describeHolder, OutDirLock, type LockHolder } from '../publish/lock.js';
+import { outputError } from '../errors.js';
+import { readStatus, type CycleStatus } from './status.js';
+import { resolve } from 'node:path';
+
+export interface RegenerateResult {
+  holder: LockHolder;
+  cycle: CycleStatus;
+  consecutiveFailures: number;
+}
+
+export async function regenerate(outDir: string, options: { timeoutMs: number; pollMs?: number }): Promise<RegenerateResult> {
+  const out = resolve(outDir);
+  const holder = OutDirLock.holderOf(out);
+  if (holder === undefined) {
+    throw outputError(`no watcher is running for ${out}`,
+      `start one with "profile-snapshot watch --out ${outDir}", or run "profile-snapshot build --out ${outDir}" once`);
+  }
+  if (holder.command !== 'watch') {
+    // SIGHUP would kill a build: never send it to anything but a watcher.
+    throw outputError(`${out} is locked by ${describeHolder(holder)}, not by a watcher`,
+      'that build brings the tree up to date when it finishes; run "profile-snapshot build" again after it if needed');
+  }
+  const requestedAt = process.hrtime.bigint();
+  try {
+    process.kill(holder.pid, 'SIGHUP');
+  } catch (cause) {
+    throw outputError(`cannot signal the watcher (pid ${holder.pid})`, 'run regenerate as the user that runs the watcher', cause);
+  }
+  const deadline = Date.now() + options.timeoutMs;
+  for (;;) {
+    const status = readStatus(out);
+    const cycle = status?.pid === holder.pid ? status.lastCycle : null;
+    if (status && cycle && BigInt(cycle.startedMonoNs) > requestedAt) {
+      return { holder, cycle, consecutiveFailures: status.consecutiveFailures };
+    }
+    if (OutDirLock.holderOf(out)?.token !== holder.token) {
+      throw outputError(`the watcher (pid ${holder.pid}) stopped before finishing the cycle`, 'see its log; start it again');
+    }
+    if (Date.now() >= deadline) {
+      throw outputError(`the watcher (pid ${holder.pid}) did not finish a cycle within ${options.timeoutMs / 1000} s`,
+        'see its log and its status file; a very large store may need a longer --timeout');
+    }
+    await new Promise((r) => setTimeout(r, options.pollMs ?? 50));
+  }
+}

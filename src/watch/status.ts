@@ -1,0 +1,88 @@
+/**
+ * The watcher's health status: one small JSON file, `<out>/.profile-snapshot/status.json`, replaced
+ * atomically (temporary file, then rename) at the start and end of every cycle, so a monitor reads it
+ * without parsing logs and never sees half of it. It lives in the state folder, which is never served
+ * or deployed. `regenerate` reads it too, to know when the cycle it asked for has finished.
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { WriteCounts } from '../publish/tree.js';
+import { STATE_DIR } from '../publish/layout.js';
+
+export const STATUS_FILE = `${STATE_DIR}/status.json`;
+
+/** The outcome of one cycle. */
+export interface CycleStatus {
+  number: number;
+  startedAt: string;
+  /**
+   * The host's monotonic clock (process.hrtime, ns) when the cycle started: `regenerate` compares it
+   * with the moment it sent SIGHUP to tell "a cycle that started after my request" exactly.
+   */
+  startedMonoNs: string;
+  finishedAt: string;
+  durationMs: number;
+  ok: boolean;
+  /** Whether the cycle changed the tree (some file written or removed). */
+  changed: boolean;
+  profiles: number | null;
+  creators: number | null;
+  skipped: number | null;
+  warnings: number | null;
+  files: WriteCounts | null;
+  snapshotTime: string | null;
+  error: { kind: string; exitCode: number; message: string; hint: string | null } | null;
+}
+
+export interface WatchStatus {
+  /** Format of this file; bumped on an incompatible change. */
+  version: 1;
+  pid: number;
+  out: string;
+  db: string;
+  intervalSeconds: number;
+  startedAt: string;
+  /** running: a cycle is in progress; idle: waiting for the next tick; stopped: the watcher exited. */
+  state: 'running' | 'idle' | 'stopped';
+  updatedAt: string;
+  /** Cycles started since the watcher started. */
+  cycles: number;
+  consecutiveFailures: number;
+  lastSuccessAt: string | null;
+  lastFailureAt: string | null;
+  /** The last finished cycle (success or failure). */
+  lastCycle: CycleStatus | null;
+  /** The last successful cycle: its counts describe what is published now. */
+  lastSuccess: CycleStatus | null;
+  nextCycleAt: string | null;
+  exec: {
+    command: string;
+    running: boolean;
+    runs: number;
+    consecutiveFailures: number;
+    lastExitCode: number | null;
+    lastFinishedAt: string | null;
+  } | null;
+}
+
+export function statusPath(outDir: string): string {
+  return join(outDir, STATUS_FILE);
+}
+
+/** Replaces the status file atomically. Throws on failure (the caller logs it; it is never fatal). */
+export function writeStatus(outDir: string, status: WatchStatus): void {
+  const path = statusPath(outDir);
+  const temporary = `${path}.tmp`;
+  mkdirSync(join(outDir, STATE_DIR), { recursive: true });
+  writeFileSync(temporary, `${JSON.stringify(status, null, 2)}\n`);
+  renameSync(temporary, path);
+}
+
+/** The status file, or undefined when there is none (or it is unreadable). */
+export function readStatus(outDir: string): WatchStatus | undefined {
+  try {
+    return JSON.parse(readFileSync(statusPath(outDir), 'utf8')) as WatchStatus;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * `profile-snapshot netlify`: the Netlify side of hosting. `config` renders netlify.toml and the edge
+ * function's routing module from the route table (`--check` only compares, for CI); `verify` checks a
+ * built snapshot against Netlify's deploy limits, as the last step of the Netlify build command.
+ */
+import { Command, Option } from 'commander';
+import { outputError, SnapshotError } from '../../errors.js';
+import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR } from '../../hosting/limits.js';
+import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
+import type { CliState, Io } from '../io.js';
+import { resolveOutDir } from '../options.js';
+
+export function netlifyCommand(io: Io, _state: CliState): Command {
+  const command = new Command('netlify').description('Netlify hosting: render netlify.toml from the route table, check a snapshot against Netlify\'s limits.');
+  const configure = (c: Command) => c.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+
+  command.addCommand(configure(new Command('config')
+    .description('Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes.ts).')
+    .option('--check', 'write nothing; exit 5 when a file differs from what the table renders', false)
+    .addOption(new Option('--root <dir>', 'repository root holding netlify.toml').default('.'))
+    .action((flags: { check: boolean; root: string }) => {
+      const stale = syncNetlifyFiles(flags.root, { check: flags.check });
+      if (flags.check && stale.length > 0) {
+        throw new SnapshotError('output', `out of date with the route table: ${stale.join(', ')}`, { hint: 'run profile-snapshot netlify config (npm run netlify:config) and commit the result' });
+      }
+      io.stderr.write(`profile-snapshot: ${stale.length === 0 ? 'Netlify files are up to date' : `${flags.check ? 'differ' : 'wrote'}: ${stale.join(', ')}`}\n`);
+    })));
+
+  command.addCommand(configure(new Command('verify')
+    .description(`Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`)
+    .addOption(new Option('--out <dir>', 'the snapshot [env: PROFILE_OUT] (default: "dist")'))
+    .action((flags: { out?: string }) => {
+      const out = resolveOutDir(flags, io.env);
+      const report = checkNetlifyLimits(out);
+      for (const near of report.near) {
+        io.stderr.write(`profile-snapshot: warning: ${near.dir} holds ${near.entries.toLocaleString('en-US')} files, near Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder\n`);
+      }
+      if (report.over.length > 0) {
+        const list = report.over.map((o) => `${o.dir} (${o.entries.toLocaleString('en-US')})`).join(', ');
+        throw outputError(`Netlify would reject this deploy: more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in ${list}`,
+          'serve the snapshot with profile-snapshot serve behind a CDN instead (see "Self-host behind a CDN" in the README)');
+      }
+      io.stderr.write(`profile-snapshot: within Netlify's limits (largest folder: ${report.largest?.dir ?? '.'}, ${(report.largest?.entries ?? 0).toLocaleString('en-US')} files)\n`);
+    })));
+  return command;
+}

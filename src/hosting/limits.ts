@@ -1,0 +1,44 @@
+/**
+ * Netlify's per-folder limit. "While Netlify doesn't have a limit on the number of files per deploy,
+ * we do have a limit of 54,000 files per directory. If any directory within your publish directory
+ * has more than 54,000 files, your deploys will fail." (docs.netlify.com/site-deploys/overview).
+ * Profiles live in flat users folders, so this caps a Netlify deploy near 54,000 published profiles.
+ * The Netlify build command checks the snapshot after building: past the limit the build fails with
+ * a clear message (the live site keeps its previous deploy, never a broken one); near it, a warning.
+ */
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describeCause, outputError } from '../errors.js';
+
+export const NETLIFY_MAX_FILES_PER_DIR = 54_000;
+/** Warn from 90 % of the limit: time to plan the move before deploys start failing. */
+export const NETLIFY_WARN_FILES_PER_DIR = 48_600;
+
+export interface FolderCount { dir: string; entries: number }
+export interface LimitReport { over: FolderCount[]; near: FolderCount[]; largest: FolderCount | undefined }
+
+/**
+ * Counts the entries of every folder of the publish dir (dot folders are skipped: Netlify does not
+ * deploy them, and they hold the tool's own bookkeeping).
+ */
+export function checkNetlifyLimits(outDir: string, limit = NETLIFY_MAX_FILES_PER_DIR, warnAt = NETLIFY_WARN_FILES_PER_DIR): LimitReport {
+  const counts: FolderCount[] = [];
+  const walk = (dir: string) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch (cause) {
+      throw outputError(`cannot read ${dir}: ${describeCause(cause)}`, 'build the snapshot first (profile-snapshot build --out <dir>)', cause);
+    }
+    const visible = entries.filter((e) => !e.name.startsWith('.'));
+    counts.push({ dir: relative(outDir, dir) || '.', entries: visible.length });
+    for (const e of visible) if (e.isDirectory()) walk(join(dir, e.name));
+  };
+  walk(outDir);
+  counts.sort((a, b) => b.entries - a.entries);
+  return {
+    over: counts.filter((c) => c.entries > limit),
+    near: counts.filter((c) => c.entries <= limit && c.entries >= warnAt),
+    largest: counts[0],
+  };
+}

@@ -1,0 +1,214 @@
+/**
+ * The origin server: `serve-handler` (the routing foundation of the `serve` package) behind a thin
+ * router derived from the route table, so that it answers every request form exactly as Netlify does
+ * with the committed netlify.toml and edge function.
+ *
+ * serve-handler is only ever handed the URL of a file the table names (a canonical profile, the
+ * creators list, an error document): it never sees the request path itself, so dotfiles, the
+ * bookkeeping folder, directories and anything outside the out dir cannot be reached, whatever the
+ * encoding. It brings what a file server must get right: streaming, HEAD, Content-Length, strong
+ * ETags and If-None-Match -> 304.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { resolve as resolvePath } from 'node:path';
+import handler from 'serve-handler';
+import { outputError } from '../errors.js';
+import { ERRORS, errorDocument, meta, type ErrorCode } from '../render/documents.js';
+import { ALLOW_HEADER, PREFLIGHT_HEADERS, ROUTES, resolveRoute, type Resolution, type RouteTable } from './routes.js';
+
+export interface OriginOptions {
+  /** The snapshot (out dir) to serve. */
+  out: string;
+  /** Called once per finished request with a ready access-log line (no trailing newline). */
+  log?: (line: string) => void;
+  table?: RouteTable;
+}
+
+/** A path with a dot segment, a backslash or NUL once decoded: a traversal attempt, never a route. */
+const SUSPICIOUS = /(^|\/)\.\.?(\/|$)|\\|\0/;
+
+/** The answer to a path that is not the API's: other services may own it (on Netlify, they do). */
+const OUTSIDE_HEADERS = {
+  'Content-Type': 'text/plain; charset=utf-8',
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': ROUTES.headers['Cache-Control'] ?? 'no-store',
+};
+
+/** Routes one request. Pure; exported for tests. */
+export function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolution {
+  // Only the path and query matter; a relative base keeps absolute-form targets (`GET http://x/...`) sane.
+  let url: URL;
+  try {
+    url = new URL(rawUrl, 'http://origin.invalid');
+  } catch {
+    return { kind: 'error', code: 'NOT_FOUND' };
+  }
+  // WHATWG parsing has already removed literal `..` segments; decode as Netlify's rule engine does
+  // (the whole path once), so `%2e%2e` and `%2f` are seen for what they are.
+  const rawPath = rawUrl.split('?')[0] ?? '';
+  let path: string;
+  try {
+    path = decodeURIComponent(url.pathname);
+    decodeURIComponent(rawPath);
+  } catch {
+    return { kind: 'error', code: 'NOT_FOUND' };
+  }
+  const resolution = resolveRoute(path, url.searchParams, table);
+  // A traversal attempt that does not land on an API route still gets the JSON 404, never a file.
+  if (resolution.kind === 'outside' && (SUSPICIOUS.test(path) || SUSPICIOUS.test(safeDecode(rawPath)))) {
+    return { kind: 'error', code: 'NOT_FOUND' };
+  }
+  return resolution;
+}
+
+function safeDecode(s: string): string {
+  try { return decodeURIComponent(s); } catch { return s; }
+}
+
+export interface Origin {
+  server: Server;
+  /** Handles one request (exported so it can be mounted in another server). */
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+}
+
+export function createOrigin(options: OriginOptions): Origin {
+  const out = resolvePath(options.out);
+  const table = options.table ?? ROUTES;
+  for (const code of Object.keys(table.errors) as ErrorCode[]) {
+    const file = resolvePath(out, table.errors[code].file);
+    if (!existsSync(file) || !statSync(file).isFile()) {
+      throw outputError(`${options.out} holds no snapshot (${table.errors[code].file} is missing)`, `run profile-snapshot build --out ${options.out} first`);
+    }
+  }
+  const config = {
+    public: out,
+    directoryListing: false,
+    etag: true,
+    symlinks: false,
+    cleanUrls: false,
+    headers: [{
+      source: '**',
+      headers: [
+        ...Object.entries(table.headers).map(([key, value]) => ({ key, value })),
+        // Answers are whole JSON documents: no partial content (Range is ignored, see below).
+        { key: 'Accept-Ranges', value: 'none' },
+        // serve-handler's default for downloads; meaningless for an API.
+        { key: 'Content-Disposition', value: null as unknown as string },
+      ],
+    }],
+  };
+
+  /** Hands serve-handler one file of the out dir, with the status the route decided. */
+  const sendFile = async (req: IncomingMessage, res: ServerResponse, file: string, status: number, onMissing: () => Promise<void>) => {
+    // Ranges would split a JSON document (and serve-handler would answer 206/416): always send it whole.
+    delete req.headers.range;
+    // A conditional request may only be answered 304 for a 200 resource, never in place of an error.
+    if (status !== 200) delete req.headers['if-none-match'];
+    req.url = `/${file}`;
+    res.statusCode = status;
+    await handler(req, res, config, {
+      // The file vanished between routing and reading (a build removed the profile): a miss.
+      sendError: async (...args: unknown[]) => {
+        const spec = args[6] as { statusCode?: number } | undefined;
+        if (spec?.statusCode === 404) return onMissing();
+        // Never reached for a file the table names; answer like any other internal failure.
+        throw new Error(`serve-handler refused ${file}: ${spec?.statusCode ?? 'unknown'}`);
+      },
+    });
+  };
+
+  const sendError = (req: IncomingMessage, res: ServerResponse, code: ErrorCode) => {
+    const { status, file } = table.errors[code];
+    return sendFile(req, res, file, status, async () => sendFallback(res, status, code));
+  };
+
+  /** The error document rendered in memory: only if the snapshot lost its error files meanwhile. */
+  const sendFallback = async (res: ServerResponse, status: number, code: ErrorCode) => {
+    if (res.headersSent) return void res.end();
+    res.writeHead(status, table.headers);
+    res.end(errorDocument(ERRORS[code], meta(Date.now(), 0)));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const resolution = routeRequest(req.url ?? '/', table);
+    if (resolution.kind === 'outside') {
+      res.writeHead(404, OUTSIDE_HEADERS);
+      res.end(req.method === 'HEAD' ? undefined : 'Not Found\n');
+      return;
+    }
+    for (const [name, value] of Object.entries(table.headers)) res.setHeader(name, value);
+    if (req.method === 'OPTIONS') {
+      for (const [name, value] of Object.entries(PREFLIGHT_HEADERS)) res.setHeader(name, value);
+      res.writeHead(204);
+      res.end();
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('Allow', ALLOW_HEADER);
+      // serve-handler answers anything it is given; make it read the error document with GET.
+      req.method = 'GET';
+      await sendError(req, res, 'METHOD_NOT_ALLOWED');
+      return;
+    }
+    switch (resolution.kind) {
+      case 'error':
+        return sendError(req, res, resolution.code);
+      case 'file':
+        return sendFile(req, res, resolution.file, 200, () => sendError(req, res, 'NOT_FOUND'));
+      case 'profile':
+        return sendFile(req, res, resolution.file, 200, () => sendError(req, res, 'USER_NOT_FOUND'));
+    }
+  };
+
+  const server = createServer((req, res) => {
+    const started = process.hrtime.bigint();
+    const method = req.method ?? '';
+    const url = req.url ?? '';
+    if (options.log) {
+      const log = options.log;
+      res.on('finish', () => {
+        const ms = Number(process.hrtime.bigint() - started) / 1e6;
+        const length = res.getHeader('content-length') ?? '-';
+        // The request target is quoted as JSON so that no request can forge a log line.
+        log(`${new Date().toISOString()} ${req.socket.remoteAddress ?? '-'} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`);
+      });
+    }
+    handle(req, res).catch((error: unknown) => {
+      // A bug or an I/O failure: answer 500 once, keep serving.
+      if (!res.headersSent) {
+        res.writeHead(500, { ...OUTSIDE_HEADERS, 'Cache-Control': 'no-store' });
+        res.end('Internal Server Error\n');
+      } else {
+        res.destroy(error instanceof Error ? error : undefined);
+      }
+    });
+  });
+  return { server, handle };
+}
+
+/**
+ * Listens, and resolves once the server has closed after SIGTERM or SIGINT: it stops accepting,
+ * lets requests in flight finish (up to `graceMs`), then closes what is left.
+ */
+export async function listen(server: Server, port: number, host: string): Promise<{ port: number; host: string }> {
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolveListen();
+    });
+  });
+  const address = server.address();
+  return { port: typeof address === 'object' && address ? address.port : port, host };
+}
+
+export function closeGracefully(server: Server, graceMs = 5000): Promise<void> {
+  return new Promise((resolveClose) => {
+    server.close(() => resolveClose());
+    // Keep-alive connections with no request in flight would hold close() open: end them now.
+    server.closeIdleConnections();
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+  });
+}

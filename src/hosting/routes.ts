@@ -1,0 +1,139 @@
+/**
+ * The route table: the single description of every public path form of the API, the file that
+ * answers it, the headers every answer carries and the error answers. `netlify.toml`, the Netlify
+ * Edge Function's routing data and the origin server's router are all derived from it (see
+ * ./netlify-config.ts and ./origin.ts), so the two hosting targets cannot drift apart.
+ *
+ * The semantics below copy what Netlify's production rule engine (netlify-redirector) does with the
+ * rules we render, so that the origin server answers exactly like Netlify:
+ *   - a rule `/x/*` also matches `/x` and `/x/`; a rule `/x` also matches `/x/`;
+ *   - a query condition `{username = ":username"}` is skipped when the parameter is absent, matches
+ *     an empty value, and takes the last value when the parameter repeats;
+ *   - path matching is case-sensitive, so only the username part is ever compared case-insensitively,
+ *     and that is done by code (the edge function, the origin router), never by a rule.
+ */
+import { PROFILE_DIRS, CREATORS_FILE, errorFile } from '../publish/layout.js';
+import { ERRORS, type ErrorCode } from '../render/documents.js';
+
+/** The four headers of the contract (spec 4.3), on every answer, errors included, plus nosniff. */
+export const CONTRACT_HEADERS = {
+  'Content-Type': 'application/json; charset=utf-8',
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'GET, OPTIONS',
+  'Cache-Control': 'public, s-maxage=30, stale-while-revalidate=60',
+  // A later issue asks for it on both targets: an API answer must never be sniffed into HTML.
+  'X-Content-Type-Options': 'nosniff',
+} as const;
+
+/**
+ * Added to the answer of a CORS preflight (OPTIONS, 204). Browsers only preflight non-simple
+ * requests (a custom header, say); allowing any request header keeps such clients working, and the
+ * max age spares them a preflight per request.
+ */
+export const PREFLIGHT_HEADERS = {
+  'Access-Control-Allow-Headers': '*',
+  'Access-Control-Max-Age': '86400',
+} as const;
+
+/** Sent with the 405 answer (RFC 9110 requires Allow on a 405). */
+export const ALLOW_HEADER = 'GET, HEAD, OPTIONS';
+
+/**
+ * Usernames as published on disk: lower case, 1 to 64 characters of a-z 0-9 . _ -, not starting
+ * with a dot (spec/profile-store.md). Any other name can never have a file, so it is a miss without
+ * looking, and a name like `..` can never become a path.
+ */
+export const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+
+export interface ProfileAlias {
+  /** URL path of the folder, e.g. `/api/v1/users`; a profile is `<path>/<username>`. */
+  path: string;
+  /** Folder under the out dir holding the canonical files, e.g. `api/v1/users`. */
+  dir: string;
+}
+
+export interface RouteTable {
+  /** API prefixes: any other path under them is NOT_FOUND (never the whole `/api`: other services own `/api/avatar`, `/api/decoration`). */
+  prefixes: string[];
+  /** Operation 1 by path, once per alias. Anything else under the alias folder is USER_NOT_FOUND. */
+  profiles: ProfileAlias[];
+  /** Operation 1 by query string: `<path>?<param>=<username>`, answered from `dir`. */
+  query: { path: string; param: string; dir: string };
+  /** Plain files: the creators list (operation 2). */
+  files: { path: string; file: string }[];
+  /** The error answers: status and the static document that is the body. */
+  errors: Record<ErrorCode, { status: number; file: string }>;
+  headers: Record<string, string>;
+}
+
+function buildTable(): RouteTable {
+  const profiles = PROFILE_DIRS.map((dir) => ({ path: `/${dir}`, dir }));
+  const prefixes = [...new Set(PROFILE_DIRS.map((dir) => `/${dir.slice(0, dir.lastIndexOf('/'))}`))];
+  const errors = Object.fromEntries(
+    (Object.keys(ERRORS) as ErrorCode[]).map((code) => [code, { status: ERRORS[code].status, file: errorFile(code) }]),
+  ) as RouteTable['errors'];
+  const apiUsers = profiles.find((p) => p.path === '/api/v1/users');
+  if (!apiUsers) throw new Error('bug: the query-string form needs the /api/v1/users alias');
+  return {
+    prefixes,
+    profiles,
+    query: { path: apiUsers.path, param: 'username', dir: apiUsers.dir },
+    files: [{ path: `/${CREATORS_FILE}`, file: CREATORS_FILE }],
+    errors,
+    headers: { ...CONTRACT_HEADERS },
+  };
+}
+
+export const ROUTES: RouteTable = buildTable();
+
+/** What a request resolves to, before any file is looked at. */
+export type Resolution =
+  /** A profile: `file` exists when the user is published; when it does not, the answer is USER_NOT_FOUND. */
+  | { kind: 'profile'; file: string; username: string }
+  /** A plain file of the table (creators list). */
+  | { kind: 'file'; file: string }
+  | { kind: 'error'; code: ErrorCode }
+  /** Not an API path: not ours to answer (other services share the host on Netlify). */
+  | { kind: 'outside' };
+
+/** `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`. */
+export function under(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix}/`);
+}
+
+/** The profile answer for a username as requested (any letter case). */
+export function profile(dir: string, requested: string): Resolution {
+  const username = requested.toLowerCase();
+  if (!CANONICAL_USERNAME.test(username)) return { kind: 'error', code: 'USER_NOT_FOUND' };
+  return { kind: 'profile', file: `${dir}/${username}`, username };
+}
+
+/**
+ * Resolves a request path (already percent-decoded, as Netlify's rule engine sees it) and query.
+ * Pure: the same function drives the origin server; the edge function carries the same table.
+ */
+export function resolveRoute(path: string, query: URLSearchParams, table: RouteTable = ROUTES): Resolution {
+  for (const f of table.files) if (path === f.path) return { kind: 'file', file: f.file };
+  // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
+  for (const e of Object.values(table.errors)) if (path === `/${e.file}`) return { kind: 'file', file: e.file };
+  // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
+  if (path === table.query.path || path === `${table.query.path}/`) {
+    const values = query.getAll(table.query.param);
+    const value = values[values.length - 1];
+    if (value === undefined || value === '') return { kind: 'error', code: 'USERNAME_REQUIRED' };
+    return profile(table.query.dir, value);
+  }
+  for (const alias of table.profiles) {
+    if (!under(path, alias.path)) continue;
+    const rest = path.slice(alias.path.length + 1);
+    if (rest === '' || rest.includes('/')) return { kind: 'error', code: 'USER_NOT_FOUND' };
+    return profile(alias.dir, rest);
+  }
+  for (const prefix of table.prefixes) if (under(path, prefix)) return { kind: 'error', code: 'NOT_FOUND' };
+  return { kind: 'outside' };
+}
+
+/** The error documents as URL paths (they are static files of the site, reachable as such). */
+export function errorPath(code: ErrorCode, table: RouteTable = ROUTES): string {
+  return `/${table.errors[code].file}`;
+}

@@ -1,0 +1,32 @@
+/**
+ * A real snapshot for the hosting tests: the sample store (data/schema.sql + data/sample.sql) written
+ * to a real SQLite file in a temp folder, built by the real generator into a temp out dir.
+ */
+import Database from 'better-sqlite3';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from '../../src/build.js';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Snapshot {
+  root: string;
+  db: string;
+  out: string;
+  cleanup: () => void;
+}
+
+export function buildSampleSnapshot(): Snapshot {
+  const root = mkdtempSync(join(tmpdir(), 'profile-snapshot-hosting-'));
+  const db = join(root, 'profiles.db');
+  const store = new Database(db);
+  store.pragma('foreign_keys = OFF'); // the sample holds a deliberately dangling decoration id
+  store.exec(readFileSync(join(REPO, 'data/schema.sql'), 'utf8'));
+  store.exec(readFileSync(join(REPO, 'data/sample.sql'), 'utf8'));
+  store.close();
+  const out = join(root, 'dist');
+  build({ db, out, baseUrl: 'https://profiles.example.com', snapshotMs: Date.UTC(2026, 0, 1), reproducible: true });
+  return { root, db, out, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}

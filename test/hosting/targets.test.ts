@@ -1,0 +1,105 @@
+/**
+ * The request table against the three targets. Done when every row answers the same through all:
+ *   (a) netlify.toml on Netlify's production rule engine, with edge functions and file shadowing
+ *       emulated as documented, over real HTTP (both readings of where header rules match);
+ *   (b) the edge function called directly with Request objects and a stub context;
+ *   (c) the origin server (`serve`) over real HTTP on 127.0.0.1.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import profileApi from '../../netlify/edge-functions/profile-api/index.js';
+import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
+import { startNetlifySim, type NetlifySim } from './netlify-sim.js';
+import { check, fromResponse, requestTable, send, type Answer } from './request-table.js';
+
+const ROWS = requestTable();
+let snapshot: Snapshot;
+let simRequested: NetlifySim;
+let simRewritten: NetlifySim;
+let origin: string;
+let closeOrigin: () => Promise<void>;
+
+beforeAll(async () => {
+  snapshot = buildSampleSnapshot();
+  const common = { site: snapshot.out, tomlPath: join(REPO, 'netlify.toml'), edgeFunctions: { 'profile-api': profileApi } };
+  simRequested = await startNetlifySim({ ...common, headerPath: 'requested' });
+  simRewritten = await startNetlifySim({ ...common, headerPath: 'rewritten' });
+  const { server } = createOrigin({ out: snapshot.out });
+  const address = await listen(server, 0, '127.0.0.1');
+  origin = `http://127.0.0.1:${address.port}`;
+  closeOrigin = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+});
+
+afterAll(async () => {
+  await simRequested?.close();
+  await simRewritten?.close();
+  await closeOrigin?.();
+  snapshot?.cleanup();
+});
+
+/** Runs every row through one target and reports all failing rows at once. */
+async function runTable(target: (row: (typeof ROWS)[number]) => Promise<Answer>) {
+  const failures: string[] = [];
+  const answers = new Map<string, Answer>();
+  for (const row of ROWS) {
+    const answer = await target(row);
+    answers.set(row.name, answer);
+    const problems = check(row, answer);
+    if (problems.length > 0) failures.push(`${row.method} ${row.target} (${row.name}): ${problems.join('; ')}`);
+  }
+  expect(failures).toEqual([]);
+  return answers;
+}
+
+describe('the request table', () => {
+  it('has every form x case x state, and the extra rows', () => {
+    expect(ROWS.length).toBeGreaterThan(150);
+    expect(new Set(ROWS.map((r) => r.name)).size).toBe(ROWS.length);
+  });
+
+  it('(a) Netlify: netlify.toml on netlify-redirector, header rules matched on the requested path', async () => {
+    await runTable((row) => send(simRequested.origin, row.method, row.target));
+  });
+
+  it('(a) Netlify: header rules matched on the rewritten path', async () => {
+    await runTable((row) => send(simRewritten.origin, row.method, row.target));
+  });
+
+  it('(b) the edge function called directly', async () => {
+    await runTable(async (row) => {
+      const url = `${simRequested.origin}${row.target}`;
+      const request = new Request(url, { method: row.method });
+      // For a path the function does not own it continues with the rest of Netlify (the simulator).
+      const context = { next: () => fetch(new Request(url, { method: row.method })) };
+      return fromResponse(await profileApi(request, context));
+    });
+  });
+
+  it('(c) the origin server over HTTP', async () => {
+    await runTable((row) => send(origin, row.method, row.target));
+  });
+
+  it('answers the same bodies through all three for every JSON row', async () => {
+    const mismatches: string[] = [];
+    for (const row of ROWS) {
+      if ('outside' in row.expected || row.method !== 'GET') continue;
+      const a = await send(simRequested.origin, row.method, row.target);
+      const c = await send(origin, row.method, row.target);
+      const b = await fromResponse(await profileApi(new Request(`${simRequested.origin}${row.target}`), { next: () => fetch(`${simRequested.origin}${row.target}`) }));
+      if (a.body !== c.body || b.body !== c.body) mismatches.push(`${row.target}`);
+    }
+    expect(mismatches).toEqual([]);
+  });
+});
+
+describe('edge function declarations', () => {
+  it('never run for plain lower-case profiles, the creators list or error paths; run where code is needed', () => {
+    for (const path of ['/api/v1/users/alice', '/service-api/v1/users/dave_99', '/api/v1/users/carol.dev', '/service-api/v1/creators', '/api/v1/nope', '/api/v1/users/nobody', '/_errors/not-found.json']) {
+      expect(simRequested.edgeFunctionFor(path), path).toBeUndefined();
+    }
+    for (const path of ['/api/v1/users/Alice', '/service-api/v1/users/DAVE_99', '/api/v1/users', '/api/v1/users/']) {
+      expect(simRequested.edgeFunctionFor(path), path).toBe('profile-api');
+    }
+  });
+});

@@ -1,0 +1,217 @@
+/**
+ * The origin server beyond the request table: caching validators, HEAD, methods, what must never be
+ * served (directories, dotfiles, bookkeeping, anything outside --out), abuse, the access log.
+ * Real serve-handler, real HTTP on 127.0.0.1, a real snapshot.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Agent, request as httpRequest } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { buildSampleSnapshot, type Snapshot } from './fixture.js';
+import { CONTRACT, send, type Answer } from './request-table.js';
+
+let snapshot: Snapshot;
+let origin: string;
+let close: () => Promise<void>;
+const logLines: string[] = [];
+const SECRET = 'TOP-SECRET-OUTSIDE-THE-OUT-DIR';
+
+beforeAll(async () => {
+  snapshot = buildSampleSnapshot();
+  // Next to the out dir, as a real deployment has its store next to dist/: must never be reachable.
+  writeFileSync(join(snapshot.root, 'secret.txt'), SECRET);
+  const { server } = createOrigin({ out: snapshot.out, log: (line) => logLines.push(line) });
+  const address = await listen(server, 0, '127.0.0.1');
+  origin = `http://127.0.0.1:${address.port}`;
+  close = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+});
+
+afterAll(async () => {
+  await close?.();
+  snapshot?.cleanup();
+});
+
+const expectContract = (a: Answer) => {
+  for (const [name, value] of Object.entries(CONTRACT)) expect(a.headers[name], name).toBe(value);
+};
+const errorCode = (a: Answer) => (JSON.parse(a.body) as { error: { code: string } }).error.code;
+
+describe('caching validators', () => {
+  it('sends a strong ETag and answers If-None-Match with 304 and the contract headers', async () => {
+    const first = await send(origin, 'GET', '/api/v1/users/alice');
+    expect(first.status).toBe(200);
+    const etag = first.headers.etag;
+    expect(etag).toMatch(/^"[0-9a-f]{40}"$/);
+    const again = await send(origin, 'GET', '/api/v1/users/ALICE', { 'if-none-match': etag! });
+    expect(again.status).toBe(304);
+    expect(again.body).toBe('');
+    expectContract(again);
+    const other = await send(origin, 'GET', '/api/v1/users/alice', { 'if-none-match': '"0000"' });
+    expect(other.status).toBe(200);
+  });
+
+  it('never answers 304 in place of an error', async () => {
+    const miss = await send(origin, 'GET', '/api/v1/users/nobody');
+    expect(miss.status).toBe(404);
+    const again = await send(origin, 'GET', '/api/v1/users/nobody', { 'if-none-match': miss.headers.etag ?? '"x"' });
+    expect(again.status).toBe(404);
+    expect(errorCode(again)).toBe('USER_NOT_FOUND');
+  });
+});
+
+describe('methods', () => {
+  it('HEAD has the GET headers (length included) and no body', async () => {
+    const get = await send(origin, 'GET', '/service-api/v1/creators');
+    const head = await send(origin, 'HEAD', '/service-api/v1/creators');
+    expect(head.status).toBe(200);
+    expect(head.body).toBe('');
+    expect(head.headers['content-length']).toBe(String(Buffer.byteLength(get.body)));
+    expect(head.headers.etag).toBe(get.headers.etag);
+    expectContract(head);
+  });
+
+  it('answers OPTIONS with 204 and CORS headers on every API path, static ones included', async () => {
+    for (const target of ['/api/v1/users/alice', '/service-api/v1/creators', '/api/v1/nope']) {
+      const a = await send(origin, 'OPTIONS', target, { origin: 'https://example.org', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-requested-with' });
+      expect(a.status, target).toBe(204);
+      expectContract(a);
+      expect(a.headers['access-control-allow-headers']).toBe('*');
+    }
+  });
+
+  it('answers other methods with the 405 JSON error and an Allow header', async () => {
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'TRACE', 'PROPFIND']) {
+      const a = await send(origin, method, '/api/v1/users/alice');
+      expect(a.status, method).toBe(405);
+      expectContract(a);
+      expect(a.headers.allow).toBe('GET, HEAD, OPTIONS');
+      expect(errorCode(a)).toBe('METHOD_NOT_ALLOWED');
+    }
+  });
+});
+
+describe('what is never served', () => {
+  it('no directory listings', async () => {
+    for (const target of ['/service-api/v1/users/', '/service-api/v1/', '/api/v1/', '/_errors/', '/api/']) {
+      const a = await send(origin, 'GET', target);
+      expect(a.status, target).toBe(404);
+      expect(a.body, target).not.toMatch(/alice|dave_99|not-found\.json|<a /);
+    }
+  });
+
+  it('no dotfiles or bookkeeping files, however the path is spelled', async () => {
+    const manifest = readFileSync(join(snapshot.out, '.profile-snapshot/manifest'), 'utf8').slice(0, 40);
+    for (const target of ['/.profile-snapshot/manifest', '/%2eprofile-snapshot/manifest', '/api/v1/users/.hidden', '/api/v1/../.profile-snapshot/manifest', '/api/v1/users/..%2f..%2f..%2f.profile-snapshot%2fmanifest', '/.profile-snapshot/']) {
+      const a = await send(origin, 'GET', target);
+      expect(a.status, target).toBe(404);
+      expect(a.body, target).not.toContain(manifest);
+    }
+  });
+
+  it('Range is ignored: the whole document, 200, no partial content advertised', async () => {
+    const whole = await send(origin, 'GET', '/api/v1/users/alice');
+    for (const range of ['bytes=0-9', 'bytes=5-', 'bytes=-3', 'bytes=999999-', 'bytes=0-1,4-5', 'pages=1']) {
+      const a = await send(origin, 'GET', '/api/v1/users/alice', { range });
+      expect(a.status, range).toBe(200);
+      expect(a.body).toBe(whole.body);
+      expect(a.headers['content-range']).toBeUndefined();
+      expect(a.headers['accept-ranges']).toBe('none');
+    }
+  });
+});
+
+describe('abuse', () => {
+  const TRAVERSALS = [
+    '/../secret.txt', '/../../../../etc/passwd', '/%2e%2e/secret.txt', '/%2E%2E/%2e%2e/etc/passwd', '/..%2fsecret.txt',
+    '/%2e%2e%2fsecret.txt', '/api/v1/users/..%2f..%2f..%2f..%2fsecret.txt', '/api/v1/users/%2e%2e', '/api/v1/users/%2E%2E%2F%2E%2E%2Fsecret.txt',
+    '/service-api/v1/users/..%5c..%5c..%5csecret.txt', '/api/v1/..%2f..%2f..%2fprofiles.db', '/api/v1/users?username=..%2f..%2f..%2fsecret.txt',
+    '/api/v1/users?username=../../../profiles.db', '/%2e%2e/profiles.db', '/api/v1/users/alice%2f..%2f..%2f..%2f..%2fsecret.txt',
+    '/api/v1/users/%00', '/api/v1/users/alice%00.json', '//etc/passwd', '/.%2e/secret.txt', '/api/v1/users/%252e%252e%252fsecret.txt',
+  ];
+
+  it('path traversal never escapes --out and gets the JSON 404', async () => {
+    for (const target of TRAVERSALS) {
+      const a = await send(origin, 'GET', target);
+      expect(a.status, target).toBe(404);
+      expect(a.body, target).not.toContain(SECRET);
+      expect(a.body, target).not.toContain('SQLite format');
+      expect(a.body, target).not.toContain('root:');
+      if (target.startsWith('//')) continue; // an absolute-form look-alike: just never the file
+      expectContract(a);
+      expect(['NOT_FOUND', 'USER_NOT_FOUND'], target).toContain(errorCode(a));
+    }
+  });
+
+  it('encoded slashes in a username are a miss, not a path', async () => {
+    for (const target of ['/api/v1/users/alice%2Fx', '/api/v1/users/alice%2fbadges', '/service-api/v1/users/a%2Fb%2Fc']) {
+      const a = await send(origin, 'GET', target);
+      expect(a.status, target).toBe(404);
+      expect(errorCode(a), target).toBe('USER_NOT_FOUND');
+    }
+  });
+
+  it('malformed percent-encoding is the JSON 404, not a crash', async () => {
+    for (const target of ['/api/v1/users/%E0%A4%A', '/api/v1/users/%zz', '/%', '/api/v1/users?username=%E0%A4%A']) {
+      const a = await send(origin, 'GET', target);
+      expect(a.status, target).toBeGreaterThanOrEqual(400);
+      expect(a.status, target).toBeLessThan(500);
+      expectContract(a);
+    }
+  });
+
+  it('very long paths get the JSON 404; oversized request heads are refused and the server lives on', async () => {
+    const long = await send(origin, 'GET', `/api/v1/users/${'A'.repeat(8000)}`);
+    expect(long.status).toBe(404);
+    expect(errorCode(long)).toBe('USER_NOT_FOUND');
+    const longUnknown = await send(origin, 'GET', `/api/v1/${'x/'.repeat(4000)}`);
+    expect(longUnknown.status).toBe(404);
+    expect(errorCode(longUnknown)).toBe('NOT_FOUND');
+    const huge = await send(origin, 'GET', `/api/v1/users/${'a'.repeat(100_000)}`).catch((e: Error) => ({ status: 0, body: e.message, headers: {} }));
+    expect([0, 431]).toContain(huge.status);
+    const after = await send(origin, 'GET', '/api/v1/users/alice');
+    expect(after.status).toBe(200);
+  });
+
+  it('a profile removed after routing (a rebuild in between) is USER_NOT_FOUND, not an HTML error', async () => {
+    const file = join(snapshot.out, 'api/v1/users/zoe');
+    const saved = readFileSync(file);
+    rmSync(file);
+    try {
+      const a = await send(origin, 'GET', '/api/v1/users/Zoe');
+      expect(a.status).toBe(404);
+      expectContract(a);
+      expect(errorCode(a)).toBe('USER_NOT_FOUND');
+    } finally {
+      writeFileSync(file, saved);
+    }
+  });
+
+  it('many concurrent requests on kept-alive connections all answer', async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    const one = (path: string) => new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${origin}${path}`, { agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
+      req.on('error', reject);
+      req.end();
+    });
+    const statuses = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i % 2 ? '/api/v1/users/ALICE' : '/api/v1/users?username=nobody')));
+    agent.destroy();
+    expect(statuses.filter((s) => s === 200).length).toBe(100);
+    expect(statuses.filter((s) => s === 404).length).toBe(100);
+  });
+});
+
+describe('access log', () => {
+  it('writes one line per request with method, target, status', async () => {
+    logLines.length = 0;
+    await send(origin, 'GET', '/api/v1/users/alice');
+    await send(origin, 'POST', '/api/v1/users/alice');
+    await send(origin, 'GET', '/api/v1/users/x%0d%0aFAKE%20200');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(logLines).toHaveLength(3);
+    expect(logLines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z 127\.0\.0\.1 "GET" "\/api\/v1\/users\/alice" 200 \d+ [\d.]+ms$/);
+    expect(logLines[1]).toContain('"POST"');
+    expect(logLines[1]).toContain(' 405 ');
+    for (const line of logLines) expect(line).not.toMatch(/[\r\n]/);
+  });
+});

@@ -8,8 +8,9 @@ import { createRequire } from 'node:module';
 import { ExitCode, SnapshotError, StrictWarningsError, describeCause } from '../errors.js';
 import { buildCommand } from './commands/build.js';
 import { netlifyCommand } from './commands/netlify.js';
-import { regenerateCommand } from './commands/regenerate.js';
 import { serveCommand } from './commands/serve.js';
+import { seedCommand } from './commands/seed.js';
+import { regenerateCommand } from './commands/regenerate.js';
 import { watchCommand } from './commands/watch.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
@@ -27,7 +28,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const command of [buildCommand(io, state), watchCommand(io, state), regenerateCommand(io, state), serveCommand(io, state), netlifyCommand(io, state)]) {
+  for (const command of [buildCommand(io, state), watchCommand(io, state), regenerateCommand(io, state), seedCommand(io, state), serveCommand(io, state), netlifyCommand(io, state)]) {
     program.addCommand(command.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) }).showHelpAfterError('(run with --help for usage)'));
   }
 

@@ -205,10 +205,16 @@ export async function listen(server: Server, port: number, host: string): Promis
 
 export function closeGracefully(server: Server, graceMs = 5000): Promise<void> {
   return new Promise((resolveClose) => {
-    server.close(() => resolveClose());
-    // Keep-alive connections with no request in flight would hold close() open: end them now.
+    // Keep-alive connections with no request in flight would hold close() open: end them now, and
+    // again every tick until the rest have finished their request (a connection only counts as idle
+    // once its last response is fully written).
+    const sweep = setInterval(() => server.closeIdleConnections(), 50);
+    const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearInterval(sweep);
+      clearTimeout(grace);
+      resolveClose();
+    });
     server.closeIdleConnections();
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-    timer.unref();
   });
 }

@@ -1,0 +1,182 @@
+/**
+ * Helpers for the watch tests: real SQLite stores in temp folders (WAL mode, as the platform runs
+ * them), the real bin in child processes, and bounded polling instead of sleeps-and-hope.
+ */
+import Database from 'better-sqlite3';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { WatchStatus } from '../../src/watch/status.js';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = join(ROOT, 'bin/profile-snapshot.js');
+export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
+const SCHEMA = readFileSync(join(ROOT, 'data/schema.sql'), 'utf8');
+
+/** The CLI runs compiled code: recompile when any source is newer than its output (serialised). */
+export function ensureCompiled(): void {
+  if (!stale()) return;
+  const lock = join(tmpdir(), 'profile-snapshot-watch-tests-tsc.lock');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${lock} held too long`);
+      spawnSync('sleep', ['0.2']);
+    }
+  }
+  try {
+    if (stale()) spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'ignore' });
+  } finally {
+    rmdirSync(lock);
+  }
+  if (stale()) throw new Error('build/ is older than src/ and tsc did not refresh it: run npx tsc -p tsconfig.json');
+}
+
+function stale(): boolean {
+  const walk = (dir: string): boolean => readdirSync(dir, { withFileTypes: true }).some((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return walk(path);
+    if (!entry.name.endsWith('.ts')) return false;
+    const built = join(ROOT, 'build', relative(join(ROOT, 'src'), path)).replace(/\.ts$/, '.js');
+    return !existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs;
+  });
+  return walk(join(ROOT, 'src/watch')) || walk(join(ROOT, 'src/publish')) || walk(join(ROOT, 'src/cli')) || walk(join(ROOT, 'src/store'))
+    || stat(join(ROOT, 'src/build.ts'), join(ROOT, 'build/build.js'));
+}
+const stat = (src: string, built: string) => !existsSync(built) || statSync(built).mtimeMs < statSync(src).mtimeMs;
+
+export function tempDir(): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), 'ps-watch-'));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** A contract-schema store in WAL mode with `users` active users named user00001..., some with extras. */
+export function makeStore(file: string, users: number): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.exec(SCHEMA);
+  db.exec(`INSERT INTO decorations (id, name, file) VALUES ('halo', 'Halo', 'halo.png')`);
+  const user = db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
+    VALUES (?, ?, ?, ?, NULL, '2024-01-01 00:00:00', ?, 'active', ?, 'x@mail.invalid', 'HASH', '10.0.0.1')`);
+  const badge = db.prepare('INSERT INTO badges (user_id, badge) VALUES (?, ?)');
+  const social = db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, ?)');
+  db.transaction(() => {
+    for (let id = 1; id <= users; id++) {
+      user.run(id, userName(id), `User ${id}`, `Bio of user ${id}, with some text to make it realistic. `.repeat(2), id * 7, id % 5 === 0 ? 'halo' : null);
+      if (id % 3 === 0) badge.run(id, 'verified');
+      if (id % 11 === 0) badge.run(id, 'official');
+      social.run(id, 'GitHub', `https://github.com/${userName(id)}`, 1);
+      if (id % 2 === 0) social.run(id, 'Discord', `https://discord.gg/${id}`, 2);
+    }
+  })();
+  db.close();
+}
+
+export const userName = (id: number) => `user${String(id).padStart(5, '0')}`;
+
+/** Runs SQL against a store as the platform would (WAL, busy timeout). */
+export function sql(file: string, statements: string, ...params: unknown[]): void {
+  const db = new Database(file);
+  db.pragma('busy_timeout = 5000');
+  try {
+    if (params.length > 0) db.prepare(statements).run(...params);
+    else db.exec(statements);
+  } finally {
+    db.close();
+  }
+}
+
+/** A child process with its output collected. */
+export interface Proc {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function start(command: string, args: string[], env: Record<string, string> = {}): Proc {
+  // Vitest sets BASE_URL=/ in its own environment; the CLI must not inherit that (nor any PROFILE_*).
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['BASE_URL', 'URL', 'PROFILE_DB', 'PROFILE_OUT', 'SOURCE_DATE_EPOCH'].includes(k)));
+  const child = spawn(command, args, { cwd: ROOT, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr!.on('data', (c: Buffer) => { err += c.toString(); });
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  return { child, stdout: () => out, stderr: () => err, exit };
+}
+
+/** The real bin: `profile-snapshot <args>`. */
+export const cli = (args: string[], env: Record<string, string> = {}) => start(process.execPath, [BIN, ...args], env);
+
+export async function runCli(args: string[], env: Record<string, string> = {}) {
+  const proc = cli(args, env);
+  const { code } = await proc.exit;
+  return { code, stdout: proc.stdout(), stderr: proc.stderr() };
+}
+
+/** Polls `condition` every 25 ms until it returns a truthy value; fails with `what` after `timeoutMs`. */
+export async function waitFor<T>(what: string, condition: () => T | undefined | false | null, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = condition();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export function status(out: string): WatchStatus | undefined {
+  try {
+    return JSON.parse(readFileSync(join(out, '.profile-snapshot/status.json'), 'utf8')) as WatchStatus;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits until the watcher has finished a cycle numbered above `after` and returns the status then. */
+export function cycleAfter(out: string, after: number, timeoutMs = 15_000): Promise<WatchStatus> {
+  return waitFor(`a cycle after #${after} in ${out}`, () => {
+    const s = status(out);
+    return s && s.state !== 'running' && s.lastCycle !== null && s.lastCycle.number > after ? s : undefined;
+  }, timeoutMs);
+}
+
+export const lastCycle = (out: string) => status(out)?.lastCycle?.number ?? 0;
+
+/** Every file under `dir`, relative, sorted. */
+export function listFiles(dir: string): string[] {
+  const files: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else files.push(relative(dir, path));
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return files.sort();
+}
+
+/** The published files (everything outside the tool's state folder). */
+export const publishedFiles = (out: string) => listFiles(out).filter((f) => !f.startsWith('.profile-snapshot/'));
+
+export function readJson(path: string): any {
+  return JSON.parse(readFileSync(path, 'utf8'));
+}
+
+export const profilePath = (out: string, name: string) => join(out, 'api/v1/users', name);
+
+/** Stops a child politely, then surely (for afterEach cleanup). */
+export async function stop(proc: Proc | undefined): Promise<void> {
+  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+  proc.child.kill('SIGTERM');
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), 10_000);
+  await proc.exit;
+  clearTimeout(timer);
+}

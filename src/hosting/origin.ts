@@ -15,7 +15,10 @@ import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
 import { outputError } from '../errors.js';
 import { ERRORS, errorDocument, meta, type ErrorCode } from '../render/documents.js';
+import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { ALLOW_HEADER, PREFLIGHT_HEADERS, ROUTES, resolveRoute, type Resolution, type RouteTable } from './routes.js';
+
+type Methods = NonNullable<Parameters<typeof handler>[3]>;
 
 export interface OriginOptions {
   /** The snapshot (out dir) to serve. */
@@ -100,7 +103,7 @@ export function createOrigin(options: OriginOptions): Origin {
   };
 
   /** Hands serve-handler one file of the out dir, with the status the route decided. */
-  const sendFile = async (req: IncomingMessage, res: ServerResponse, file: string, status: number, onMissing: () => Promise<void>) => {
+  const sendFile = async (req: IncomingMessage, res: ServerResponse, files: PinnedFiles, file: string, status: number, onMissing: () => Promise<void>) => {
     // Ranges would split a JSON document (and serve-handler would answer 206/416): always send it whole.
     delete req.headers.range;
     // A conditional request may only be answered 304 for a 200 resource, never in place of an error.
@@ -108,6 +111,8 @@ export function createOrigin(options: OriginOptions): Origin {
     req.url = `/${file}`;
     res.statusCode = status;
     await handler(req, res, config, {
+      lstat: files.lstat as unknown as Methods['lstat'],
+      createReadStream: files.createReadStream as unknown as Methods['createReadStream'],
       // The file vanished between routing and reading (a build removed the profile): a miss.
       sendError: async (...args: unknown[]) => {
         const spec = args[6] as { statusCode?: number } | undefined;
@@ -118,9 +123,9 @@ export function createOrigin(options: OriginOptions): Origin {
     });
   };
 
-  const sendError = (req: IncomingMessage, res: ServerResponse, code: ErrorCode) => {
+  const sendError = (req: IncomingMessage, res: ServerResponse, files: PinnedFiles, code: ErrorCode) => {
     const { status, file } = table.errors[code];
-    return sendFile(req, res, file, status, async () => sendFallback(res, status, code));
+    return sendFile(req, res, files, file, status, async () => sendFallback(res, status, code));
   };
 
   /** The error document rendered in memory: only if the snapshot lost its error files meanwhile. */
@@ -131,6 +136,8 @@ export function createOrigin(options: OriginOptions): Origin {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const files = pinnedFiles();
+    res.once('close', files.close);
     const resolution = routeRequest(req.url ?? '/', table);
     if (resolution.kind === 'outside') {
       res.writeHead(404, OUTSIDE_HEADERS);
@@ -148,16 +155,16 @@ export function createOrigin(options: OriginOptions): Origin {
       res.setHeader('Allow', ALLOW_HEADER);
       // serve-handler answers anything it is given; make it read the error document with GET.
       req.method = 'GET';
-      await sendError(req, res, 'METHOD_NOT_ALLOWED');
+      await sendError(req, res, files, 'METHOD_NOT_ALLOWED');
       return;
     }
     switch (resolution.kind) {
       case 'error':
-        return sendError(req, res, resolution.code);
+        return sendError(req, res, files, resolution.code);
       case 'file':
-        return sendFile(req, res, resolution.file, 200, () => sendError(req, res, 'NOT_FOUND'));
+        return sendFile(req, res, files, resolution.file, 200, () => sendError(req, res, files, 'NOT_FOUND'));
       case 'profile':
-        return sendFile(req, res, resolution.file, 200, () => sendError(req, res, 'USER_NOT_FOUND'));
+        return sendFile(req, res, files, resolution.file, 200, () => sendError(req, res, files, 'USER_NOT_FOUND'));
     }
   };
 

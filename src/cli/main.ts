@@ -12,6 +12,7 @@ import { serveCommand } from './commands/serve.js';
 import { seedCommand } from './commands/seed.js';
 import { regenerateCommand } from './commands/regenerate.js';
 import { watchCommand } from './commands/watch.js';
+import { verifyCommand } from './commands/verify.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
 
@@ -28,7 +29,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const command of [buildCommand(io, state), watchCommand(io, state), regenerateCommand(io, state), seedCommand(io, state), serveCommand(io, state), netlifyCommand(io, state)]) {
+  for (const command of [buildCommand(io, state), watchCommand(io, state), regenerateCommand(io, state), seedCommand(io, state), serveCommand(io, state), netlifyCommand(io, state), verifyCommand(io, state)]) {
     program.addCommand(command.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) }).showHelpAfterError('(run with --help for usage)'));
   }
 

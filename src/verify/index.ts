@@ -1,0 +1,112 @@
+/**
+ * `verify`: audits a built tree (see ./audit.ts) and decides whether it may be deployed.
+ *
+ * It may run beside a writer: `watch --exec 'profile-snapshot verify ... && deploy'` runs while the
+ * watcher's next cycle may already be building. Verify never takes the out dir's lock (a watcher
+ * holds it for life) and never writes. Instead:
+ *   - while a live profile-snapshot process holds the lock, staged and temporary files are that
+ *     writer's work in progress, not leftovers;
+ *   - a build's commit rewrites the manifest before and after it moves files into place, so an audit
+ *     during which the manifest changed, or that found entries pending while a writer is live, saw
+ *     the tree between two snapshots: it is run again (waiting up to `waitMs` for the commit to end).
+ * Without a live writer, pending entries are an interrupted build: a defect.
+ */
+import { statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { SnapshotError } from '../errors.js';
+import { OutDirLock } from '../publish/lock.js';
+import { MANIFEST_FILE } from '../publish/layout.js';
+import { audit, DEFECT_KINDS, type AuditOptions, type Defect, type DefectKind } from './audit.js';
+
+export { audit, DEFECT_KINDS, type Defect, type DefectKind } from './audit.js';
+export { contractText, contractDocument, OPENAPI_FILE, CONTRACT_PATH } from './contract.js';
+export { validator, describeErrors, type SchemaName } from './schemas.js';
+
+export interface VerifyOptions extends Omit<AuditOptions, 'writerActive'> {
+  /** How long to wait for a live writer's commit to end before reporting what is there. Default 30 s. */
+  waitMs?: number;
+}
+
+export interface VerifyReport {
+  out: string;
+  ok: boolean;
+  defects: Defect[];
+  /** Defects per kind (kinds without defects omitted). */
+  summary: Partial<Record<DefectKind, number>>;
+  warnings: string[];
+  profiles: number;
+  creators: number;
+  files: number;
+  netlify: boolean;
+  /** Audits run: more than 1 when a writer changed the tree meanwhile. */
+  attempts: number;
+  seconds: number;
+}
+
+/** Thrown (exit 5, "output unusable") when the tree has defects; carries the report. */
+export class VerifyFailedError extends SnapshotError {
+  constructor(readonly report: VerifyReport) {
+    const n = report.defects.length;
+    super('output', `${report.out} must not be deployed: ${n} defect${n === 1 ? '' : 's'} (${Object.entries(report.summary).map(([k, c]) => `${c} ${k}`).join(', ')})`,
+      { hint: 'rebuild (profile-snapshot build) and verify again; never deploy a snapshot that fails verify' });
+    this.name = 'VerifyFailedError';
+  }
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const sleep = (ms: number) => Atomics.wait(sleeper, 0, 0, ms);
+
+function manifestStamp(out: string): string {
+  try {
+    const s = statSync(join(out, MANIFEST_FILE), { bigint: true });
+    return `${s.ino}:${s.size}:${s.mtimeNs}`;
+  } catch {
+    return 'none';
+  }
+}
+
+export function verify(outDir: string, options: VerifyOptions = {}): VerifyReport {
+  const started = performance.now();
+  const out = resolve(outDir);
+  const deadline = Date.now() + (options.waitMs ?? 30_000);
+  let attempts = 0;
+  for (;;) {
+    attempts++;
+    const before = manifestStamp(out);
+    const writerActive = OutDirLock.holderOf(out) !== undefined;
+    const result = audit(out, { ...options, writerActive });
+    const changed = manifestStamp(out) !== before;
+    const inCommit = writerActive && result.pending > 0;
+    if ((changed || inCommit) && Date.now() < deadline) {
+      if (!changed) sleep(100);
+      continue;
+    }
+    if (inCommit) {
+      result.defects.push({ kind: 'manifest', path: MANIFEST_FILE, message: `${result.pending} entries stayed pending for ${((options.waitMs ?? 30_000) / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has` });
+    } else if (changed) {
+      result.defects.push({ kind: 'manifest', path: MANIFEST_FILE, message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again' });
+    }
+    const summary: Partial<Record<DefectKind, number>> = {};
+    for (const d of result.defects) summary[d.kind] = (summary[d.kind] ?? 0) + 1;
+    // Stable order: by kind as listed in DEFECT_KINDS, then path (file order within the creators list kept).
+    const order = Object.keys(DEFECT_KINDS);
+    const defects = result.defects
+      .map((d, i) => ({ d, i }))
+      .sort((a, b) => order.indexOf(a.d.kind) - order.indexOf(b.d.kind) || (a.d.path < b.d.path ? -1 : a.d.path > b.d.path ? 1 : a.i - b.i))
+      .map(({ d }) => d);
+    return {
+      out,
+      ok: defects.length === 0,
+      defects,
+      summary,
+      warnings: result.warnings,
+      profiles: result.profiles,
+      creators: result.creators,
+      files: result.files,
+      netlify: Boolean(options.netlify),
+      attempts,
+      seconds: (performance.now() - started) / 1000,
+    };
+  }
+}

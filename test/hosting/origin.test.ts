@@ -7,7 +7,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { closeGracefully, createOrigin, listen } from '../../src/hosting/origin.js';
+import { createServer } from 'node:http';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
 import { CONTRACT, send, type Answer } from './request-table.js';
 
@@ -213,5 +214,30 @@ describe('access log', () => {
     expect(logLines[1]).toContain('"POST"');
     expect(logLines[1]).toContain(' 405 ');
     for (const line of logLines) expect(line).not.toMatch(/[\r\n]/);
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('lets a request in flight finish, refuses new connections, and ends idle ones at once', async () => {
+    // The origin's own requests take microseconds; a slow handler stands for a slow one in flight.
+    const slow = createServer((_req, res) => setTimeout(() => res.end('done'), 300));
+    const { port } = await listen(slow, 0, '127.0.0.1');
+    const idle = new Agent({ keepAlive: true });
+    await new Promise<void>((resolve) => httpRequest(`http://127.0.0.1:${port}/`, { agent: idle }, (res) => { res.resume(); res.on('end', resolve); }).end());
+    const inFlight = new Promise<string>((resolve, reject) => {
+      httpRequest(`http://127.0.0.1:${port}/`, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => { body += c.toString(); });
+        res.on('end', () => resolve(body));
+      }).on('error', reject).end();
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    const started = Date.now();
+    const closed = closeGracefully(slow, 5000);
+    await expect(inFlight).resolves.toBe('done');
+    await closed;
+    expect(Date.now() - started).toBeLessThan(2000);
+    await expect(send(`http://127.0.0.1:${port}`, 'GET', '/')).rejects.toThrow();
+    idle.destroy();
   });
 });

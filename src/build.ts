@@ -9,7 +9,9 @@ import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, suc
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore } from './store/read.js';
 import { CREATORS_FILE, errorFile } from './publish/layout.js';
-import { dataHash, OutputTransaction, type WriteCounts } from './publish/tree.js';
+import { CreatorsList } from './publish/creators.js';
+import { OutputTransaction, type WriteCounts } from './publish/tree.js';
+import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
 
 export interface BuildOptions {
@@ -57,7 +59,7 @@ export function build(options: BuildOptions): BuildReport {
   const ctx = { baseUrl: normalizeBaseUrl(options.baseUrl, 'baseUrl'), snapshotMs: options.snapshotMs };
   const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
   const warnings: RowWarning[] = [];
-  let profiles = 0, creators = 0, skipped = 0;
+  let profiles = 0, skipped = 0;
 
   const store = ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   let tx: OutputTransaction | undefined;
@@ -68,50 +70,38 @@ export function build(options: BuildOptions): BuildReport {
     if (options.lock === undefined) ownLock = OutDirLock.acquire(options.out, { command: 'build', waitMs: options.lockWaitMs });
     tx = OutputTransaction.begin(options.out);
     const output = tx;
-    const list = output.streamFile(CREATORS_FILE);
-    try {
-      list.raw(SUCCESS_HEAD);
-      list.data('[');
-      store.readSnapshot((rows) => {
-        let lastName = '';
-        let rowsRead = 0;
-        for (const row of rows) {
-          if (++rowsRead % PROGRESS_EVERY === 0) options.onProgress?.(rowsRead);
-          const renderStarted = performance.now();
-          const result = renderUser(row, ctx);
-          if (result.warnings.length > 0) warnings.push(...result.warnings);
-          if (!result.published) {
-            skipped++;
-            continue;
-          }
-          const { user } = result;
-          const name = user.username.toLowerCase();
-          // Rows arrive in case-insensitive username order, lowest id first: a repeat is a duplicate.
-          if (name === lastName) {
-            warnings.push({ id: row[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
-            skipped++;
-            continue;
-          }
-          lastName = name;
-          const userJson = JSON.stringify(user);
-          output.profile(name, dataHash(userJson), () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
-          profiles++;
-          if (user.status === 'active') {
-            list.data(creators === 0 ? userJson : `,${userJson}`);
-            creators++;
-          }
-        }
-        options.onProgress?.(rowsRead);
-      });
-      list.data(']');
-      list.finish(() => envelopeTail(meta(options.snapshotMs, elapsed(started))));
-    } finally {
-      list.close();
-    }
+    const creators = new CreatorsList(output);
+    let rowsRead = 0;
+    store.forEachRow((row) => {
+      if (++rowsRead % PROGRESS_EVERY === 0) options.onProgress?.(rowsRead);
+      const renderStarted = performance.now();
+      const result = renderUser(row, ctx);
+      if (result.warnings.length > 0) warnings.push(...result.warnings);
+      if (!result.published) {
+        skipped++;
+        return;
+      }
+      const { user } = result;
+      const name = user.username.toLowerCase();
+      // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
+      if (output.hasProfile(name)) {
+        warnings.push({ id: row.user[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
+        skipped++;
+        return;
+      }
+      const userJson = JSON.stringify(user);
+      const hash = fingerprint(userJson);
+      output.profile(name, hash, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
+      profiles++;
+      if (user.status === 'active') creators.add(name, userJson, hash);
+    });
+    options.onProgress?.(rowsRead);
+    creators.finish(CREATORS_FILE, SUCCESS_HEAD, () => envelopeTail(meta(options.snapshotMs, elapsed(started))));
+    const creatorCount = creators.size;
 
     for (const code of Object.keys(ERRORS) as ErrorCode[]) {
       const spec = ERRORS[code];
-      output.file(errorFile(code), dataHash(errorBody(spec)), () => errorDocument(spec, meta(options.snapshotMs, 0)));
+      output.file(errorFile(code), fingerprint(errorBody(spec)), () => errorDocument(spec, meta(options.snapshotMs, 0)));
     }
 
     if (options.strict && warnings.length > 0) {
@@ -121,7 +111,7 @@ export function build(options: BuildOptions): BuildReport {
     return {
       out: output.outDir,
       snapshotTime: new Date(options.snapshotMs).toISOString(),
-      profiles, creators, skipped, files, warnings,
+      profiles, creators: creatorCount, skipped, files, warnings,
       seconds: (performance.now() - started) / 1000,
     };
   } catch (error) {

@@ -12,7 +12,6 @@
  * Files the tool did not write are never replaced or removed: a target path that exists but is not
  * in the manifest stops the build (exit 5).
  */
-import { createHash, type Hash } from 'node:crypto';
 import {
   closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, unlinkSync,
   writeFileSync, writeSync, copyFileSync,
@@ -26,11 +25,6 @@ export interface WriteCounts {
   written: number;
   unchanged: number;
   removed: number;
-}
-
-/** A short content hash of a document's data part: 64 bits of SHA-1 is plenty to detect change. */
-export function dataHash(data: string): string {
-  return createHash('sha1').update(data).digest('hex').slice(0, 16);
 }
 
 /** Lower-case publishable names only: they are path segments, so anything else is a bug here. */
@@ -98,22 +92,29 @@ export class OutputTransaction {
   }
 
   /**
-   * A document too large to hold as one string (the creators list at a million profiles): its data
-   * is streamed to the staging folder while it is hashed, then `finish` decides whether it changed.
+   * A document too large to hold as one string (the creators list at a million profiles): `write`
+   * streams it to the staging folder, and is only called when `hash` differs from the last build's.
    */
-  streamFile(path: string): DocumentStream {
-    return new DocumentStream(this, path, this.stagingPath());
+  streamedFile(path: string, hash: string, write: (sink: StagedWriter) => void): void {
+    const previousHash = this.takePreviousFile(path, hash);
+    if (previousHash === hash) return;
+    const sink = new StagedWriter(this.stagingPath(), this.outDir);
+    try {
+      write(sink);
+    } finally {
+      sink.close();
+    }
+    this.stagedFiles.push({ path, hash, staged: sink.path });
   }
 
-  /** Called by DocumentStream.finish. */
-  acceptStream(path: string, hash: string, staged: string): boolean {
-    const previousHash = this.takePreviousFile(path, hash);
-    if (previousHash === hash) {
-      unlinkSync(staged);
-      return false;
-    }
-    this.stagedFiles.push({ path, hash, staged });
-    return true;
+  /** A scratch file in the staging folder; it goes away with the staging folder. */
+  scratchFile(): StagedWriter {
+    return new StagedWriter(this.stagingPath(), this.outDir);
+  }
+
+  /** Whether a profile of this name is already part of this build (case-insensitive duplicates). */
+  hasProfile(name: string): boolean {
+    return this.next.profiles.has(name);
   }
 
   /** Publishes everything staged and removes what is no longer published. */
@@ -221,62 +222,61 @@ export class OutputTransaction {
   }
 }
 
-/** Streams one large document to the staging folder, hashing its data part on the way. */
-export class DocumentStream {
-  private readonly fd: number;
-  private readonly hash: Hash = createHash('sha1');
-  private buffer: string[] = [];
+/** Buffered, append-only writes to a file in the staging folder. */
+export class StagedWriter {
+  readonly path: string;
+  /** Bytes handed to `write` so far (buffered ones included). */
+  bytesWritten = 0;
+  private readonly outDir: string;
+  private fd: number | undefined;
+  private chunks: (string | Buffer)[] = [];
   private buffered = 0;
+  private allText = true;
 
-  constructor(
-    private readonly tx: OutputTransaction,
-    private readonly path: string,
-    private readonly staged: string,
-  ) {
-    this.fd = guard(`cannot write into ${tx.outDir}`, () => openSync(staged, 'w'));
+  constructor(path: string, outDir: string) {
+    this.path = path;
+    this.outDir = outDir;
+    this.fd = guard(`cannot write into ${outDir}`, () => openSync(path, 'w'));
   }
 
-  /** Part of the data: hashed and written. */
-  data(chunk: string): void {
-    this.hash.update(chunk);
-    this.raw(chunk);
-  }
-
-  /** Part of the envelope that does not decide whether the document changed. */
-  raw(chunk: string): void {
-    this.buffer.push(chunk);
-    this.buffered += chunk.length;
+  write(chunk: string | Uint8Array): void {
+    let length: number;
+    if (typeof chunk === 'string') {
+      length = Buffer.byteLength(chunk);
+      this.chunks.push(chunk);
+    } else {
+      length = chunk.length;
+      this.chunks.push(Buffer.from(chunk)); // copied: callers may reuse their buffer
+      this.allText = false;
+    }
+    this.buffered += length;
+    this.bytesWritten += length;
     if (this.buffered >= 1 << 20) this.flush();
   }
 
-  /**
-   * Ends the data part. `tail(changed)` returns the rest of the document; when the data hash equals
-   * the previous build's, the staged copy is dropped and the published file keeps its bytes.
-   * Returns whether the document changed.
-   */
-  finish(tail: () => string): boolean {
-    const hash = this.hash.digest('hex').slice(0, 16);
-    this.raw(tail());
-    this.flush();
-    closeSync(this.fd);
-    return this.tx.acceptStream(this.path, hash, this.staged);
-  }
-
-  /** Closes without publishing (the transaction's abort removes the staged bytes). */
   close(): void {
+    if (this.fd === undefined) return;
     try {
+      this.flush();
+    } finally {
       closeSync(this.fd);
-    } catch {
-      // already closed
+      this.fd = undefined;
     }
   }
 
   private flush(): void {
-    if (this.buffer.length === 0) return;
-    const text = this.buffer.join('');
-    this.buffer = [];
+    if (this.buffered === 0 || this.fd === undefined) return;
+    const { chunks } = this;
+    const bytes = this.allText
+      ? Buffer.from((chunks as string[]).join(''))
+      : Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)), this.buffered);
+    this.chunks = [];
     this.buffered = 0;
-    guard(`cannot write into ${this.tx.outDir}`, () => writeSync(this.fd, text));
+    this.allText = true;
+    const fd = this.fd;
+    guard(`cannot write into ${this.outDir}`, () => {
+      for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done);
+    });
   }
 }
 

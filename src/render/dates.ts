@@ -5,26 +5,34 @@
  */
 const STORE_DATE = /^(\d{4})-(\d{2})-(\d{2})(?: |T)(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z?)$/;
 
-/** Milliseconds since the epoch, or undefined when the value is not a valid store date. */
-export function parseStoreDate(value: unknown): number | undefined {
+export interface StoreDate {
+  /** Milliseconds since the epoch. */
+  ms: number;
+  /** ISO 8601 UTC with milliseconds, e.g. 2024-03-01T12:00:00.000Z. */
+  iso: string;
+}
+
+/** The date, or undefined when the value is not a valid store date. */
+export function parseStoreDate(value: unknown): StoreDate | undefined {
   if (typeof value !== 'string') return undefined;
   const m = STORE_DATE.exec(value);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, fraction, zone] = m as unknown as [string, string, string, string, string, string, string, string | undefined, string];
   // The space form is SQLite's datetime() and never carries a zone; the T form must say Z.
-  const isoForm = value.charAt(10) === 'T';
+  const isoForm = value.charCodeAt(10) === 84; // 'T'
   if (isoForm !== (zone === 'Z')) return undefined;
   if (!isoForm && fraction !== undefined) return undefined;
   const year = Number(y), month = Number(mo), day = Number(d);
   const hour = Number(h), minute = Number(mi), second = Number(s);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
   if (hour > 23 || minute > 59 || second > 59) return undefined;
-  const millis = fraction === undefined ? 0 : Number(fraction.padEnd(3, '0').slice(0, 3));
+  const millis = fraction === undefined ? '000' : fraction.padEnd(3, '0').slice(0, 3);
   const date = new Date(0);
   // setUTCFullYear, unlike Date.UTC, does not map years 0-99 to 1900-1999.
   date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, millis);
-  return date.getTime();
+  date.setUTCHours(hour, minute, second, Number(millis));
+  // Built from the validated parts: the same text toISOString gives for years 0-9999, for less work.
+  return { ms: date.getTime(), iso: `${y}-${mo}-${d}T${h}:${mi}:${s}.${millis}Z` };
 }
 
 function daysInMonth(year: number, month: number): number {

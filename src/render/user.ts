@@ -3,7 +3,7 @@
  * each field. Pure: same row, base URL and snapshot time give the same object.
  */
 import { Col, type StoreRow } from '../store/read.js';
-import { isoMillis, parseStoreDate, wholeDaysBetween } from './dates.js';
+import { parseStoreDate, wholeDaysBetween } from './dates.js';
 
 export interface Badges {
   isVerified: boolean;
@@ -66,7 +66,8 @@ const PUBLIC_STATUS: Readonly<Record<string, PublicStatus>> = {
 };
 
 export function renderUser(row: StoreRow, ctx: RenderContext): RenderResult {
-  const id = row[Col.id];
+  const columns = row.user;
+  const id = columns[Col.id];
   const warnings: RowWarning[] = [];
   const warn = (reason: string) => warnings.push({ id, reason });
   const skip = (reason: string): RenderResult => {
@@ -74,21 +75,21 @@ export function renderUser(row: StoreRow, ctx: RenderContext): RenderResult {
     return { published: false, warnings };
   };
 
-  const rawStatus = row[Col.status];
+  const rawStatus = columns[Col.status];
   const status = typeof rawStatus === 'string' ? PUBLIC_STATUS[rawStatus] : undefined;
   if (status === undefined) return skip(`status ${describeValue(rawStatus)} is not one of active, suspended, banned, inactive, deleted`);
 
-  const username = row[Col.username];
+  const username = columns[Col.username];
   if (!isPublishableUsername(username)) {
     return skip('username is not publishable (1-64 characters of A-Z a-z 0-9 . _ -, not starting with ".")');
   }
 
-  const createdMs = parseStoreDate(row[Col.createdAt]);
-  if (createdMs === undefined) return skip('created_at is not a UTC date in a form the contract allows');
+  const created = parseStoreDate(columns[Col.createdAt]);
+  if (created === undefined) return skip('created_at is not a UTC date in a form the contract allows');
 
-  const displayName = text(row[Col.displayName], 'display_name', warn);
-  const bio = text(row[Col.bio], 'bio', warn);
-  const customDomainRaw = row[Col.customDomain];
+  const displayName = text(columns[Col.displayName], 'display_name', warn);
+  const bio = text(columns[Col.bio], 'bio', warn);
+  const customDomainRaw = columns[Col.customDomain];
   const customDomain = typeof customDomainRaw === 'string' && customDomainRaw.trim() !== '' ? customDomainRaw.trim() : null;
   if (customDomainRaw !== null && typeof customDomainRaw !== 'string') warn('custom_domain is not text; published as none');
 
@@ -100,14 +101,14 @@ export function renderUser(row: StoreRow, ctx: RenderContext): RenderResult {
     pageUrl: `${ctx.baseUrl}/p/${encodeURIComponent(username)}`,
     hasCustomDomain: customDomain !== null,
     customDomain,
-    accountAgeDays: wholeDaysBetween(createdMs, ctx.snapshotMs),
-    createdAt: isoMillis(createdMs),
-    views: viewCount(row[Col.views], warn),
-    badges: badges(row[Col.badgesJson]),
-    avatarDecoration: decoration(row, ctx.baseUrl, warn),
-    socials: socials(row[Col.socialsJson], warn),
+    accountAgeDays: wholeDaysBetween(created.ms, ctx.snapshotMs),
+    createdAt: created.iso,
+    views: viewCount(columns[Col.views], warn),
+    badges: badges(row.badges),
+    avatarDecoration: decoration(columns[Col.decorationId], row.decoration, ctx.baseUrl, warn),
+    socials: socials(row.socials, warn),
     status,
-    banInfo: status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null } : banInfo(row, warn),
+    banInfo: status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null } : banInfo(row.ban, warn),
   };
   return { published: true, user, warnings };
 }
@@ -128,25 +129,22 @@ function viewCount(value: unknown, warn: (reason: string) => void): number {
   return 0;
 }
 
-function badges(json: string | null): Badges {
-  const held = new Set<unknown>(json === null ? [] : (JSON.parse(json) as unknown[]));
+function badges(held: readonly unknown[]): Badges {
   return {
-    isVerified: held.has('verified'),
-    isOfficial: held.has('official'),
-    isHelper: held.has('helper'),
-    list: KNOWN_BADGES.filter((badge) => held.has(badge)),
+    isVerified: held.includes('verified'),
+    isOfficial: held.includes('official'),
+    isHelper: held.includes('helper'),
+    list: held.length === 0 ? [] : KNOWN_BADGES.filter((badge) => held.includes(badge)),
   };
 }
 
-function decoration(row: StoreRow, baseUrl: string, warn: (reason: string) => void): AvatarDecoration | null {
-  const id = row[Col.decorationId];
+function decoration(id: unknown, found: StoreRow['decoration'], baseUrl: string, warn: (reason: string) => void): AvatarDecoration | null {
   if (id === null) return null;
-  const name = row[Col.decorationName];
-  const file = row[Col.decorationFile];
-  if (!row[Col.decorationFound]) {
+  if (found === undefined) {
     warn('decoration_id names no decorations row; avatarDecoration published as null');
     return null;
   }
+  const [name, file] = found;
   if (typeof id !== 'string' || typeof name !== 'string' || typeof file !== 'string') {
     warn('decoration id, name or file is not text; avatarDecoration published as null');
     return null;
@@ -154,11 +152,10 @@ function decoration(row: StoreRow, baseUrl: string, warn: (reason: string) => vo
   return { id, name, file, url: `${baseUrl}/api/decoration?f=${encodeURIComponent(file.toWellFormed())}` };
 }
 
-function socials(json: string | null, warn: (reason: string) => void): Social[] {
-  if (json === null) return [];
+function socials(entries: StoreRow['socials'], warn: (reason: string) => void): Social[] {
   const published: Social[] = [];
-  const entries = JSON.parse(json) as [unknown, unknown][];
-  for (const [index, [platform, url]] of entries.entries()) {
+  for (let index = 0; index < entries.length; index++) {
+    const [platform, url] = entries[index]!;
     const position = index + 1;
     if (typeof platform !== 'string' || platform.trim() === '') {
       warn(`social link ${position} has no platform name; dropped`);
@@ -191,19 +188,15 @@ function publicHttpUrl(value: unknown): string | undefined {
   return url.href;
 }
 
-function banInfo(row: StoreRow, warn: (reason: string) => void): BanInfo {
-  if (!row[Col.banFound]) {
+function banInfo(ban: StoreRow['ban'], warn: (reason: string) => void): BanInfo {
+  if (ban === undefined) {
     warn('suspended or banned user has no bans row; banInfo message, reason and bannedAt published as null');
     return { isBanned: true, message: null, reason: null, bannedAt: null };
   }
-  const bannedMs = parseStoreDate(row[Col.banBannedAt]);
-  if (bannedMs === undefined) warn('bans.banned_at is not a UTC date in a form the contract allows; bannedAt published as null');
-  return {
-    isBanned: true,
-    message: nullableText(row[Col.banMessage]),
-    reason: nullableText(row[Col.banReason]),
-    bannedAt: bannedMs === undefined ? null : isoMillis(bannedMs),
-  };
+  const [message, reason, bannedAtRaw] = ban;
+  const bannedAt = parseStoreDate(bannedAtRaw);
+  if (bannedAt === undefined) warn('bans.banned_at is not a UTC date in a form the contract allows; bannedAt published as null');
+  return { isBanned: true, message: nullableText(message), reason: nullableText(reason), bannedAt: bannedAt === undefined ? null : bannedAt.iso };
 }
 
 function nullableText(value: unknown): string | null {

@@ -1,15 +1,21 @@
 /**
  * The only code that touches SQLite. Opens the store read-only, checks its schema, and streams one
- * consistent snapshot (a single read transaction) as raw rows in a fixed column order, sorted the way
- * the creators list needs them, so the whole build is one pass and never holds every row.
+ * consistent snapshot (a single read transaction) to a callback, one user at a time with its child
+ * rows, never holding every row.
+ *
+ * Why a merge join in id order: four plain scans (users by rowid; socials, badges and bans ordered by
+ * user_id) stepped side by side cost well under half of one joined query walking the users in
+ * username order (measured: the NOCASE index walk costs a table lookup per row, and per-user
+ * subqueries a seek each). The creators list's username order is restored by the build, which sorts
+ * only the active names.
  */
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../errors.js';
 import { checkSchema } from './schema.js';
 
-/** One users row with everything the User object needs, joined. Never a private column. */
-export type StoreRow = readonly [
+/** users columns in the order the query selects them. Never a private column. */
+export type UserColumns = readonly [
   id: number,
   username: unknown,
   displayName: unknown,
@@ -19,51 +25,36 @@ export type StoreRow = readonly [
   views: unknown,
   status: unknown,
   decorationId: unknown,
-  /** 1 when decoration_id matched a decorations row. */
-  decorationFound: number,
-  decorationName: unknown,
-  decorationFile: unknown,
-  /** JSON array of badge values, or null. */
-  badgesJson: string | null,
-  /** JSON array of [platform, url] pairs ordered by position then id, or null. */
-  socialsJson: string | null,
-  /** 1 when a bans row exists. */
-  banFound: number,
-  banMessage: unknown,
-  banReason: unknown,
-  banBannedAt: unknown,
 ];
 
-/** Index of each column in a StoreRow, so the renderer reads rows by name. */
+/** One users row with everything the User object needs. */
+export interface StoreRow {
+  user: UserColumns;
+  /** [name, file] of the decoration row decoration_id names, undefined when there is none. */
+  decoration: readonly [name: unknown, file: unknown] | undefined;
+  /** badge values of the user's badges rows (any, known or not). */
+  badges: readonly unknown[];
+  /** [platform, url] of the user's socials rows, ordered by position then id. */
+  socials: readonly (readonly [platform: unknown, url: unknown])[];
+  /** [message, reason, banned_at] of the user's bans row, undefined when there is none. */
+  ban: readonly [message: unknown, reason: unknown, bannedAt: unknown] | undefined;
+}
+
+/** Index of each users column, so the renderer reads rows by name. */
 export const Col = {
-  id: 0, username: 1, displayName: 2, bio: 3, customDomain: 4, createdAt: 5, views: 6, status: 7,
-  decorationId: 8, decorationFound: 9, decorationName: 10, decorationFile: 11, badgesJson: 12,
-  socialsJson: 13, banFound: 14, banMessage: 15, banReason: 16, banBannedAt: 17,
+  id: 0, username: 1, displayName: 2, bio: 3, customDomain: 4, createdAt: 5, views: 6, status: 7, decorationId: 8,
 } as const;
 
-/**
- * Statuses that never publish anything are filtered in SQL so their child rows are not even read.
- * Ordering by username COLLATE NOCASE walks the UNIQUE NOCASE index of the contract's schema (no sort)
- * and equals "lower case, ascending" for every publishable (ASCII) username; `id` breaks ties so that,
- * in a store without the NOCASE constraint, the lowest id of a case-insensitive duplicate comes first.
- * Socials are aggregated per user in one grouped pass (SQLite sorts once and indexes the result)
- * instead of a correlated subquery, which would scan the table per user when it has no user_id index.
- */
-const SNAPSHOT_SQL = `
-SELECT u.id, u.username, u.display_name, u.bio, u.custom_domain, u.created_at, u.views, u.status,
-       u.decoration_id, d.id IS NOT NULL, d.name, d.file,
-       (SELECT json_group_array(b.badge) FROM badges b WHERE b.user_id = u.id),
-       s.list,
-       bn.user_id IS NOT NULL, bn.message, bn.reason, bn.banned_at
-FROM users u
-LEFT JOIN decorations d ON d.id = u.decoration_id
-LEFT JOIN bans bn ON bn.user_id = u.id
-LEFT JOIN (
-  SELECT user_id, json_group_array(json_array(platform, url) ORDER BY position, id) AS list
-  FROM socials GROUP BY user_id
-) s ON s.user_id = u.id
-WHERE u.status IS NULL OR u.status NOT IN ('inactive', 'deleted')
-ORDER BY u.username COLLATE NOCASE, u.id`;
+/** Statuses that never publish anything are filtered in SQL, so they cost nothing more. */
+const USERS_SQL = `SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id
+  FROM users WHERE status IS NULL OR status NOT IN ('inactive', 'deleted') ORDER BY id`;
+/** Walks the store's (user_id, position, id) index when it has one; otherwise SQLite sorts once. */
+const SOCIALS_SQL = 'SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id';
+const BADGES_SQL = 'SELECT user_id, badge FROM badges ORDER BY user_id';
+const BANS_SQL = 'SELECT user_id, message, reason, banned_at FROM bans ORDER BY user_id';
+const DECORATIONS_SQL = 'SELECT id, name, file FROM decorations';
+
+const NONE: readonly never[] = [];
 
 export interface OpenStoreOptions {
   /** How long to wait for a writer's lock before giving up (exit 3). */
@@ -101,19 +92,66 @@ export class ProfileStore {
   }
 
   /**
-   * Calls `consume` with an iterable of every candidate row, all from one read transaction, and
-   * returns its result. Rows stream from SQLite; nothing is held beyond the current row.
+   * Calls `each` for every candidate user, in id order, all from one read transaction (so every row
+   * and child row belongs to the same snapshot even while the platform writes in WAL mode).
+   * Returns the number of users read.
    */
-  readSnapshot<T>(consume: (rows: Iterable<StoreRow>) => T): T {
+  forEachRow(each: (row: StoreRow) => void): number {
     const { db, file } = this;
     try {
       db.exec('BEGIN');
       try {
-        const statement = db.prepare(SNAPSHOT_SQL).raw(true);
-        const rows = statement.iterate() as IterableIterator<StoreRow>;
-        const result = consume(mapErrors(rows, file));
+        const decorations = new Map<unknown, readonly [unknown, unknown]>();
+        for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {
+          decorations.set(id, [name, file_]);
+        }
+        const socials = db.prepare(SOCIALS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>;
+        const badges = db.prepare(BADGES_SQL).raw().iterate() as IterableIterator<[unknown, unknown]>;
+        const bans = db.prepare(BANS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown, unknown]>;
+        let social = socials.next(), badge = badges.next(), ban = bans.next();
+        let count = 0;
+        try {
+          for (const user of db.prepare(USERS_SQL).raw().iterate() as IterableIterator<UserColumns>) {
+            const id = user[0];
+            // Child rows of users filtered out (or of no user at all) are skipped on the way.
+            while (!social.done && (social.value[0] as number) < id) social = socials.next();
+            let userSocials: [unknown, unknown][] | readonly never[] = NONE;
+            if (!social.done && social.value[0] === id) {
+              userSocials = [];
+              do {
+                (userSocials as [unknown, unknown][]).push([social.value[1], social.value[2]]);
+                social = socials.next();
+              } while (!social.done && social.value[0] === id);
+            }
+            while (!badge.done && (badge.value[0] as number) < id) badge = badges.next();
+            let userBadges: unknown[] | readonly never[] = NONE;
+            if (!badge.done && badge.value[0] === id) {
+              userBadges = [];
+              do {
+                (userBadges as unknown[]).push(badge.value[1]);
+                badge = badges.next();
+              } while (!badge.done && badge.value[0] === id);
+            }
+            while (!ban.done && (ban.value[0] as number) < id) ban = bans.next();
+            let userBan: readonly [unknown, unknown, unknown] | undefined;
+            if (!ban.done && ban.value[0] === id) userBan = [ban.value[1], ban.value[2], ban.value[3]];
+            const decorationId = user[8];
+            each({
+              user,
+              decoration: decorationId === null ? undefined : decorations.get(decorationId),
+              badges: userBadges,
+              socials: userSocials,
+              ban: userBan,
+            });
+            count++;
+          }
+        } finally {
+          socials.return?.();
+          badges.return?.();
+          bans.return?.();
+        }
         db.exec('COMMIT');
-        return result;
+        return count;
       } finally {
         if (db.inTransaction) db.exec('ROLLBACK');
       }
@@ -124,14 +162,6 @@ export class ProfileStore {
 
   close(): void {
     this.db.close();
-  }
-}
-
-function* mapErrors(rows: IterableIterator<StoreRow>, file: string): Generator<StoreRow> {
-  try {
-    yield* rows;
-  } catch (cause) {
-    throw translateSqliteError(cause, file);
   }
 }
 

@@ -1,0 +1,195 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: how fast profile-snapshot is, against the physical floor, on this machine.
+ *
+ * For each size (10k and 100k users; add 1M with --1m) and each filesystem (tmpfs /dev/shm to measure
+ * the software; disk to show the real picture) it measures, each in a new process unless said:
+ *   cold build, no-change build, 1% changed, 10% changed, and watch cycles (idle and 1% changed, in
+ *   the long-lived watcher); seconds, files written, peak RSS.
+ * In the same run it measures the floor: the same files with the same bytes written from memory by
+ * the tightest loop (mkdir once per folder, writeFileSync per file), and prints every figure as a
+ * ratio to it. Results go to stdout and BENCHMARKS.md.
+ *
+ * Usage: npm run bench [-- --1m] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
+ */
+import Database from 'better-sqlite3';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, release } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const bin = join(repo, 'bin/profile-snapshot.js');
+const child = join(repo, 'scripts/bench-child.mjs');
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(name);
+const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+
+const sizes = value('--sizes', flag('--1m') ? '10000,100000,1000000' : '10000,100000').split(',').map(Number);
+const storeDir = join(repo, '.bench/stores');
+const targets = [{ name: 'tmpfs', root: '/dev/shm/profile-snapshot-bench' }];
+if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', join(repo, '.bench/disk')) });
+if (!existsSync('/dev/shm')) targets.shift();
+
+const fmt = (n, digits = 2) => n.toFixed(digits);
+const log = (line) => process.stdout.write(`${line}\n`);
+
+/** A seeded store per size, kept between runs (seeding 1M takes most of a minute). */
+function store(users) {
+  mkdirSync(storeDir, { recursive: true });
+  const file = join(storeDir, `seed-${users}.db`);
+  if (!existsSync(file)) {
+    const r = spawnSync(process.execPath, [bin, 'seed', '--db', file, '--users', String(users)], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('seed failed');
+  }
+  return file;
+}
+
+/** Runs the CLI in a new process; returns seconds (wall, process included), its JSON report and peak RSS. */
+function cli(cliArgs) {
+  const started = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, [child, ...cliArgs], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, SOURCE_DATE_EPOCH: '' } });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const bench = JSON.parse(r.stderr.split('\nBENCH ').at(-1));
+  if (r.status !== 0) throw new Error(`profile-snapshot ${cliArgs.join(' ')} failed: ${r.stderr}`);
+  return { seconds, report: JSON.parse(r.stdout), rssMb: bench.maxRssKb / 1024 };
+}
+
+/** Every published file of a tree (not the tool's dot folder), read into memory. */
+function readTree(dir) {
+  const files = [];
+  const walk = (d) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      if (e.name.startsWith('.')) continue;
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else files.push([relative(dir, p), readFileSync(p)]);
+    }
+  };
+  walk(dir);
+  return files;
+}
+
+/** The floor: the same bytes to the same paths by the tightest loop. Returns seconds. */
+function floor(files, dir) {
+  rmSync(dir, { recursive: true, force: true });
+  const started = process.hrtime.bigint();
+  const made = new Set();
+  for (const [path, bytes] of files) {
+    const folder = dirname(join(dir, path));
+    if (!made.has(folder)) {
+      mkdirSync(folder, { recursive: true });
+      made.add(folder);
+    }
+    writeFileSync(join(dir, path), bytes);
+  }
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+/** Changes `share` of the users' view counts (a write like the platform's own). */
+function touch(db, share, round) {
+  const handle = new Database(db);
+  const users = handle.prepare('SELECT max(id) AS n FROM users').get().n;
+  const step = Math.round(1 / share);
+  handle.prepare(`UPDATE users SET views = views + ? WHERE (id + ?) % ? = 0`).run(round, round, step);
+  handle.close();
+}
+
+function waitFor(predicate, timeoutMs, what) {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const poll = () => {
+      const v = predicate();
+      if (v) return resolve(v);
+      if (Date.now() > deadline) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(poll, 20);
+    };
+    poll();
+  });
+}
+
+/** Watch cycles in a long-lived watcher: the idle cycle and the 1%-changed cycle (status durations). */
+async function watchCycles(db, out) {
+  const statusFile = join(out, '.profile-snapshot/status.json');
+  const status = () => { try { return JSON.parse(readFileSync(statusFile, 'utf8')); } catch { return undefined; } };
+  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, '--interval', '3600'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SOURCE_DATE_EPOCH: '' } });
+  let stderr = '';
+  watcher.stderr.on('data', (d) => { stderr += d; });
+  try {
+    const cycle = async (n) => (await waitFor(() => { const s = status(); return s?.lastCycle?.number >= n && s.state === 'idle' ? s.lastCycle : undefined; }, 600_000, `watch cycle ${n}`));
+    await cycle(1); // warm-up: the first cycle after start
+    watcher.kill('SIGHUP');
+    const idle = await cycle(2);
+    touch(db, 0.01, 7);
+    watcher.kill('SIGHUP');
+    const changed = await cycle(3);
+    return { idle, changed };
+  } catch (error) {
+    throw new Error(`${error.message}\n${stderr}`);
+  } finally {
+    watcher.kill('SIGTERM');
+    await new Promise((r) => watcher.once('exit', r));
+  }
+}
+
+const rows = [];
+const row = (users, fs, scenario, seconds, floorSeconds, written, rssMb, note = '') => {
+  rows.push({ users, fs, scenario, seconds, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, note });
+  log(`${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(24)} ${fmt(seconds).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${String(written ?? '').padStart(9)} written  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''} ${note}`);
+};
+
+log(`profile-snapshot benchmark: ${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB, Linux ${release()}, Node ${process.version}`);
+for (const users of sizes) {
+  const seeded = store(users);
+  for (const target of targets) {
+    rmSync(target.root, { recursive: true, force: true });
+    mkdirSync(target.root, { recursive: true });
+    const db = join(target.root, 'profiles.db');
+    copyFileSync(seeded, db);
+    const out = join(target.root, 'dist');
+    const cold = cli(['build', '--db', db, '--out', out, '--json']);
+    const files = readTree(out);
+    const bytes = files.reduce((n, [, b]) => n + b.length, 0);
+    const floorSeconds = floor(files, join(target.root, 'floor'));
+    rmSync(join(target.root, 'floor'), { recursive: true, force: true });
+    log(`${String(users).padStart(8)} ${target.name.padEnd(5)} floor                    ${fmt(floorSeconds).padStart(7)} s  (${files.length} files, ${fmt(bytes / 2 ** 20, 0)} MiB)`);
+    row(users, target.name, 'floor', floorSeconds, floorSeconds, files.length, undefined);
+    row(users, target.name, 'cold build', cold.seconds, floorSeconds, cold.report.files.written, cold.rssMb);
+    const same = cli(['build', '--db', db, '--out', out, '--json']);
+    row(users, target.name, 'no-change build', same.seconds, floorSeconds, same.report.files.written, same.rssMb, '(accountAgeDays roll over for a few profiles each run)');
+    touch(db, 0.01, 1);
+    const one = cli(['build', '--db', db, '--out', out, '--json']);
+    row(users, target.name, '1% changed build', one.seconds, floorSeconds, one.report.files.written, one.rssMb);
+    touch(db, 0.1, 2);
+    const ten = cli(['build', '--db', db, '--out', out, '--json']);
+    row(users, target.name, '10% changed build', ten.seconds, floorSeconds, ten.report.files.written, ten.rssMb);
+    const watch = await watchCycles(db, out);
+    row(users, target.name, 'watch cycle, idle', watch.idle.durationMs / 1000, floorSeconds, watch.idle.files?.written, undefined);
+    row(users, target.name, 'watch cycle, 1% changed', watch.changed.durationMs / 1000, floorSeconds, watch.changed.files?.written, undefined);
+    rmSync(target.root, { recursive: true, force: true });
+  }
+}
+
+const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
+const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
+writeFileSync(join(repo, 'BENCHMARKS.md'), `# Benchmarks
+
+Written by \`npm run bench\` (scripts/bench.mjs) on ${new Date().toISOString().slice(0, 10)}.
+
+Machine: ${machine}.
+
+Each build runs in a new process (its seconds include Node's start-up). Watch cycles are measured
+inside one long-lived watcher (the status file's cycle duration). "floor" is the time the tightest
+loop takes to write the same files with the same bytes from memory (mkdir once per folder,
+writeFileSync per file), measured in the same run; ratios are against it. Change scenarios update
+view counts of 1% / 10% of all users (so a share of them are unpublished users).
+
+| users | filesystem | scenario | seconds | ratio to floor | files written | peak RSS (MB) |
+|---|---|---|---|---|---|---|
+${table}
+
+Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
+in .bench/stores).
+`);
+log('wrote BENCHMARKS.md');

@@ -89,13 +89,19 @@ export class ExecRunner {
   /** Forced stop: drops a pending run and ends the running one's process group. */
   kill(): void {
     this.pending = undefined;
-    const pid = this.child?.pid;
-    if (pid === undefined) return;
+    const child = this.child;
+    if (child?.pid === undefined) return;
     try {
-      process.kill(-pid, 'SIGTERM');
+      process.kill(-child.pid, 'SIGTERM');
     } catch {
       // already gone
     }
+    // Do not let a command that ignores SIGTERM (or a grandchild holding its pipes) keep us alive.
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    child.unref();
+    this.child = undefined;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private startPending(): void {
@@ -130,6 +136,7 @@ export class ExecRunner {
     });
     // 'close' comes after the streams are drained (and also after 'error' when spawn failed).
     child.on('close', (code, signal) => {
+      if (this.child !== child) return; // killed by a forced stop: already accounted for
       this.child = undefined;
       this.finish(request, started, code, signal, startError);
     });

@@ -173,7 +173,11 @@ for (const users of sizes) {
 
 const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
 const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
-writeFileSync(join(repo, 'BENCHMARKS.md'), `# Benchmarks
+// The load and soak figures (npm run load) live in their own marked section: keep it.
+const benchmarksFile = join(repo, 'BENCHMARKS.md');
+const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
+const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)?.[0] ?? '';
+writeFileSync(benchmarksFile, `# Benchmarks
 
 Written by \`npm run bench\` (scripts/bench.mjs) on ${new Date().toISOString().slice(0, 10)}.
 
@@ -191,5 +195,5 @@ ${table}
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
-`);
+${loadSection ? `\n${loadSection}\n` : ''}`);
 log('wrote BENCHMARKS.md');

@@ -13,12 +13,12 @@
  * in the manifest stops the build (exit 5).
  */
 import {
-  closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, unlinkSync,
+  closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync,
   writeFileSync, writeSync, copyFileSync,
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../errors.js';
-import { PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
+import { MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
 import { PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
 
 export interface WriteCounts {
@@ -50,7 +50,7 @@ export class OutputTransaction {
     this.outDir = outDir;
     prepareDir(outDir, outDir);
     prepareDir(outDir, join(outDir, STATE_DIR));
-    this.previous = readManifest(outDir);
+    this.previous = ManifestCache.take(outDir) ?? readManifest(outDir);
     this.stagingDir = join(outDir, STAGING_DIR);
     // A staging folder left by a crashed run holds nothing anyone reads: start clean.
     guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
@@ -163,6 +163,7 @@ export class OutputTransaction {
     } catch (cause) {
       throw asOutputError(cause, `cannot publish into ${outDir}`);
     }
+    ManifestCache.keep(outDir, next);
     return counts;
   }
 
@@ -171,6 +172,7 @@ export class OutputTransaction {
     if (this.finished) return;
     this.finished = true;
     rmSync(this.stagingDir, { recursive: true, force: true });
+    ManifestCache.forget();
   }
 
   stagingPath(): string {
@@ -279,6 +281,41 @@ export class StagedWriter {
     });
   }
 }
+
+/**
+ * A long-lived process (the watcher) builds the same out dir again and again: the manifest it wrote
+ * last is kept in memory and reused as long as the file on disk is exactly that one (same inode,
+ * size and mtime), which saves parsing a line per profile every cycle.
+ */
+const ManifestCache = {
+  entry: undefined as { outDir: string; stamp: string; manifest: Manifest } | undefined,
+
+  stamp(outDir: string): string | undefined {
+    try {
+      const stats = statSync(join(outDir, MANIFEST_FILE), { bigint: true });
+      return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
+    } catch {
+      return undefined;
+    }
+  },
+
+  /** The cached manifest of `outDir` if the file still matches it; the cache is emptied either way. */
+  take(outDir: string): Manifest | undefined {
+    const entry = this.entry;
+    this.entry = undefined;
+    if (entry === undefined || entry.outDir !== outDir) return undefined;
+    return entry.stamp === this.stamp(outDir) ? entry.manifest : undefined;
+  },
+
+  keep(outDir: string, manifest: Manifest): void {
+    const stamp = this.stamp(outDir);
+    this.entry = stamp === undefined ? undefined : { outDir, stamp, manifest };
+  },
+
+  forget(): void {
+    this.entry = undefined;
+  },
+};
 
 /** mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. */
 function prepareDir(outDir: string, dir: string): void {

@@ -7,8 +7,7 @@
  * (hard links are page-cache warm), parsed and validated once; the creators list is streamed, never
  * held as one string. What the list needs from the profiles is kept as one number per profile.
  */
-import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, type Dirent } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describeCause, outputError } from '../errors.js';
 import { NETLIFY_MAX_FILES_PER_DIR, NETLIFY_WARN_FILES_PER_DIR } from '../hosting/limits.js';
@@ -19,7 +18,7 @@ import { PENDING, readManifest, type Manifest } from '../publish/manifest.js';
 import { ERRORS, type ErrorCode } from '../render/documents.js';
 import { isPublishableUsername } from '../render/user.js';
 import { contractText, OPENAPI_FILE } from './contract.js';
-import { JsonStreamError, scanEnvelope } from './json-stream.js';
+import { JsonStreamError, parseElement, scanEnvelope } from './json-stream.js';
 import { describeErrors, validator } from './schemas.js';
 
 export const DEFECT_KINDS = {
@@ -78,12 +77,70 @@ const BOOKKEEPING_NAMES = new Set(['manifest', 'lock', 'status.json', STATE_DIR]
 const TEMPORARY = /\.(tmp|stale)$/;
 const ERROR_FILES = new Map((Object.keys(ERRORS) as ErrorCode[]).map((code) => [errorFile(code), code]));
 const API_DOCUMENTS = new Set([CREATORS_FILE, OPENAPI_FILE]);
-/** Per profile: userKey * 4 + ACTIVE + SEEN (arithmetic, not bitwise: the key has 48 bits). */
-const ACTIVE = 1, SEEN = 2;
+/**
+ * Per profile: userKey * 8 + flags (arithmetic, not bitwise: the key has 48 bits). VALID: the
+ * document matched its schema, so a list entry with the very same bytes is a valid User too.
+ */
+const ACTIVE = 1, SEEN = 2, VALID = 4;
+const FLAGS = 8;
+const has = (key: number, flag: number) => Math.floor(key % FLAGS / flag) % 2 === 1;
+const fingerprint = (key: number) => Math.floor(key / FLAGS);
 
-/** 48 bits of SHA-1 of the canonical JSON of a User object, as a number (kept per profile). */
-function userKey(user: unknown): number {
-  return parseInt(createHash('sha1').update(JSON.stringify(user)).digest('hex').slice(0, 12), 16);
+const USERNAME_HEAD = Buffer.from('{"username":"');
+/** The username of a list entry written by build (its first member), without parsing it; else undefined. */
+function quickUsername(raw: Buffer): string | undefined {
+  if (!raw.subarray(0, USERNAME_HEAD.length).equals(USERNAME_HEAD)) return undefined;
+  const end = raw.indexOf(0x22, USERNAME_HEAD.length);
+  if (end === -1 || end - USERNAME_HEAD.length > 64) return undefined;
+  const name = raw.toString('latin1', USERNAME_HEAD.length, end);
+  return isPublishableUsername(name) ? name : undefined;
+}
+
+/**
+ * A 48-bit fingerprint of a User object's JSON as the build writes it (JSON.stringify, no spaces):
+ * what the creators list check keeps per profile. Two FNV-1a lanes; it only has to tell a changed
+ * entry from its profile (a miss is 1 in 2^48), not resist an adversary.
+ */
+function userKey(json: Buffer): number {
+  let a = 0x811c9dc5, b = 0x9747b28c ^ json.length;
+  for (let i = 0; i < json.length; i++) {
+    const byte = json[i]!;
+    a = Math.imul(a ^ byte, 0x01000193);
+    b = Math.imul(b ^ byte, 0x5bd1e995);
+  }
+  return (a >>> 0) * 0x10000 + ((b ^ (b >>> 15)) & 0xffff);
+}
+const canonicalKey = (user: unknown) => userKey(Buffer.from(JSON.stringify(user)));
+
+const SUCCESS_HEAD = Buffer.from('{"success":true,"data":');
+const META_MEMBER = Buffer.from(',"meta":');
+
+/** The data member's bytes of a profile document written by build, else its canonical JSON. */
+function dataBytes(bytes: Buffer, doc: { data: unknown }): Buffer {
+  if (bytes.subarray(0, SUCCESS_HEAD.length).equals(SUCCESS_HEAD)) {
+    const end = bytes.lastIndexOf(META_MEMBER);
+    // A schema-valid User cannot hold `,"meta":` outside a string (inside one the quotes are escaped).
+    if (end > SUCCESS_HEAD.length) return bytes.subarray(SUCCESS_HEAD.length, end);
+  }
+  return Buffer.from(JSON.stringify(doc.data));
+}
+
+/** Reads a file with its inode, so an alias that is a hard link to it need not be read again. */
+function readWithInode(path: string): { bytes: Buffer; ino: number; dev: number } {
+  const fd = openSync(path, 'r');
+  try {
+    const stats = fstatSync(fd);
+    const bytes = Buffer.allocUnsafe(stats.size);
+    let n = 0;
+    while (n < stats.size) {
+      const read = readSync(fd, bytes, n, stats.size - n, null);
+      if (read === 0) break;
+      n += read;
+    }
+    return { bytes: n === stats.size ? bytes : bytes.subarray(0, n), ino: stats.ino, dev: stats.dev };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
@@ -184,6 +241,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
   const profileValidator = validator('ProfileResponse');
   for (const name of names) {
     const present: { path: string; bytes: Buffer }[] = [];
+    let firstFile: { bytes: Buffer; ino: number; dev: number } | undefined;
     PROFILE_DIRS.forEach((dir, i) => {
       const e = byDir[i]!.get(name);
       const path = `${dir}/${name}`;
@@ -197,7 +255,16 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
         return;
       }
       files++;
-      present.push({ path, bytes: readFileSync(join(out, path)) });
+      const file = join(out, path);
+      if (firstFile === undefined) {
+        firstFile = readWithInode(file);
+        present.push({ path, bytes: firstFile.bytes });
+        return;
+      }
+      // Hard links to the first alias (how build writes them) hold its bytes: no second read.
+      const stats = lstatSync(file);
+      if (stats.ino === firstFile.ino && stats.dev === firstFile.dev) return;
+      present.push({ path, bytes: readFileSync(file) });
     });
     if (present.length === 0) continue;
     const first = present[0]!;
@@ -232,12 +299,13 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
         defect('file-name', path, `the file name ${JSON.stringify(name)} is not the lower-cased username inside it (${JSON.stringify(username)}): requests for ${JSON.stringify(name)} would answer another user's profile`);
       }
     }
-    if (!profileValidator(doc)) {
+    const valid = profileValidator(doc);
+    if (!valid) {
       const errors = (profileValidator.errors ?? []).filter((e) => !(usernameReported && e.instancePath === '/data/username'));
       if (errors.length > 0) defect('schema', path, `does not match ProfileResponse: ${describeErrors(errors)}`);
     }
     if (typeof doc?.data !== 'object' || doc.data === null) return undefined;
-    return userKey(doc.data) * 4 + (doc.data.status === 'active' ? ACTIVE : 0);
+    return userKey(dataBytes(bytes, doc)) * FLAGS + (doc.data.status === 'active' ? ACTIVE : 0) + (valid && !usernameReported ? VALID : 0);
   }
 
   // ---- 3. The creators list, streamed.
@@ -249,9 +317,29 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
   } else {
     const userValidator = validator('User');
     let previous: string | undefined;
+    const checkOrder = (lower: string, label: string) => {
+      if (previous !== undefined && !(previous < lower)) {
+        defect('creators-order', CREATORS_FILE, previous === lower
+          ? `${label} repeats the username ${JSON.stringify(lower)} (ignoring case): each creator appears once`
+          : `${label} comes after ${JSON.stringify(previous)}: the list must be ordered by lower-cased username, ascending`);
+      }
+      previous = lower;
+    };
     try {
-      const scan = scanEnvelope(listPath, (entry: any, index) => {
+      const scan = scanEnvelope(listPath, (raw, index, offset) => {
         creators++;
+        // Fast path: the entry's bytes are those of a valid profile's data (how build writes it).
+        const quick = quickUsername(raw);
+        if (quick !== undefined) {
+          const lower = quick.toLowerCase();
+          const key = profiles.get(lower);
+          if (key !== undefined && has(key, VALID) && has(key, ACTIVE) && fingerprint(key) === userKey(raw)) {
+            checkOrder(lower, `entry ${index} (${JSON.stringify(quick)})`);
+            if (!has(key, SEEN)) profiles.set(lower, key + SEEN);
+            return;
+          }
+        }
+        const entry = parseElement(raw, offset) as any;
         const username: unknown = entry?.username;
         const label = `entry ${index}${typeof username === 'string' ? ` (${JSON.stringify(username)})` : ''}`;
         if (!userValidator(entry)) defect('schema', CREATORS_FILE, `${label} does not match User: ${describeErrors(userValidator.errors, `/data/${index}`)}`);
@@ -260,19 +348,14 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
         }
         if (typeof username !== 'string') return;
         const lower = username.toLowerCase();
-        if (previous !== undefined && !(previous < lower)) {
-          defect('creators-order', CREATORS_FILE, previous === lower
-            ? `${label} repeats the username ${JSON.stringify(lower)} (ignoring case): each creator appears once`
-            : `${label} comes after ${JSON.stringify(previous)}: the list must be ordered by lower-cased username, ascending`);
-        }
-        previous = lower;
+        checkOrder(lower, label);
         const key = profiles.get(lower);
         if (key === undefined) {
           defect('creators-unknown', CREATORS_FILE, `${label} has no profile (${firstDir}/${lower} is missing or broken): the list names a user that answers 404`);
           return;
         }
-        if (Math.floor(key % 4 / SEEN) === 0) profiles.set(lower, key + SEEN);
-        if (Math.floor(key / 4) !== userKey(entry)) {
+        if (!has(key, SEEN)) profiles.set(lower, key + SEEN);
+        if (fingerprint(key) !== userKey(raw) && fingerprint(key) !== canonicalKey(entry)) {
           defect('creators-differs', CREATORS_FILE, `${label} differs from its profile ${firstDir}/${lower}: both come from one snapshot and must hold the same User object`);
         }
       });
@@ -287,7 +370,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
     }
     if (listReadable) {
       for (const [name, key] of profiles) {
-        if (key % 2 === ACTIVE && Math.floor(key % 4 / SEEN) === 0) {
+        if (has(key, ACTIVE) && !has(key, SEEN)) {
           defect('creators-missing', CREATORS_FILE, `does not name the active profile ${JSON.stringify(name)} (${firstDir}/${name}): every active user belongs in the list`);
         }
       }

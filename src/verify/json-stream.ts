@@ -1,8 +1,8 @@
 /**
  * Reads a JSON envelope (`{"success":...,"data":[...],"meta":{...}}`) from a file without holding
  * it as one string: the creators list reaches hundreds of megabytes at a million profiles. Each
- * element of the top-level `data` array is parsed and handed over on its own, in order; every other
- * top-level member is parsed and returned. Anything that is not well-formed JSON throws
+ * element of the top-level `data` array is handed over on its own, in order; every other top-level
+ * member is parsed and returned. Anything that is not well-formed JSON throws
  * JsonStreamError with the byte offset.
  *
  * The scan works on bytes: every structural character of JSON is ASCII, and no byte of a multi-byte
@@ -22,6 +22,7 @@ const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_BRACE = 0x7b, CLOSE_BRACE = 0x7d, OPE
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
 const CHUNK = 1 << 20;
+const STRING = 0, CONTAINER = 1, SCALAR = 2;
 
 class ByteReader {
   private buf: Buffer = Buffer.alloc(0);
@@ -73,84 +74,71 @@ class ByteReader {
 
   /** The raw bytes of the next JSON value (checked for balance only; JSON.parse checks the rest). */
   rawValue(): string {
-    const start = this.offset;
-    const parts: Buffer[] = [];
+    return this.rawBytes().toString('utf8');
+  }
+
+  rawBytes(): Buffer {
+    const startOffset = this.offset;
     const first = this.peek();
-    if (first === -1) throw new JsonStreamError('unexpected end of file', start);
-    if (first === QUOTE) {
-      this.pos++;
-      parts.push(this.buf.subarray(this.pos - 1, this.pos));
-      this.string(parts);
-    } else if (first === OPEN_BRACE || first === OPEN_BRACKET) {
-      this.container(parts);
-    } else {
-      this.scalar(parts);
-    }
-    if (parts.length === 0) throw new JsonStreamError(`unexpected ${describe(first)}`, start);
-    return (parts.length === 1 ? parts[0]! : Buffer.concat(parts)).toString('utf8');
-  }
-
-  /** After an opening quote: up to and including the closing quote. */
-  private string(parts: Buffer[]): void {
-    let backslashes = 0; // a run of backslashes that reaches the start of the current chunk
-    for (;;) {
-      if (!this.fill()) throw new JsonStreamError('unterminated string', this.offset);
-      const { buf, pos } = this;
-      const quote = buf.indexOf(QUOTE, pos);
-      const stop = quote === -1 ? buf.length : quote;
-      let run = 0;
-      while (stop - run - 1 >= pos && buf[stop - run - 1] === BACKSLASH) run++;
-      const total = run === stop - pos ? backslashes + run : run;
-      if (quote === -1) {
-        parts.push(buf.subarray(pos, buf.length));
-        this.pos = buf.length;
-        backslashes = total;
-        continue;
-      }
-      parts.push(buf.subarray(pos, quote + 1));
-      this.pos = quote + 1;
-      if (total % 2 === 0) return;
-      backslashes = 0; // an escaped quote ends any run
-    }
-  }
-
-  private container(parts: Buffer[]): void {
+    if (first === -1) throw new JsonStreamError('unexpected end of file', startOffset);
+    const kind = first === QUOTE ? STRING : first === OPEN_BRACE || first === OPEN_BRACKET ? CONTAINER : SCALAR;
+    const parts: Buffer[] = [];
+    let start = this.pos;
     let depth = 0;
+    let inString = false;
+    let backslashes = 0; // a run of backslashes reaching the end of the previous chunk, inside a string
+    if (kind === STRING) {
+      inString = true;
+      this.pos++;
+    }
     for (;;) {
-      if (!this.fill()) throw new JsonStreamError('unexpected end of file inside a value', this.offset);
       const { buf } = this;
       let i = this.pos;
       let done = false;
-      let enteredString = false;
-      for (; i < buf.length; i++) {
-        const b = buf[i]!;
-        if (b === QUOTE) { enteredString = true; i++; break; }
-        if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++;
-        else if (b === CLOSE_BRACE || b === CLOSE_BRACKET) {
-          if (--depth === 0) { i++; done = true; break; }
+      if (kind === SCALAR) {
+        while (i < buf.length) {
+          const b = buf[i]!;
+          if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) { done = true; break; }
+          i++;
+        }
+      } else {
+        while (i < buf.length) {
+          if (inString) {
+            // Jump to the next quote; it closes the string unless an odd run of backslashes precedes it.
+            const quote = buf.indexOf(QUOTE, i);
+            const stop = quote === -1 ? buf.length : quote;
+            let run = 0;
+            while (stop - run - 1 >= i && buf[stop - run - 1] === BACKSLASH) run++;
+            const total = run === stop - i ? backslashes + run : run;
+            if (quote === -1) {
+              backslashes = total;
+              i = buf.length;
+              break;
+            }
+            i = quote + 1;
+            backslashes = 0;
+            if (total % 2 === 1) continue;
+            inString = false;
+            if (kind === STRING) { done = true; break; }
+            continue;
+          }
+          const b = buf[i++]!;
+          if (b === QUOTE) inString = true;
+          else if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++;
+          else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --depth === 0) { done = true; break; }
         }
       }
-      parts.push(buf.subarray(this.pos, i));
+      if (i > start) parts.push(buf.subarray(start, i));
       this.pos = i;
-      if (done) return;
-      if (enteredString) this.string(parts);
-    }
-  }
-
-  private scalar(parts: Buffer[]): void {
-    for (;;) {
-      if (!this.fill()) return;
-      const { buf } = this;
-      let i = this.pos;
-      while (i < buf.length) {
-        const b = buf[i]!;
-        if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) break;
-        i++;
+      if (done) break;
+      if (!this.fill()) {
+        if (kind === SCALAR) break;
+        throw new JsonStreamError(inString ? 'unterminated string' : 'unexpected end of file inside a value', this.offset);
       }
-      if (i > this.pos) parts.push(buf.subarray(this.pos, i));
-      this.pos = i;
-      if (i < buf.length) return;
+      start = this.pos;
     }
+    if (parts.length === 0) throw new JsonStreamError(`unexpected ${describe(first)}`, startOffset);
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
   }
 
   atEnd(): boolean {
@@ -162,6 +150,11 @@ class ByteReader {
 function describe(b: number): string {
   if (b === -1) return 'the end of the file';
   return b >= 0x20 && b < 0x7f ? `"${String.fromCharCode(b)}"` : `byte 0x${b.toString(16).padStart(2, '0')}`;
+}
+
+/** JSON.parse, throwing JsonStreamError with the element's offset. */
+export function parseElement(raw: Buffer, offset: number): unknown {
+  return parse(raw.toString('utf8'), offset);
 }
 
 function parse(raw: string, offset: number): unknown {
@@ -180,10 +173,10 @@ export interface EnvelopeScan {
 }
 
 /**
- * Streams the envelope in `path`. `onElement(value, index)` gets each element of a top-level `data`
- * array, parsed on its own, in order.
+ * Streams the envelope in `path`. `onElement(raw, index, offset)` gets the bytes of each element of
+ * a top-level `data` array, in order, balanced but not parsed (see `parseElement`).
  */
-export function scanEnvelope(path: string, onElement: (value: unknown, index: number) => void): EnvelopeScan {
+export function scanEnvelope(path: string, onElement: (raw: Buffer, index: number, offset: number) => void): EnvelopeScan {
   const fd = openSync(path, 'r');
   try {
     const r = new ByteReader(fd);
@@ -214,7 +207,7 @@ export function scanEnvelope(path: string, onElement: (value: unknown, index: nu
             for (let index = 0; ; index++) {
               r.skipSpace();
               const at = r.offset;
-              onElement(parse(r.rawValue(), at), index);
+              onElement(r.rawBytes(), index, at);
               r.skipSpace();
               const sep = r.next();
               if (sep === CLOSE_BRACKET) break;

@@ -30,7 +30,8 @@ afterEach(async () => {
   dir.cleanup();
 });
 
-const watch = (...args: string[]) => cli(['watch', '--db', db, '--out', out, ...args]);
+// A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.
+const watch = (...args: string[]) => cli(['watch', '--db', db, '--out', out, ...args], { SOURCE_DATE_EPOCH: '1767225600' });
 const views = (name: string) => readJson(profilePath(out, name)).data.views as number;
 const alive = (pid: number) => {
   try {

@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, readFileSync, renameSync, statSync } from '
 import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  cli, cycleAfter, ensureCompiled, waitFor as poll, lastCycle, makeStore, profilePath, publishedFiles, readJson, sql, status, stop, tempDir,
+  cli, cycleAfter, ensureCompiled, waitFor as poll, lastCycle, makeStore, profilePath, publishedFiles, readJson, sql, start, status, stop, tempDir,
   type Proc,
 } from './helpers.js';
 
@@ -30,7 +30,8 @@ afterEach(async () => {
   dir.cleanup();
 });
 
-const watch = (...args: string[]) => cli(['watch', '--db', db, '--out', out, '--interval', '1', ...args]);
+// A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.
+const watch = (...args: string[]) => cli(['watch', '--db', db, '--out', out, '--interval', '1', ...args], { SOURCE_DATE_EPOCH: '1767225600' });
 const creators = () => readJson(join(out, 'service-api/v1/creators')).data as { username: string; views: number }[];
 
 describe('watch', () => {
@@ -186,6 +187,24 @@ describe('watch', () => {
     expect(s.consecutiveFailures).toBe(0);
     expect(s.lastSuccess?.profiles).toBe(40);
     expect(watcher.child.exitCode).toBeNull();
+  });
+
+  it('a store locked past --busy-timeout fails the cycle with a counter; the next tick succeeds', async () => {
+    // A rollback-journal store (not WAL) whose writer holds an exclusive lock: readers must wait.
+    sql(db, 'PRAGMA journal_mode = DELETE');
+    watcher = watch('--busy-timeout', '100');
+    await cycleAfter(out, 0);
+    const holder = start(process.execPath, ['-e', `
+      const db = new (require('better-sqlite3'))(${JSON.stringify(db)});
+      db.exec('BEGIN EXCLUSIVE'); db.prepare("UPDATE users SET views = 5 WHERE id = 1").run();
+      process.stderr.write('locked\\n');
+      setTimeout(() => { db.exec('COMMIT'); db.close(); }, 2500);`]);
+    await poll('the writer to lock the store', () => holder.stderr().includes('locked'));
+    await until(() => /FAILED \(2 in a row\): profile store is locked by another process past the busy timeout/.test(watcher!.stderr()));
+    expect(status(out)?.lastCycle?.error).toMatchObject({ kind: 'store', exitCode: 3 });
+    await holder.exit;
+    await until(() => status(out)?.lastCycle?.ok === true);
+    expect(readJson(profilePath(out, 'user00001')).data.views).toBe(5);
   });
 
   it('writes a health status a monitor can read, outside the published paths', async () => {

@@ -2,7 +2,7 @@
  * serve beside watch: documents are replaced by atomic rename while they are being served. Every
  * answer must be one whole version of the document, never the old length with the new bytes.
  */
-import { mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,6 +76,42 @@ describe('pinned files', () => {
       stop = true;
       await swapper;
       agent.destroy();
+      await new Promise((r) => { server.close(r); server.closeAllConnections(); });
+      snapshot.cleanup();
+    }
+  });
+
+  it('closes every descriptor once the answer is done, also when the client hangs up first or never reads', async () => {
+    const snapshot = buildSampleSnapshot();
+    const { server } = createOrigin({ out: snapshot.out });
+    const { port } = await listen(server, 0, '127.0.0.1');
+    const openFds = () => readdirSync('/proc/self/fd').length;
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const etag = await new Promise<string>((resolve) => httpRequest(`http://127.0.0.1:${port}/api/v1/users/alice`, (res) => { res.resume(); resolve(String(res.headers.etag)); }).end());
+      const before = openFds();
+      const one = (i: number) => new Promise<void>((resolve) => {
+        const path = ['/api/v1/users/alice', '/api/v1/users/NOBODY', '/service-api/v1/creators', '/api/v1/users?username='][i % 4]!;
+        const req = httpRequest(`http://127.0.0.1:${port}${path}`, {
+          method: i % 5 === 0 ? 'HEAD' : 'GET',
+          // Connection: close makes the client hang up as soon as it has Content-Length bytes.
+          headers: { connection: 'close', ...(i % 7 === 0 ? { 'if-none-match': etag } : {}) },
+        }, (res) => {
+          if (i % 3 === 0) { res.destroy(); resolve(); return; } // abandons the body
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', () => resolve());
+        req.end();
+      });
+      for (let round = 0; round < 10; round++) await Promise.all(Array.from({ length: 30 }, (_, i) => one(i + round)));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(uncaught).toEqual([]);
+      expect(openFds()).toBeLessThanOrEqual(before + 2);
+    } finally {
+      process.off('uncaughtException', onUncaught);
       await new Promise((r) => { server.close(r); server.closeAllConnections(); });
       snapshot.cleanup();
     }

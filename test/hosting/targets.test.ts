@@ -103,3 +103,25 @@ describe('edge function declarations', () => {
     }
   });
 });
+
+describe('abuse through the edge function', () => {
+  const ATTEMPTS = [
+    '/api/v1/users/%2E%2E%2F%2E%2E%2F_errors%2Fnot-found.json', '/api/v1/users/A%2F..%2F..%2F.profile-snapshot%2Fmanifest',
+    '/service-api/v1/users/..%5C..%5CSECRET', '/api/v1/users?username=..%2F..%2F.profile-snapshot%2Fmanifest',
+    '/api/v1/users?username=%2E%2E', `/api/v1/users/${'A'.repeat(8000)}`, '/api/v1/users?username=ALICE%00',
+  ];
+
+  it('never reaches anything but the canonical files: a JSON 404 through Netlify and the function alike', async () => {
+    for (const target of ATTEMPTS) {
+      for (const answer of [
+        await send(simRequested.origin, 'GET', target),
+        await fromResponse(await profileApi(new Request(`${simRequested.origin}${target}`), { next: () => fetch(`${simRequested.origin}${target}`) })),
+        await send(origin, 'GET', target),
+      ]) {
+        expect(answer.status, target).toBe(404);
+        expect(answer.headers['content-type'], target).toBe('application/json; charset=utf-8');
+        expect(JSON.parse(answer.body).error.code, target).toBe('USER_NOT_FOUND');
+      }
+    }
+  });
+});

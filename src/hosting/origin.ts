@@ -16,7 +16,7 @@ import handler from 'serve-handler';
 import { outputError } from '../errors.js';
 import { ERRORS, errorDocument, meta, type ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
-import { ALLOW_HEADER, PREFLIGHT_HEADERS, ROUTES, resolveRoute, type Resolution, type RouteTable } from './routes.js';
+import { ALLOW_HEADER, CONTRACT_HEADERS, PREFLIGHT_HEADERS, ROUTES, resolveRoute, type Resolution, type RouteTable } from './routes.js';
 
 type Methods = NonNullable<Parameters<typeof handler>[3]>;
 
@@ -35,7 +35,7 @@ const SUSPICIOUS = /(^|\/)\.\.?(\/|$)|\\|\0/;
 const OUTSIDE_HEADERS = {
   'Content-Type': 'text/plain; charset=utf-8',
   'X-Content-Type-Options': 'nosniff',
-  'Cache-Control': ROUTES.headers['Cache-Control'] ?? 'no-store',
+  'Cache-Control': CONTRACT_HEADERS['Cache-Control'],
 };
 
 /** Routes one request. Pure; exported for tests. */
@@ -47,26 +47,23 @@ export function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolu
   } catch {
     return { kind: 'error', code: 'NOT_FOUND' };
   }
-  // WHATWG parsing has already removed literal `..` segments; decode as Netlify's rule engine does
-  // (the whole path once), so `%2e%2e` and `%2f` are seen for what they are.
-  const rawPath = rawUrl.split('?')[0] ?? '';
+  // WHATWG parsing has already resolved `..` and `%2e%2e` segments; decode the rest as Netlify's rule
+  // engine does (the whole path once), so `%2f` and `%5c` are seen for what they are. The raw target
+  // is decoded too, only to recognise a traversal attempt for what it is.
   let path: string;
+  let raw: string;
   try {
     path = decodeURIComponent(url.pathname);
-    decodeURIComponent(rawPath);
+    raw = decodeURIComponent(rawUrl.split('?')[0] ?? '');
   } catch {
     return { kind: 'error', code: 'NOT_FOUND' };
   }
   const resolution = resolveRoute(path, url.searchParams, table);
   // A traversal attempt that does not land on an API route still gets the JSON 404, never a file.
-  if (resolution.kind === 'outside' && (SUSPICIOUS.test(path) || SUSPICIOUS.test(safeDecode(rawPath)))) {
+  if (resolution.kind === 'outside' && (SUSPICIOUS.test(path) || SUSPICIOUS.test(raw))) {
     return { kind: 'error', code: 'NOT_FOUND' };
   }
   return resolution;
-}
-
-function safeDecode(s: string): string {
-  try { return decodeURIComponent(s); } catch { return s; }
 }
 
 export interface Origin {
@@ -174,7 +171,8 @@ export function createOrigin(options: OriginOptions): Origin {
     const url = req.url ?? '';
     if (options.log) {
       const log = options.log;
-      res.on('finish', () => {
+      // 'close', not 'finish': a request whose client hung up is logged too, once.
+      res.once('close', () => {
         const ms = Number(process.hrtime.bigint() - started) / 1e6;
         const length = res.getHeader('content-length') ?? '-';
         // The request target is quoted as JSON so that no request can forge a log line.
@@ -194,10 +192,7 @@ export function createOrigin(options: OriginOptions): Origin {
   return { server, handle };
 }
 
-/**
- * Listens, and resolves once the server has closed after SIGTERM or SIGINT: it stops accepting,
- * lets requests in flight finish (up to `graceMs`), then closes what is left.
- */
+/** Listens; resolves with the actual address (port 0 picks a free port). */
 export async function listen(server: Server, port: number, host: string): Promise<{ port: number; host: string }> {
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
@@ -210,6 +205,10 @@ export async function listen(server: Server, port: number, host: string): Promis
   return { port: typeof address === 'object' && address ? address.port : port, host };
 }
 
+/**
+ * Graceful stop (on SIGTERM or SIGINT): stops accepting, closes idle keep-alive connections, lets
+ * requests in flight finish (up to `graceMs`), then closes what is left.
+ */
 export function closeGracefully(server: Server, graceMs = 5000): Promise<void> {
   return new Promise((resolveClose) => {
     // Keep-alive connections with no request in flight would hold close() open: end them now, and

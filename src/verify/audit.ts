@@ -11,7 +11,7 @@ import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, r
 import { join, resolve } from 'node:path';
 import { describeCause, outputError } from '../errors.js';
 import { NETLIFY_MAX_FILES_PER_DIR, NETLIFY_WARN_FILES_PER_DIR } from '../hosting/limits.js';
-import { renderNetlifyFiles } from '../hosting/netlify-config.js';
+import { NETLIFY_TOML, renderNetlifyToml } from '../hosting/netlify-config.js';
 import { ROUTES } from '../hosting/routes.js';
 import { CREATORS_FILE, ERRORS_DIR, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR, errorFile } from '../publish/layout.js';
 import { PENDING, readManifest, type Manifest } from '../publish/manifest.js';
@@ -41,7 +41,7 @@ export const DEFECT_KINDS = {
   stray: 'a file where the API would serve it that is not a document of the API',
   manifest: 'the tool\'s manifest disagrees with the tree (an interrupted build)',
   'netlify-folder-limit': 'a folder with more files than Netlify deploys (--netlify)',
-  'netlify-config': 'netlify.toml (or the edge routing module) differs from what the route table renders (--netlify)',
+  'netlify-config': 'netlify.toml differs from what the route table renders (--netlify)',
 } as const;
 export type DefectKind = keyof typeof DEFECT_KINDS;
 
@@ -436,7 +436,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
       for (const name of names) {
         if (!manifest.profiles.has(name)) {
           for (const dir of PROFILE_DIRS) {
-            if (byDir[PROFILE_DIRS.indexOf(dir)]!.has(name)) {
+            if (byDir[PROFILE_DIRS.indexOf(dir)]!.get(name)?.isFile()) {
               defect('stray', `${dir}/${name}`, 'in a users folder but not written by profile-snapshot (not in its manifest): it is served as a profile, though the store did not publish it');
             }
           }
@@ -454,14 +454,14 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
         warnings.push(`${c.dir} holds ${c.entries.toLocaleString('en-US')} files, near Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder`);
       }
     }
+    // netlify.toml only: the edge routing module embeds compiled function source, which `netlify
+    // config --check` compares (in CI), while this audit may run from sources (the test suites).
     const root = resolve(options.root ?? '.');
-    for (const [path, expected] of renderNetlifyFiles()) {
-      const bytes = readIfFile(join(root, path));
-      if (bytes === undefined) {
-        defect('netlify-config', path, `missing in ${root}: Netlify would deploy without the rules, headers and edge function the route table renders; run profile-snapshot netlify config and commit the result`);
-      } else if (bytes.toString('utf8') !== expected) {
-        defect('netlify-config', path, `differs from what the route table (src/hosting/routes.ts) renders: the deployed rules or headers would not be the contract's; run profile-snapshot netlify config and commit the result`);
-      }
+    const bytes = readIfFile(join(root, NETLIFY_TOML));
+    if (bytes === undefined) {
+      defect('netlify-config', NETLIFY_TOML, `missing in ${root}: Netlify would deploy without the rules, headers and edge function the route table renders; run profile-snapshot netlify config and commit the result`);
+    } else if (bytes.toString('utf8') !== renderNetlifyToml()) {
+      defect('netlify-config', NETLIFY_TOML, 'differs from what the route table (src/hosting/routes.ts) renders: the deployed rules or headers would not be the contract\'s; run profile-snapshot netlify config and commit the result');
     }
   }
 

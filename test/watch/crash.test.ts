@@ -91,7 +91,7 @@ describe('under load and crashes', () => {
   }, 90_000);
 
   it('kill -9 at random moments leaves a servable tree; a restart converges to a fresh build and leaves no temp files', async () => {
-    const users = 3000;
+    const users = 1500;
     makeStore(db, users);
     const hammer = writer();
     for (let round = 1; round <= 3; round++) {

@@ -73,7 +73,7 @@ describe('signals and regenerate', () => {
 
   it('regenerate never answers with a cycle that was already running when it asked', async () => {
     // A store big enough that a cycle takes a while, and a short interval, so cycles are often in flight.
-    makeStore(db, 6000);
+    makeStore(db, 3000);
     watcher = watch('--interval', '0.3');
     await cycleAfter(out, 0, 30_000);
     for (let round = 1; round <= 3; round++) {
@@ -119,19 +119,19 @@ describe('signals and regenerate', () => {
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`${signal} during a cycle finishes that cycle, releases the lock and exits 0`, async () => {
-      makeStore(db, 8000);
+      makeStore(db, 5000);
       watcher = watch('--interval', '600');
-      // Signal as soon as the first cycle (a full build of 16k files) is under way.
+      // Signal as soon as the first cycle (a full build of 10k files) is under way.
       await waitFor('the first cycle to start', () => status(out)?.state === 'running', 20_000);
       watcher.child.kill(signal);
       const { code } = await watcher.exit;
       expect(code, watcher.stderr()).toBe(0);
       const s = status(out)!;
       expect(s.state).toBe('stopped');
-      expect(s.lastCycle).toMatchObject({ number: 1, ok: true, profiles: 8000 });
-      expect(existsSync(profilePath(out, 'user08000'))).toBe(true);
+      expect(s.lastCycle).toMatchObject({ number: 1, ok: true, profiles: 5000 });
+      expect(existsSync(profilePath(out, 'user05000'))).toBe(true);
       expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['manifest', 'status.json']);
-      expect(watcher.stderr()).toMatch(/cycle 1: 8,000 profiles[\s\S]*stopping after the current cycle[\s\S]*stopped\n$/);
+      expect(watcher.stderr()).toMatch(/cycle 1: 5,000 profiles[\s\S]*stopping after the current cycle[\s\S]*stopped\n$/);
     });
   }
 
@@ -153,7 +153,7 @@ describe('signals and regenerate', () => {
   });
 
   it('a cycle longer than the interval delays the next one; cycles never overlap', async () => {
-    makeStore(db, 6000);
+    makeStore(db, 2000);
     watcher = watch('--interval', '0.1', '--json');
     await waitFor('four cycles', () => lastCycle(out) >= 4 && status(out)?.state !== 'running', 60_000);
     const cycles = watcher.stdout().trim().split('\n').map((l) => JSON.parse(l));

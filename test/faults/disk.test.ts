@@ -1,0 +1,173 @@
+/**
+ * Disk full and a read-only out dir (issue 7.2): the build fails with exit 5 and a message naming the
+ * cause, the previous output stays byte for byte as it was (bookkeeping included), nothing is left in
+ * the staging folder, and once the fault is gone the next build is exactly a fresh build.
+ *
+ * Real faults where the machine allows it (a size-limited tmpfs, a read-only bind mount: needs root
+ * with mount rights, as on this project's CI machines); injected faults at the write layer always
+ * (fixtures/inject.mjs: ENOSPC after N bytes, EROFS, EACCES), since root ignores permission bits.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, tempDir, treeBytes } from './helpers.js';
+
+const sh = (cmd: string, ...args: string[]) => spawnSync(cmd, args, { encoding: 'utf8' });
+/** Whether this machine lets the tests mount (root with CAP_SYS_ADMIN, outside a locked-down container). */
+const canMount = (() => {
+  if (process.getuid?.() !== 0) return false;
+  const dir = tempDir();
+  try {
+    const ok = sh('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir.path).status === 0;
+    if (ok) sh('umount', dir.path);
+    return ok;
+  } finally {
+    dir.cleanup();
+  }
+})();
+
+let dir: ReturnType<typeof tempDir>;
+const mounts: string[] = [];
+beforeEach(() => {
+  dir = tempDir();
+});
+afterEach(() => {
+  for (const m of mounts.splice(0).reverse()) sh('umount', '-l', m);
+  dir.cleanup();
+});
+
+/** A fresh build of `db` in a folder of its own: what the tree must converge to. */
+function reference(db: string): Map<string, string> {
+  const out = join(dir.path, `reference-${Math.random().toString(36).slice(2)}`);
+  const r = cli(buildArgs(db, out));
+  expect(r.code, r.stderr).toBe(0);
+  return servedBytes(out);
+}
+
+/** The failed build left the tree exactly as it was, bookkeeping included, and no staging folder. */
+function expectUntouched(out: string, before: Map<string, string>): void {
+  const after = treeBytes(out);
+  expect([...after.keys()]).toEqual([...before.keys()]);
+  for (const [f, bytes] of before) if (after.get(f) !== bytes) throw new Error(`${f} changed by a failed build`);
+  expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['manifest']);
+}
+
+function expectConverged(out: string, db: string): void {
+  const r = cli(buildArgs(db, out));
+  expect(r.code, r.stderr).toBe(0);
+  const want = reference(db);
+  const got = servedBytes(out);
+  expect([...got.keys()]).toEqual([...want.keys()]);
+  for (const [f, bytes] of want) if (got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build`);
+  expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['manifest']);
+}
+
+describe('disk full', () => {
+  it.skipIf(!canMount)('on a real 4 MB tmpfs: exit 5 naming ENOSPC, previous output intact; freeing space lets the next build converge', () => {
+    const db = join(dir.path, 'profiles.db');
+    makeStore(db, 300, { bioBytes: 2000 });
+    const mnt = join(dir.path, 'mnt');
+    mkdirSync(mnt);
+    expect(sh('mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt).status).toBe(0);
+    mounts.push(mnt);
+    const out = join(mnt, 'out');
+    const first = cli(buildArgs(db, out));
+    expect(first.code, first.stderr).toBe(0);
+    const before = treeBytes(out);
+
+    // Leave less room than a rebuild of every profile needs.
+    const free = () => { const s = statfsSync(mnt); return s.bavail * s.bsize; };
+    writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free() - 300_000)));
+    expect(free()).toBeLessThan(400_000);
+    changeStore(db);
+    const full = cli(buildArgs(db, out));
+    expect(full.code, full.stderr).toBe(5);
+    expect(expectClearError(full.stderr, /ENOSPC|no space left/)).toEqual([]);
+    expect(full.stderr).toMatch(/free disk space/);
+    expectUntouched(out, before);
+
+    rmSync(join(mnt, 'filler'));
+    expectConverged(out, db);
+  });
+
+  it('injected ENOSPC at many points of a rebuild (staging, creators list, manifest): exit 5, and the tree is the previous one or, past the last rename, the new one; never a mix', () => {
+    const db = join(dir.path, 'profiles.db');
+    makeStore(db, 200, { bioBytes: 300 });
+    const out = join(dir.path, 'out');
+    expect(cli(buildArgs(db, out)).code).toBe(0);
+    changeStore(db);
+    const after = reference(db);
+
+    // How many bytes a complete rebuild writes, counted by a run that fails nothing.
+    const countFile = join(dir.path, 'count');
+    const scratch = join(dir.path, 'scratch');
+    rmSync(scratch, { recursive: true, force: true });
+    const before = treeBytes(out);
+    // Measure on a copy of the previous tree, so the real one stays the previous one.
+    for (const [f, bytes] of before) { mkdirSync(join(scratch, f, '..'), { recursive: true }); writeFileSync(join(scratch, f), bytes, 'latin1'); }
+    const counted = cli(buildArgs(db, scratch), { FAULT_OUT: scratch, FAULT_COUNT_FILE: countFile });
+    expect(counted.code, counted.stderr).toBe(0);
+    const total = Number(readFileSync(countFile, 'utf8').split(' ')[1]);
+    expect(total).toBeGreaterThan(50_000);
+
+    const outcomes: string[] = [];
+    for (const fraction of [0, 0.3, 0.7, 0.98, 0.9999]) {
+      const budget = Math.floor(total * fraction);
+      const r = cli(buildArgs(db, out), { FAULT_OUT: out, FAULT_ENOSPC_AFTER: String(budget) });
+      expect(r.code, `budget ${budget}: ${r.stderr}`).toBe(5);
+      expect(expectClearError(r.stderr, /ENOSPC|no space left/), `budget ${budget}`).toEqual([]);
+      const served = servedBytes(out);
+      const same = (want: Map<string, string>) => served.size === want.size && [...want].every(([f, b]) => served.get(f) === b);
+      if (same(new Map([...before].filter(([f]) => !f.startsWith('.profile-snapshot/'))))) {
+        expectUntouched(out, before);
+        outcomes.push('previous');
+      } else {
+        // Only the final manifest write can fail after the renames: every file is the new one.
+        expect(same(after), `budget ${budget}: a mix of old and new files`).toBe(true);
+        outcomes.push('new');
+      }
+    }
+    expect(outcomes.slice(0, 4)).toEqual(['previous', 'previous', 'previous', 'previous']);
+    expectConverged(out, db);
+  });
+});
+
+describe('read-only out dir', () => {
+  it.skipIf(!canMount)('a real read-only bind mount: exit 5 naming EROFS, the tree untouched; writable again, the next build converges', () => {
+    const db = join(dir.path, 'profiles.db');
+    makeStore(db, 50);
+    const out = join(dir.path, 'out');
+    expect(cli(buildArgs(db, out)).code).toBe(0);
+    const before = treeBytes(out);
+    expect(sh('mount', '--bind', out, out).status).toBe(0);
+    mounts.push(out);
+    expect(sh('mount', '-o', 'remount,ro,bind', out).status).toBe(0);
+    expect(() => writeFileSync(join(out, 'probe'), 'x')).toThrow(/EROFS/);
+    changeStore(db);
+    const r = cli(buildArgs(db, out));
+    expect(r.code, r.stderr).toBe(5);
+    expect(expectClearError(r.stderr, /EROFS|read-only/)).toEqual([]);
+    expect(r.stderr).toMatch(/writable/);
+    expectUntouched(out, before);
+    expect(sh('umount', out).status).toBe(0);
+    mounts.pop();
+    expectConverged(out, db);
+  });
+
+  for (const errno of ['EROFS', 'EACCES'] as const) {
+    it(`injected ${errno} on every change under the out dir: exit 5 naming it, the tree untouched`, () => {
+      const db = join(dir.path, 'profiles.db');
+      makeStore(db, 50);
+      const out = join(dir.path, 'out');
+      expect(cli(buildArgs(db, out)).code).toBe(0);
+      const before = treeBytes(out);
+      changeStore(db);
+      const r = cli(buildArgs(db, out), { FAULT_OUT: out, FAULT_ERRNO: errno });
+      expect(r.code, r.stderr).toBe(5);
+      expect(expectClearError(r.stderr, new RegExp(errno))).toEqual([]);
+      expectUntouched(out, before);
+      expectConverged(out, db);
+    });
+  }
+});

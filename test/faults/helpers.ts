@@ -1,0 +1,89 @@
+/**
+ * Helpers for the fault-injection tests: the real CLI in a child process, optionally with the
+ * fault-injecting preload (fixtures/inject.mjs), real SQLite stores in temp folders, and the checks
+ * that a tree is still exactly what it was.
+ */
+import Database from 'better-sqlite3';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BIN } from '../helpers/cli.js';
+import { SCHEMA_SQL } from '../helpers/store.js';
+import { listFiles, publishedFiles } from '../helpers/output.js';
+
+export const INJECT = fileURLToPath(new URL('./fixtures/inject.mjs', import.meta.url));
+export const BASE = 'https://p.example.com';
+/** A fixed snapshot time, so a reference build can match byte for byte. */
+export const EPOCH = '1767225600';
+
+export interface Run { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+
+/** The real bin; with `faults`, under the injecting preload (FAULT_* variables, see inject.mjs). */
+export function cli(args: string[], faults?: Record<string, string>, env: Record<string, string> = {}): Run {
+  const fullEnv: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SOURCE_DATE_EPOCH: EPOCH, ...env, ...faults };
+  const node = faults ? ['--import', INJECT] : [];
+  const r = spawnSync(process.execPath, [...node, BIN, ...args], { env: fullEnv, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+export const buildArgs = (db: string, out: string, ...more: string[]) => ['build', '--db', db, '--out', out, '--base-url', BASE, ...more];
+
+export function tempDir(): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), 'ps-faults-'));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** Every file of the tree (bookkeeping included) with its bytes. */
+export function treeBytes(out: string): Map<string, string> {
+  return new Map(listFiles(out).map((f) => [f, readFileSync(join(out, f), 'latin1')]));
+}
+
+/** The published files with their bytes (what a CDN would serve). */
+export function servedBytes(out: string): Map<string, string> {
+  return new Map(publishedFiles(out).map((f) => [f, readFileSync(join(out, f), 'latin1')]));
+}
+
+/** A failure that explains itself: one "error:" line with the cause, a hint, no stack trace. */
+export function expectClearError(stderr: string, cause: RegExp): string[] {
+  const problems: string[] = [];
+  if (!cause.test(stderr)) problems.push(`stderr does not name the cause ${cause}: ${stderr}`);
+  if (/^\s+at /m.test(stderr)) problems.push(`stderr has a stack trace: ${stderr}`);
+  if (/internal error/i.test(stderr)) problems.push(`reported as a bug: ${stderr}`);
+  if (!/Fix: /.test(stderr)) problems.push(`no hint: ${stderr}`);
+  return problems;
+}
+
+/**
+ * A contract-schema store of `users` users (every one active, every fifth suspended with a ban),
+ * bios of `bioBytes` each; `journal` is the platform's WAL or SQLite's default rollback journal.
+ */
+export function makeStore(file: string, users: number, options: { bioBytes?: number; journal?: 'wal' | 'delete'; views?: number } = {}): void {
+  const db = new Database(file);
+  db.pragma(`journal_mode = ${options.journal ?? 'wal'}`);
+  db.exec(SCHEMA_SQL);
+  const bio = 'b'.repeat(options.bioBytes ?? 40);
+  const user = db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status, email, password_hash, last_login_ip)
+    VALUES (?, ?, ?, ?, '2024-01-01 00:00:00', ?, ?, 'someone@mail.invalid', 'HASH-secret', '10.0.0.1')`);
+  const ban = db.prepare(`INSERT INTO bans (user_id, message, reason, banned_at) VALUES (?, 'Suspended', 'spam', '2025-01-01 00:00:00')`);
+  const social = db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, 1)');
+  db.transaction(() => {
+    for (let id = 1; id <= users; id++) {
+      user.run(id, `user${String(id).padStart(5, '0')}`, `User ${id}`, bio, options.views ?? id, id % 5 === 0 ? 'suspended' : 'active');
+      if (id % 5 === 0) ban.run(id);
+      social.run(id, 'GitHub', `https://github.com/u${id}`);
+    }
+  })();
+  db.close();
+}
+
+/** Changes the store so that a build has work: views change, some users go, one arrives. */
+export function changeStore(file: string, round = 1): void {
+  const db = new Database(file);
+  db.prepare('UPDATE users SET views = views + ?').run(round);
+  db.prepare("UPDATE users SET status = 'deleted' WHERE id % 7 = ?").run(round % 7);
+  db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (?, ?, 'New', '', '2025-06-01 00:00:00', 1, 'active')`)
+    .run(100_000 + round, `newcomer${round}`);
+  db.close();
+}

@@ -1,0 +1,142 @@
+/**
+ * What the contract says a build of a store must publish, computed independently of the product: the
+ * rows are read back from the SQLite file (so SQLite's own conversions count), dates are judged by
+ * the generator's labels, and every rule is restated from spec/profile-store.md. `checkBuild` returns
+ * every difference between a built tree and that expectation.
+ */
+import Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { BuildReport } from '../../src/build.js';
+import { listFiles, publishedFiles } from '../helpers/output.js';
+import { validateTree } from '../helpers/schemas.js';
+import type { LabelledDate, ModelStore } from './model.js';
+
+export const BASE = 'https://profiles.example.com';
+const DAY = 86_400_000;
+/** spec/profile-store.md: 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with a dot. */
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+const publishable = (name: unknown): name is string => typeof name === 'string' && NAME.test(name) && !name.startsWith('.');
+
+interface StoredUser {
+  id: bigint; username: unknown; display_name: unknown; bio: unknown; custom_domain: unknown; created_at: unknown;
+  views: unknown; status: unknown; decoration_id: unknown;
+}
+
+export interface Expectation {
+  /** lower-case name -> the stored row published there */
+  published: Map<string, StoredUser>;
+  /** ids (as the report gives them) of rows with a publishable status that are not published */
+  skippedIds: Set<number>;
+  check: (out: string, report: BuildReport, snapshotMs: number, nonce: string) => string[];
+}
+
+export function expectation(dbFile: string, model: ModelStore): Expectation {
+  const db = new Database(dbFile, { readonly: true });
+  db.defaultSafeIntegers(true);
+  const users = db.prepare('SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id FROM users ORDER BY id').all() as StoredUser[];
+  const badges = db.prepare('SELECT user_id, badge FROM badges').all() as { user_id: bigint; badge: unknown }[];
+  const socials = db.prepare('SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id').all() as { user_id: bigint; platform: unknown; url: unknown }[];
+  const bans = db.prepare('SELECT user_id, message, reason, banned_at FROM bans').all() as { user_id: bigint; message: unknown; reason: unknown; banned_at: unknown }[];
+  const decorations = db.prepare('SELECT id, name, file FROM decorations').all() as { id: unknown; name: unknown; file: unknown }[];
+  db.close();
+  const labels = new Map<string, { created: LabelledDate; banned: LabelledDate | undefined }>();
+  for (const u of model.users) labels.set(String(u.id), { created: u.created_at, banned: u.ban?.banned_at });
+
+  const published = new Map<string, StoredUser>();
+  const skippedIds = new Set<number>();
+  for (const u of users) {
+    const eligible = u.status === 'active' || u.status === 'suspended' || u.status === 'banned';
+    if (!eligible) {
+      if (u.status !== 'inactive' && u.status !== 'deleted') skippedIds.add(Number(u.id)); // unknown status: a warning
+      continue;
+    }
+    const ok = publishable(u.username) && labels.get(String(u.id))!.created.iso !== null;
+    const name = ok ? (u.username as string).toLowerCase() : '';
+    if (!ok || published.has(name)) skippedIds.add(Number(u.id));
+    else published.set(name, u);
+  }
+
+  const check = (out: string, report: BuildReport, snapshotMs: number, nonce: string): string[] => {
+    const problems: string[] = [];
+    const fail = (what: string) => problems.push(what);
+    // Exactly the expected files, and the bookkeeping folder holds only the manifest.
+    const files = publishedFiles(out);
+    const expectedFiles = new Set(['service-api/v1/creators']);
+    for (const name of published.keys()) for (const dir of ['api/v1/users', 'service-api/v1/users']) expectedFiles.add(`${dir}/${name}`);
+    for (const f of files) if (!expectedFiles.has(f) && !/^_errors\/[a-z-]+\.json$/.test(f)) fail(`unexpected file ${JSON.stringify(f)}`);
+    for (const f of expectedFiles) if (!files.includes(f)) fail(`missing file ${f}`);
+    const bookkeeping = listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'));
+    if (bookkeeping.join() !== '.profile-snapshot/manifest') fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
+    if (problems.length > 0) return problems;
+    problems.push(...validateTree(out));
+
+    const warnedIds = new Set(report.warnings.map((w) => w.id));
+    for (const id of skippedIds) if (!warnedIds.has(id)) fail(`row ${id} not published without a warning`);
+    if (report.profiles !== published.size) fail(`report.profiles ${report.profiles}, expected ${published.size}`);
+
+    const creators: string[] = [];
+    const documents = new Map<string, any>();
+    for (const [name, u] of published) {
+      const bytes = readFileSync(join(out, 'api/v1/users', name), 'utf8');
+      if (readFileSync(join(out, 'service-api/v1/users', name), 'utf8') !== bytes) fail(`${name}: aliases differ`);
+      const doc = JSON.parse(bytes);
+      const d = doc.data;
+      documents.set(name, d);
+      const label = labels.get(String(u.id))!;
+      const want: Record<string, unknown> = {
+        username: u.username,
+        displayName: typeof u.display_name === 'string' ? u.display_name : d.displayName,
+        bio: typeof u.bio === 'string' ? u.bio : d.bio,
+        avatarUrl: `${BASE}/api/avatar?u=${encodeURIComponent(u.username as string)}`,
+        pageUrl: `${BASE}/p/${encodeURIComponent(u.username as string)}`,
+        customDomain: typeof u.custom_domain === 'string' && u.custom_domain.trim() !== '' ? u.custom_domain.trim() : null,
+        createdAt: label.created.iso,
+        accountAgeDays: Math.max(0, Math.floor((snapshotMs - Date.parse(label.created.iso!)) / DAY)),
+        views: typeof u.views === 'bigint' && u.views >= 0n && u.views <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(u.views) : 0,
+        status: u.status === 'active' ? 'active' : 'suspended',
+      };
+      for (const [field, value] of Object.entries(want)) {
+        if (d[field] !== value) fail(`${name}.${field}: ${JSON.stringify(d[field])?.slice(0, 80)}, expected ${JSON.stringify(value)?.slice(0, 80)}`);
+      }
+      if (d.hasCustomDomain !== (want.customDomain !== null)) fail(`${name}.hasCustomDomain`);
+      const held = badges.filter((b) => b.user_id === u.id).map((b) => b.badge);
+      const list = ['official', 'verified', 'helper'].filter((b) => held.includes(b));
+      if (JSON.stringify(d.badges) !== JSON.stringify({ isVerified: held.includes('verified'), isOfficial: held.includes('official'), isHelper: held.includes('helper'), list })) {
+        fail(`${name}.badges ${JSON.stringify(d.badges)}`);
+      }
+      const decoration = u.decoration_id === null ? undefined : decorations.find((x) => x.id === u.decoration_id);
+      const wantDecoration = decoration === undefined ? null
+        : { id: decoration.id, name: decoration.name, file: decoration.file, url: `${BASE}/api/decoration?f=${encodeURIComponent(decoration.file as string)}` };
+      if (JSON.stringify(d.avatarDecoration) !== JSON.stringify(wantDecoration)) fail(`${name}.avatarDecoration ${JSON.stringify(d.avatarDecoration)?.slice(0, 80)}`);
+      const rows = socials.filter((s) => s.user_id === u.id);
+      const dropped = report.warnings.filter((w) => w.id === Number(u.id) && /^social link/.test(w.reason)).length;
+      if (d.socials.length + dropped !== rows.length) fail(`${name}: ${rows.length} socials, ${d.socials.length} published, ${dropped} dropped with a warning`);
+      for (const s of d.socials) {
+        let url: URL | undefined;
+        try { url = new URL(s.url); } catch { /* not absolute */ }
+        if (!url || !['http:', 'https:'].includes(url.protocol) || url.hostname === '' || url.username !== '' || url.password !== '' || url.href !== s.url) {
+          fail(`${name}: social URL published ${JSON.stringify(s.url)}`);
+        }
+        if (s.platform !== s.platform.toLowerCase() || !rows.some((r) => typeof r.platform === 'string' && r.platform.trim().toLowerCase() === s.platform)) fail(`${name}: platform ${JSON.stringify(s.platform)}`);
+      }
+      const ban = bans.find((b) => b.user_id === u.id);
+      const wantBan = want.status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null }
+        : ban === undefined ? { isBanned: true, message: null, reason: null, bannedAt: null }
+          : { isBanned: true, message: ban.message === null ? null : String(ban.message), reason: ban.reason === null ? null : String(ban.reason), bannedAt: label.banned?.iso ?? null };
+      if (JSON.stringify(d.banInfo) !== JSON.stringify(wantBan)) fail(`${name}.banInfo ${JSON.stringify(d.banInfo)?.slice(0, 100)}`);
+      if (want.status === 'active') creators.push(name);
+    }
+    const list = JSON.parse(readFileSync(join(out, 'service-api/v1/creators'), 'utf8'));
+    const order = creators.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const got = list.data.map((x: any) => x.username.toLowerCase());
+    if (JSON.stringify(got) !== JSON.stringify(order)) fail(`creators ${JSON.stringify(got).slice(0, 200)}, expected ${JSON.stringify(order).slice(0, 200)}`);
+    else list.data.forEach((x: any, i: number) => { if (JSON.stringify(x) !== JSON.stringify(documents.get(order[i]!))) fail(`creators[${i}] differs from its profile`); });
+
+    // No private value anywhere: files (bookkeeping included), the report and the log lines.
+    for (const f of listFiles(out)) if (readFileSync(join(out, f), 'latin1').includes(nonce)) fail(`private value in ${f}`);
+    if (JSON.stringify(report).includes(nonce)) fail('private value in the report');
+    return problems;
+  };
+  return { published, skippedIds, check };
+}

@@ -87,14 +87,14 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
     } else if (changed) {
       result.defects.push({ kind: 'manifest', path: MANIFEST_FILE, message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again' });
     }
-    const summary: Partial<Record<DefectKind, number>> = {};
-    for (const d of result.defects) summary[d.kind] = (summary[d.kind] ?? 0) + 1;
     // Stable order: by kind as listed in DEFECT_KINDS, then path (file order within the creators list kept).
     const order = Object.keys(DEFECT_KINDS);
     const defects = result.defects
       .map((d, i) => ({ d, i }))
       .sort((a, b) => order.indexOf(a.d.kind) - order.indexOf(b.d.kind) || (a.d.path < b.d.path ? -1 : a.d.path > b.d.path ? 1 : a.i - b.i))
       .map(({ d }) => d);
+    const summary: Partial<Record<DefectKind, number>> = {};
+    for (const d of defects) summary[d.kind] = (summary[d.kind] ?? 0) + 1;
     return {
       out,
       ok: defects.length === 0,

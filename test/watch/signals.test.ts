@@ -72,17 +72,20 @@ describe('signals and regenerate', () => {
   });
 
   it('regenerate never answers with a cycle that was already running when it asked', async () => {
-    // A store big enough that a cycle takes a while, and a short interval, so cycles are often in flight.
-    makeStore(db, 3000);
-    watcher = watch('--interval', '0.3');
+    // A store big enough that a cycle takes a while; cycles only on request.
+    makeStore(db, 5000);
+    watcher = watch('--interval', '600');
     await cycleAfter(out, 0, 30_000);
-    for (let round = 1; round <= 3; round++) {
-      const value = 100_000 + round;
-      sql(db, 'UPDATE users SET views = ? WHERE id = 3', value);
-      const result = await runCli(['regenerate', '--out', out]);
-      expect(result.code, result.stderr).toBe(0);
-      expect(views('user00003')).toBe(value);
-    }
+    // Start cycle 2 and let it get into its read of the store...
+    watcher.child.kill('SIGHUP');
+    await waitFor('cycle 2 to start', () => status(out)?.state === 'running', 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    // ...then change the store and ask: cycle 2 (already under way) is not the answer, cycle 3 is.
+    sql(db, 'UPDATE users SET views = 123456 WHERE id = 3');
+    const result = await runCli(['regenerate', '--out', out, '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout).number).toBeGreaterThanOrEqual(3);
+    expect(views('user00003')).toBe(123456);
   });
 
   it('regenerate exits 5 when no watcher runs, and never sends SIGHUP to a build', async () => {

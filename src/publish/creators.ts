@@ -11,7 +11,7 @@ import { fingerprint } from '../render/fingerprint.js';
 import type { OutputTransaction, StagedWriter } from './tree.js';
 
 /** Up to this size the scratch file is read back whole; beyond it, one positioned read per member. */
-const READ_WHOLE_LIMIT = 256 * 2 ** 20;
+const READ_WHOLE_LIMIT = 32 * 2 ** 20;
 
 export class CreatorsList {
   private readonly names: string[] = [];
@@ -57,7 +57,7 @@ export class CreatorsList {
           if (position > 0) sink.write(',');
           const offset = offsets[i]!, length = lengths[i]!;
           if (whole) {
-            sink.write(whole.subarray(offset, offset + length));
+            sink.write(whole.subarray(offset, offset + length), { stable: true });
             return;
           }
           if (buffer.length < length) buffer = Buffer.alloc(length * 2);

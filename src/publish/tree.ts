@@ -241,14 +241,15 @@ export class StagedWriter {
     this.fd = guard(`cannot write into ${outDir}`, () => openSync(path, 'w'));
   }
 
-  write(chunk: string | Uint8Array): void {
+  /** `stable`: the caller never reuses `chunk`'s memory, so it need not be copied. */
+  write(chunk: string | Uint8Array, { stable = false } = {}): void {
     let length: number;
     if (typeof chunk === 'string') {
       length = Buffer.byteLength(chunk);
       this.chunks.push(chunk);
     } else {
       length = chunk.length;
-      this.chunks.push(Buffer.from(chunk)); // copied: callers may reuse their buffer
+      this.chunks.push(stable ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length) : Buffer.from(chunk));
       this.allText = false;
     }
     this.buffered += length;

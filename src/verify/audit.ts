@@ -73,7 +73,7 @@ export interface AuditResult {
   pending: number;
 }
 
-const BOOKKEEPING_NAMES = new Set(['manifest', 'lock', 'status.json', STATE_DIR]);
+const BOOKKEEPING_NAMES = new Set(['manifest', 'lock', 'status.json']);
 const TEMPORARY = /\.(tmp|stale)$/;
 const ERROR_FILES = new Map((Object.keys(ERRORS) as ErrorCode[]).map((code) => [errorFile(code), code]));
 const API_DOCUMENTS = new Set([CREATORS_FILE, OPENAPI_FILE]);

@@ -1,19 +1,11 @@
 /** Reading a built output tree back: every file, parsed documents, and a byte-level snapshot. */
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import fg from 'fast-glob';
+import { lstatSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Every regular file under `dir` (relative paths, sorted), dot folders included. */
 export function listFiles(dir: string): string[] {
-  const files: string[] = [];
-  const walk = (current: string) => {
-    for (const entry of readdirSync(current, { withFileTypes: true })) {
-      const path = join(current, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else files.push(relative(dir, path));
-    }
-  };
-  walk(dir);
-  return files.sort();
+  return fg.sync('**/*', { cwd: dir, dot: true, onlyFiles: true, followSymbolicLinks: false }).sort();
 }
 
 /** The published files: everything but the tool's own dot folder. */

@@ -56,6 +56,8 @@ export function execEnvironment(request: ExecRequest, summary: string): Record<s
 export class ExecRunner {
   private child: ChildProcess | undefined;
   private pending: ExecRequest | undefined;
+  private lastStartedAt = -Infinity;
+  private delayed: NodeJS.Timeout | undefined;
   private idleWaiters: (() => void)[] = [];
   runs = 0;
   consecutiveFailures = 0;
@@ -67,17 +69,24 @@ export class ExecRunner {
     private readonly env: NodeJS.ProcessEnv,
     private readonly summarize: (request: ExecRequest) => string,
     private readonly hooks: ExecHooks,
+    /** Minimum time between the starts of two runs (a deploy target's rate limit); 0 for none. */
+    private readonly minIntervalMs = 0,
   ) {}
 
   get running(): boolean {
     return this.child !== undefined;
   }
 
+  /** Whether a run is waiting for --exec-min-interval to pass. */
+  get waiting(): boolean {
+    return this.delayed !== undefined;
+  }
+
   /** Runs now, or once after the current run when one is going (folding with other requests). */
   request(cycle: number, report: BuildReport): void {
     const changedCycles = (this.pending?.changedCycles ?? 0) + 1;
     this.pending = { cycle, report, changedCycles };
-    if (!this.running) this.startPending();
+    if (!this.running && this.delayed === undefined) this.startPending();
   }
 
   /** Resolves when no run is going and none is pending. */
@@ -89,8 +98,13 @@ export class ExecRunner {
   /** Forced stop: drops a pending run and ends the running one's process group. */
   kill(): void {
     this.pending = undefined;
+    clearTimeout(this.delayed);
+    this.delayed = undefined;
     const child = this.child;
-    if (child?.pid === undefined) return;
+    if (child?.pid === undefined) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+      return;
+    }
     try {
       process.kill(-child.pid, 'SIGTERM');
     } catch {
@@ -110,9 +124,19 @@ export class ExecRunner {
       for (const resolve of this.idleWaiters.splice(0)) resolve();
       return;
     }
+    // Too soon after the last start: wait (requests keep folding into the pending run meanwhile).
+    const wait = this.lastStartedAt + this.minIntervalMs - Date.now();
+    if (wait > 0) {
+      this.delayed = setTimeout(() => {
+        this.delayed = undefined;
+        this.startPending();
+      }, wait);
+      return;
+    }
     this.pending = undefined;
     this.runs++;
     const started = Date.now();
+    this.lastStartedAt = started;
     this.hooks.onStart(request);
     let child: ChildProcess;
     let startError: string | null = null;

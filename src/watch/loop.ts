@@ -27,7 +27,7 @@ export interface WatchOptions {
   snapshotTime: () => { ms: number; reproducible: boolean };
   /** How long to wait at start for another holder of the out dir's lock. */
   lockWaitMs?: number;
-  exec?: { command: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream };
+  exec?: { command: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; minIntervalMs?: number };
   onEvent: (event: WatchEvent) => void;
 }
 
@@ -75,7 +75,7 @@ export class Watcher {
     this.options = options;
     this.lock = lock;
     if (options.exec) {
-      const { command, env, stdout, stderr } = options.exec;
+      const { command, env, stdout, stderr, minIntervalMs } = options.exec;
       this.exec = new ExecRunner(command, env, (request) => formatCycle(cycleOf(request.report, request.cycle)), {
         stdout, stderr,
         onStart: (request) => {
@@ -86,7 +86,7 @@ export class Watcher {
           options.onEvent({ type: 'exec-finish', result, consecutiveFailures: this.exec?.consecutiveFailures ?? 0 });
           this.saveStatus();
         },
-      });
+      }, minIntervalMs);
     }
     this.done = this.run();
   }

@@ -157,6 +157,24 @@ describe('watch', () => {
     expect(watcher.child.exitCode).toBeNull();
   });
 
+  it('--exec-min-interval spaces the starts of --exec runs (a deploy rate limit) and folds changes meanwhile', async () => {
+    const log = join(dir.path, 'starts.log');
+    watcher = watch('--interval', '0.3', '--exec', `echo "$(date +%s%3N) $PROFILE_SNAPSHOT_CHANGED_CYCLES" >> "${log}"`, '--exec-min-interval', '1.5');
+    const writerTick = setInterval(() => sql(db, 'UPDATE users SET views = views + 1 WHERE id = 1'), 100);
+    try {
+      await poll('three --exec runs', () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 3, 20_000);
+    } finally {
+      clearInterval(writerTick);
+    }
+    const runs = readFileSync(log, 'utf8').trim().split('\n').map((l) => l.split(' ').map(Number));
+    // The watcher logs each start as it spawns the command: those times are the ones it spaces.
+    const starts = [...watcher.stderr().matchAll(/^(\S+) profile-snapshot watch: exec \(cycle \d+[^)]*\): started$/gm)].map((m) => Date.parse(m[1]!));
+    expect(starts.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(1500 - 20);
+    // Every cycle changed something, so the runs after the first each covered several cycles.
+    expect(runs.slice(1).some(([, folded]) => folded! > 1)).toBe(true);
+  });
+
   it('keeps the last good output through failing cycles (missing store, schema drift), counts them, and recovers', async () => {
     watcher = watch();
     const good = await cycleAfter(out, 0);

@@ -15,6 +15,7 @@ import { formatWarnings } from '../report.js';
 interface WatchFlags extends BuildFlags {
   interval: string;
   exec?: string;
+  execMinInterval: string;
 }
 
 export function watchCommand(io: Io, state: CliState): Command {
@@ -27,6 +28,7 @@ export function watchCommand(io: Io, state: CliState): Command {
   )
     .addOption(new Option('--interval <seconds>', 'seconds from the start of one cycle to the start of the next (the s-maxage of the API)').default('30'))
     .addOption(new Option('--exec <command>', 'shell command run after each cycle that changed files (e.g. a deploy); never twice at once; gets PROFILE_SNAPSHOT_* variables'))
+    .addOption(new Option('--exec-min-interval <seconds>', 'at least this long between two starts of --exec (Netlify takes about 3 deploys a minute: use 20)').default('0'))
     .addHelpText('after', `${OUT_ENV_HELP}
 The watcher holds the out dir's lock (<out>/.profile-snapshot/lock) while it runs: a build or a
 second watcher on the same out dir waits briefly, then exits 5 naming it.
@@ -34,7 +36,8 @@ second watcher on the same out dir waits briefly, then exits 5 naming it.
     .action(async (flags: WatchFlags) => {
       state.json = Boolean(flags.json);
       const options = resolveBuildOptions(flags, io);
-      const intervalMs = parseInterval(flags.interval);
+      const intervalMs = parseSeconds(flags.interval, '--interval', false);
+      const execMinIntervalMs = parseSeconds(flags.execMinInterval, '--exec-min-interval', true);
       const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);
 
       // Handlers first: a SIGHUP from `regenerate` must never kill a process that holds the lock.
@@ -49,7 +52,7 @@ second watcher on the same out dir waits briefly, then exits 5 naming it.
           build: options,
           intervalMs,
           snapshotTime: () => snapshotTime(io.env.SOURCE_DATE_EPOCH),
-          exec: flags.exec === undefined ? undefined : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr },
+          exec: flags.exec === undefined ? undefined : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr, minIntervalMs: execMinIntervalMs },
           onEvent: (event) => report(event, io, log, state.json),
         });
         log(`watching ${options.db} -> ${watcher.lock.outDir} every ${intervalMs / 1000} s (pid ${process.pid}); `
@@ -96,9 +99,9 @@ function report(event: WatchEvent, io: Io, log: (line: string) => void, json: bo
   }
 }
 
-function parseInterval(value: string): number {
-  if (!/^\d+(\.\d+)?$/.test(value) || Number(value) <= 0) {
-    throw usageError(`--interval must be a positive number of seconds, not ${JSON.stringify(value)}`);
+function parseSeconds(value: string, flag: string, zeroAllowed: boolean): number {
+  if (!/^\d+(\.\d+)?$/.test(value) || (!zeroAllowed && Number(value) <= 0)) {
+    throw usageError(`${flag} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds, not ${JSON.stringify(value)}`);
   }
   return Math.round(Number(value) * 1000);
 }

@@ -169,6 +169,8 @@ export function createOrigin(options: OriginOptions): Origin {
     const started = process.hrtime.bigint();
     const method = req.method ?? '';
     const url = req.url ?? '';
+    // Read now: once the connection has closed, the socket no longer knows its peer.
+    const client = req.socket.remoteAddress ?? '-';
     if (options.log) {
       const log = options.log;
       // 'close', not 'finish': a request whose client hung up is logged too, once.
@@ -176,7 +178,7 @@ export function createOrigin(options: OriginOptions): Origin {
         const ms = Number(process.hrtime.bigint() - started) / 1e6;
         const length = res.getHeader('content-length') ?? '-';
         // The request target is quoted as JSON so that no request can forge a log line.
-        log(`${new Date().toISOString()} ${req.socket.remoteAddress ?? '-'} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`);
+        log(`${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`);
       });
     }
     handle(req, res).catch((error: unknown) => {

@@ -75,6 +75,10 @@ export function renderUser(row: StoreRow, ctx: RenderContext): RenderResult {
     return { published: false, warnings };
   };
 
+  // Past 2^53 ids read back rounded, so two users can share one and the merge join would hand one
+  // user's socials, badges and ban to another: never publish such a row.
+  if (!Number.isSafeInteger(id)) return skip('id is beyond 2^53 and cannot be told apart from its neighbours');
+
   const rawStatus = columns[Col.status];
   const status = typeof rawStatus === 'string' ? PUBLIC_STATUS[rawStatus] : undefined;
   if (status === undefined) return skip(`status ${describeValue(rawStatus)} is not one of active, suspended, banned, inactive, deleted`);

@@ -138,7 +138,7 @@ export function storeArbitrary(maxUsers = 14): fc.Arbitrary<ModelStore> {
     })))),
     ids: fc.uniqueArray(fc.oneof(
       { weight: 20, arbitrary: fc.integer({ min: 1, max: 60 }) },
-      { weight: 1, arbitrary: fc.constantFrom(-5, 0, 2 ** 31, Number.MAX_SAFE_INTEGER) },
+      { weight: 1, arbitrary: fc.constantFrom<number | bigint>(-5, 0, 2 ** 31, Number.MAX_SAFE_INTEGER, 2n ** 60n, 2n ** 60n + 1n, 2n ** 63n - 1n) },
     ), { minLength: 1, maxLength: maxUsers }),
   }).chain(({ unique, decorations, ids }) => fc.tuple(...ids.map((id) => fc.record({
     id: fc.constant(id),

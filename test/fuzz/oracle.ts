@@ -14,6 +14,7 @@ import type { LabelledDate, ModelStore } from './model.js';
 
 export const BASE = 'https://profiles.example.com';
 const DAY = 86_400_000;
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
 /** spec/profile-store.md: 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with a dot. */
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const publishable = (name: unknown): name is string => typeof name === 'string' && NAME.test(name) && !name.startsWith('.');
@@ -51,7 +52,9 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
       if (u.status !== 'inactive' && u.status !== 'deleted') skippedIds.add(Number(u.id)); // unknown status: a warning
       continue;
     }
-    const ok = publishable(u.username) && labels.get(String(u.id))!.created.iso !== null;
+    // Ids past 2^53 cannot be told apart once read into JavaScript: such rows are skipped with a warning.
+    const exactId = u.id >= -MAX_EXACT && u.id <= MAX_EXACT;
+    const ok = exactId && publishable(u.username) && labels.get(String(u.id))!.created.iso !== null;
     const name = ok ? (u.username as string).toLowerCase() : '';
     if (!ok || published.has(name)) skippedIds.add(Number(u.id));
     else published.set(name, u);

@@ -12,7 +12,7 @@
  * which is common in containers, where a restarted watcher often gets its predecessor's pid).
  */
 import { randomBytes } from 'node:crypto';
-import { linkSync, lstatSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describeCause, outputError } from '../errors.js';
@@ -79,6 +79,7 @@ export class OutDirLock {
       const other = lock.tryTake();
       if (other === undefined) {
         heldHere.add(holder.token);
+        removeLeftovers(dir);
         return lock;
       }
       if (Date.now() >= deadline) throw lockedError(dir, other);
@@ -183,6 +184,27 @@ export class OutDirLock {
       // already gone
     }
     return true;
+  }
+}
+
+/**
+ * A process killed while taking or clearing the lock leaves `lock.<token>.tmp` (its own content) or
+ * `lock.<token>.stale` (a stale lock it moved aside): once we hold the lock, those naming a process
+ * that is gone are removed, so kill -9 never leaves files behind for good.
+ */
+function removeLeftovers(outDir: string): void {
+  const dir = join(outDir, STATE_DIR);
+  try {
+    for (const name of readdirSync(dir)) {
+      if (!/^lock\.[0-9a-f]+\.(tmp|stale)$/.test(name)) continue;
+      const path = join(dir, name);
+      const holder = readHolder(path);
+      // Unreadable: killed mid-write, or a live process about to write it; only old ones are dead.
+      const gone = holder === undefined ? Date.now() - lstatSync(path).mtimeMs > 60_000 : !isAlive(holder);
+      if (gone) unlinkSync(path);
+    }
+  } catch {
+    // Best effort: a leftover that cannot be removed now is tried again by the next holder.
   }
 }
 

@@ -7,7 +7,7 @@
  * (hard links are page-cache warm), parsed and validated once; the creators list is streamed, never
  * held as one string. What the list needs from the profiles is kept as one number per profile.
  */
-import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readSync, type Dirent } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describeCause, outputError } from '../errors.js';
 import { NETLIFY_MAX_FILES_PER_DIR, NETLIFY_WARN_FILES_PER_DIR } from '../hosting/limits.js';
@@ -19,6 +19,8 @@ import { ERRORS, type ErrorCode } from '../render/documents.js';
 import { isPublishableUsername } from '../render/user.js';
 import { contractText, OPENAPI_FILE } from './contract.js';
 import { JsonStreamError, parseElement, scanEnvelope } from './json-stream.js';
+import { profilePass } from './parallel.js';
+import { ABSENT, ACTIVE, canonicalKey, FILE, fingerprint, FOLDER, has, OTHER, SEEN, SYMLINK, userKey, VALID } from './profiles.js';
 import { describeErrors, validator } from './schemas.js';
 
 export const DEFECT_KINDS = {
@@ -59,6 +61,8 @@ export interface AuditOptions {
   root?: string;
   /** Whether a live profile-snapshot process holds the out dir's lock (a build or a watcher). */
   writerActive?: boolean;
+  /** Audit profiles on two threads when the tree is large (default true; see ./parallel.ts). */
+  parallel?: boolean;
 }
 
 export interface AuditResult {
@@ -71,21 +75,14 @@ export interface AuditResult {
   files: number;
   /** Manifest entries marked pending (a commit in progress, or interrupted). */
   pending: number;
+  /** Threads the profile pass ran on. */
+  threads: number;
 }
 
 const BOOKKEEPING_NAMES = new Set(['manifest', 'lock', 'status.json']);
 const TEMPORARY = /\.(tmp|stale)$/;
 const ERROR_FILES = new Map((Object.keys(ERRORS) as ErrorCode[]).map((code) => [errorFile(code), code]));
 const API_DOCUMENTS = new Set([CREATORS_FILE, OPENAPI_FILE]);
-/**
- * Per profile: userKey * 8 + flags (arithmetic, not bitwise: the key has 48 bits). VALID: the
- * document matched its schema, so a list entry with the very same bytes is a valid User too.
- */
-const ACTIVE = 1, SEEN = 2, VALID = 4;
-const FLAGS = 8;
-const has = (key: number, flag: number) => Math.floor(key % FLAGS / flag) % 2 === 1;
-const fingerprint = (key: number) => Math.floor(key / FLAGS);
-
 const USERNAME_HEAD = Buffer.from('{"username":"');
 /** The username of a list entry written by build (its first member), without parsing it; else undefined. */
 function quickUsername(raw: Buffer): string | undefined {
@@ -94,53 +91,6 @@ function quickUsername(raw: Buffer): string | undefined {
   if (end === -1 || end - USERNAME_HEAD.length > 64) return undefined;
   const name = raw.toString('latin1', USERNAME_HEAD.length, end);
   return isPublishableUsername(name) ? name : undefined;
-}
-
-/**
- * A 48-bit fingerprint of a User object's JSON as the build writes it (JSON.stringify, no spaces):
- * what the creators list check keeps per profile. Two FNV-1a lanes; it only has to tell a changed
- * entry from its profile (a miss is 1 in 2^48), not resist an adversary.
- */
-function userKey(json: Buffer): number {
-  let a = 0x811c9dc5, b = 0x9747b28c ^ json.length;
-  for (let i = 0; i < json.length; i++) {
-    const byte = json[i]!;
-    a = Math.imul(a ^ byte, 0x01000193);
-    b = Math.imul(b ^ byte, 0x5bd1e995);
-  }
-  return (a >>> 0) * 0x10000 + ((b ^ (b >>> 15)) & 0xffff);
-}
-const canonicalKey = (user: unknown) => userKey(Buffer.from(JSON.stringify(user)));
-
-const SUCCESS_HEAD = Buffer.from('{"success":true,"data":');
-const META_MEMBER = Buffer.from(',"meta":');
-
-/** The data member's bytes of a profile document written by build, else its canonical JSON. */
-function dataBytes(bytes: Buffer, doc: { data: unknown }): Buffer {
-  if (bytes.subarray(0, SUCCESS_HEAD.length).equals(SUCCESS_HEAD)) {
-    const end = bytes.lastIndexOf(META_MEMBER);
-    // A schema-valid User cannot hold `,"meta":` outside a string (inside one the quotes are escaped).
-    if (end > SUCCESS_HEAD.length) return bytes.subarray(SUCCESS_HEAD.length, end);
-  }
-  return Buffer.from(JSON.stringify(doc.data));
-}
-
-/** Reads a file with its inode, so an alias that is a hard link to it need not be read again. */
-function readWithInode(path: string): { bytes: Buffer; ino: number; dev: number } {
-  const fd = openSync(path, 'r');
-  try {
-    const stats = fstatSync(fd);
-    const bytes = Buffer.allocUnsafe(stats.size);
-    let n = 0;
-    while (n < stats.size) {
-      const read = readSync(fd, bytes, n, stats.size - n, null);
-      if (read === 0) break;
-      n += read;
-    }
-    return { bytes: n === stats.size ? bytes : bytes.subarray(0, n), ino: stats.ino, dev: stats.dev };
-  } finally {
-    closeSync(fd);
-  }
 }
 
 export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
@@ -160,6 +110,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
   const users = new Map<string, Dirent[]>();
   const counts: { dir: string; entries: number }[] = [];
   let files = 0;
+  let threads = 1;
   const apiPrefixes = ROUTES.prefixes.map((p) => p.slice(1));
   const underApi = (rel: string) => apiPrefixes.some((p) => rel.startsWith(`${p}/`));
   const readDir = (rel: string): Dirent[] | undefined => {
@@ -238,75 +189,19 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
   });
   const names = new Set<string>(byDir[0]!.keys());
   for (const map of byDir.slice(1)) for (const name of map.keys()) names.add(name);
-  const profileValidator = validator('ProfileResponse');
-  for (const name of names) {
-    const present: { path: string; bytes: Buffer }[] = [];
-    let firstFile: { bytes: Buffer; ino: number; dev: number } | undefined;
-    PROFILE_DIRS.forEach((dir, i) => {
-      const e = byDir[i]!.get(name);
-      const path = `${dir}/${name}`;
-      if (e === undefined) {
-        const have = PROFILE_DIRS.filter((_, j) => byDir[j]!.has(name)).map((d) => `${d}/${name}`).join(', ');
-        defect('alias-missing', path, `missing, while ${have} exists: every profile must be published under every alias path, or requests there answer 404`);
-        return;
-      }
-      if (!e.isFile()) {
-        defect('stray', path, `${e.isDirectory() ? 'a folder' : e.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'} in a users folder: only profile files belong there${e.isSymbolicLink() ? ' (Netlify deploys do not follow symbolic links)' : ''}`);
-        return;
-      }
-      files++;
-      const file = join(out, path);
-      if (firstFile === undefined) {
-        firstFile = readWithInode(file);
-        present.push({ path, bytes: firstFile.bytes });
-        return;
-      }
-      // Hard links to the first alias (how build writes them) hold its bytes: no second read.
-      const stats = lstatSync(file);
-      if (stats.ino === firstFile.ino && stats.dev === firstFile.dev) return;
-      present.push({ path, bytes: readFileSync(file) });
+  const nameList = [...names];
+  const types = new Uint8Array(nameList.length * PROFILE_DIRS.length);
+  nameList.forEach((name, n) => {
+    byDir.forEach((map, d) => {
+      const e = map.get(name);
+      types[n * PROFILE_DIRS.length + d] = e === undefined ? ABSENT : e.isFile() ? FILE : e.isDirectory() ? FOLDER : e.isSymbolicLink() ? SYMLINK : OTHER;
     });
-    if (present.length === 0) continue;
-    const first = present[0]!;
-    const differing = present.slice(1).filter((p) => !p.bytes.equals(first.bytes));
-    for (const p of differing) {
-      defect('alias-differs', p.path, `differs from ${first.path}: the alias paths must answer the same bytes (${p.bytes.length} vs ${first.bytes.length} bytes)`);
-    }
-    let key: number | undefined;
-    for (const p of [first, ...differing]) {
-      const k = auditProfile(p.path, name, p.bytes);
-      if (p === first) key = k;
-    }
-    if (key !== undefined) profiles.set(name, key);
-  }
-
-  function auditProfile(path: string, name: string, bytes: Buffer): number | undefined {
-    let doc: any;
-    try {
-      doc = JSON.parse(bytes.toString('utf8'));
-    } catch (cause) {
-      defect('unparseable', path, `does not parse as JSON (${describeCause(cause)}; ${bytes.length} bytes): a truncated or corrupted profile`);
-      return undefined;
-    }
-    const username: unknown = doc?.data?.username;
-    let usernameReported = false;
-    if (typeof username === 'string') {
-      if (!isPublishableUsername(username)) {
-        usernameReported = true;
-        defect('unpublishable', path, `publishes the username ${JSON.stringify(username)}, which is not publishable (1-64 of A-Z a-z 0-9 . _ -, not starting with "."): it must not be served`);
-      } else if (username.toLowerCase() !== name) {
-        usernameReported = true;
-        defect('file-name', path, `the file name ${JSON.stringify(name)} is not the lower-cased username inside it (${JSON.stringify(username)}): requests for ${JSON.stringify(name)} would answer another user's profile`);
-      }
-    }
-    const valid = profileValidator(doc);
-    if (!valid) {
-      const errors = (profileValidator.errors ?? []).filter((e) => !(usernameReported && e.instancePath === '/data/username'));
-      if (errors.length > 0) defect('schema', path, `does not match ProfileResponse: ${describeErrors(errors)}`);
-    }
-    if (typeof doc?.data !== 'object' || doc.data === null) return undefined;
-    return userKey(dataBytes(bytes, doc)) * FLAGS + (doc.data.status === 'active' ? ACTIVE : 0) + (valid && !usernameReported ? VALID : 0);
-  }
+  });
+  const pass = profilePass(out, nameList, types, PROFILE_DIRS.length, { parallel: options.parallel });
+  defects.push(...pass.defects);
+  files += pass.files;
+  threads = pass.threads;
+  pass.names.forEach((name, i) => profiles.set(name, pass.keys[i]!));
 
   // ---- 3. The creators list, streamed.
   let creators = 0;
@@ -465,7 +360,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
     }
   }
 
-  return { defects, warnings, profiles: profiles.size, creators, files, pending };
+  return { defects, warnings, profiles: profiles.size, creators, files, pending, threads };
 }
 
 function fileExists(path: string): boolean {

@@ -41,6 +41,8 @@ export interface VerifyReport {
   netlify: boolean;
   /** Audits run: more than 1 when a writer changed the tree meanwhile. */
   attempts: number;
+  /** Threads the profile pass ran on (2 for large trees, see ./parallel.ts). */
+  threads: number;
   seconds: number;
 }
 
@@ -106,6 +108,7 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
       files: result.files,
       netlify: Boolean(options.netlify),
       attempts,
+      threads: result.threads,
       seconds: (performance.now() - started) / 1000,
     };
   }

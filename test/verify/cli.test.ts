@@ -3,11 +3,14 @@
  * compiles first): exit 0 and one summary line when clean; exit 5 with every defect listed, one per
  * line, when not; `--json` for machines; `--netlify`; the out dir from PROFILE_OUT.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { REPO } from '../helpers/store.js';
+import { REPO, tempDir } from '../helpers/store.js';
+import { verify } from '../../src/verify/index.js';
+import { CONTRACT_PATH, OPENAPI_FILE } from '../../src/verify/contract.js';
+import { PARALLEL_FROM } from '../../src/verify/parallel.js';
 import { sampleTree, type Tree } from './fixture.js';
 
 let tree: Tree | undefined;
@@ -78,4 +81,30 @@ describe('profile-snapshot verify', () => {
     expect(runCli(['verify', '--bogus']).code).toBe(2);
     expect(runCli(['verify', '--wait', 'soon']).code).toBe(2);
   });
+
+  it('audits a large tree on two threads (the compiled worker) with the very result of one thread', () => {
+    const dir = tempDir('profile-snapshot-verify-large-');
+    try {
+      const db = join(dir.path, 'seeded.db');
+      const out = join(dir.path, 'dist');
+      expect(runCli(['seed', '--db', db, '--users', String(Math.ceil(PARALLEL_FROM * 1.4))]).code).toBe(0);
+      expect(runCli(['build', '--db', db, '--out', out], { env: { SOURCE_DATE_EPOCH: '1767225600' } }).code).toBe(0);
+      if (!existsSync(join(out, OPENAPI_FILE))) copyFileSync(CONTRACT_PATH, join(out, OPENAPI_FILE));
+      const clean = JSON.parse(runCli(['verify', '--out', out, '--json']).stdout);
+      expect(clean).toMatchObject({ ok: true, defects: [] });
+      expect(clean.profiles).toBeGreaterThan(PARALLEL_FROM);
+      // Damage at both ends of the name list: one end is the worker's share, the other this thread's.
+      const names = readdirSync(join(out, 'api/v1/users')).sort();
+      writeFileSync(join(out, 'api/v1/users', names[0]!), '{"success":');
+      writeFileSync(join(out, 'api/v1/users', names.at(-1)!), '{"success":true}');
+      const r = runCli(['verify', '--out', out, '--json']);
+      expect(r.code).toBe(5);
+      const report = JSON.parse(r.stdout);
+      expect(report.defects).toEqual(verify(out, { parallel: false, waitMs: 0 }).defects);
+      expect(report.summary).toMatchObject({ unparseable: 1, schema: 1 });
+      expect(report.threads).toBe(2);
+    } finally {
+      dir.cleanup();
+    }
+  }, 120_000);
 });

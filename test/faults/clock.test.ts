@@ -1,0 +1,96 @@
+/**
+ * The clock jumps backwards (issue 7.2): between builds (SOURCE_DATE_EPOCH earlier than the last
+ * build's, even earlier than some accounts' creation), and under a running watcher (the fault preload
+ * moves Date.now and new Date() back 400 days on SIGUSR2). Nothing stalls, nothing is kept from the
+ * "future", the output stays schema-valid, and no account age goes negative.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BIN } from '../helpers/cli.js';
+import { publishedFiles } from '../helpers/output.js';
+import { validateTree } from '../helpers/schemas.js';
+import { BASE, buildArgs, cli, INJECT, makeStore, servedBytes, tempDir } from './helpers.js';
+
+let dir: ReturnType<typeof tempDir>;
+let db: string;
+let out: string;
+beforeEach(() => {
+  dir = tempDir();
+  db = join(dir.path, 'profiles.db');
+  out = join(dir.path, 'out');
+});
+afterEach(() => dir.cleanup());
+
+const DAY = 86_400;
+const profiles = (tree: string) => publishedFiles(tree).filter((f) => f.startsWith('api/v1/users/')).map((f) => JSON.parse(readFileSync(join(tree, f), 'utf8')));
+
+function expectSameAsFresh(epoch: number): void {
+  const refOut = join(dir.path, `ref-${epoch}`);
+  expect(cli(buildArgs(db, refOut), undefined, { SOURCE_DATE_EPOCH: String(epoch) }).code).toBe(0);
+  const want = servedBytes(refOut);
+  const got = servedBytes(out);
+  expect([...got.keys()]).toEqual([...want.keys()]);
+  // Error documents carry no data that depends on time: by design they keep their bytes (and the
+  // meta of the build that first wrote them), like every document whose data did not change.
+  for (const [f, bytes] of want) if (!f.startsWith('_errors/') && got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build at ${epoch}`);
+}
+
+describe('clock jumps backwards', () => {
+  it('SOURCE_DATE_EPOCH before the last build and before the accounts were created: exactly a fresh build at that time, ages 0, schema-valid; and forward again', () => {
+    makeStore(db, 40); // created 2024-01-01
+    const later = 1_767_225_600; // 2026-01-01
+    const earlier = 1_672_531_200; // 2023-01-01, before every account
+    expect(cli(buildArgs(db, out), undefined, { SOURCE_DATE_EPOCH: String(later) }).code).toBe(0);
+    expect(profiles(out).every((p) => p.data.accountAgeDays === 731)).toBe(true);
+
+    const back = cli([...buildArgs(db, out), '--json'], undefined, { SOURCE_DATE_EPOCH: String(earlier) });
+    expect(back.code, back.stderr).toBe(0);
+    expect(validateTree(out)).toEqual([]);
+    const docs = profiles(out);
+    expect(docs.every((p) => p.data.accountAgeDays === 0 && p.meta.timestamp === '2023-01-01T00:00:00.000Z')).toBe(true);
+    expectSameAsFresh(earlier);
+
+    expect(cli(buildArgs(db, out), undefined, { SOURCE_DATE_EPOCH: String(later + DAY) }).code).toBe(0);
+    expectSameAsFresh(later + DAY);
+  });
+
+  it('the wall clock of a running watcher jumps back 400 days: cycles go on, output follows the clock, stays schema-valid, no negative ages', async () => {
+    makeStore(db, 40);
+    const statusFile = join(out, '.profile-snapshot/status.json');
+    const status = () => { try { return existsSync(statusFile) ? JSON.parse(readFileSync(statusFile, 'utf8')) : undefined; } catch { return undefined; } };
+    const child = spawn(process.execPath, ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'], {
+      env: { PATH: process.env.PATH ?? '', FAULT_CLOCK_SHIFT_MS: String(-400 * DAY * 1000) }, stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d) => { stderr += d; });
+    const waitFor = async (what: string, ok: () => boolean) => {
+      const deadline = Date.now() + 30_000;
+      while (!ok()) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${what}: ${stderr}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      await waitFor('two cycles', () => (status()?.lastCycle?.number ?? 0) >= 2);
+      const ageBefore = profiles(out)[0].data.accountAgeDays;
+      const cycle = status().lastCycle.number;
+      child.kill('SIGUSR2');
+      await waitFor('the clock to move', () => stderr.includes('clock shifted'));
+      await waitFor('three more cycles', () => (status()?.lastCycle?.number ?? 0) >= cycle + 3);
+      const s = status();
+      expect(s.consecutiveFailures, stderr).toBe(0);
+      expect(s.lastCycle.ok).toBe(true);
+      expect(validateTree(out)).toEqual([]);
+      const docs = profiles(out);
+      // The documents follow the clock back: 400 days younger (at most 0), stamped 400 days earlier.
+      expect(docs.every((p) => p.data.accountAgeDays === Math.max(0, ageBefore - 400) || p.data.accountAgeDays === Math.max(0, ageBefore - 399))).toBe(true);
+      expect(docs.every((p) => Date.parse(p.meta.timestamp) < Date.now() - 399 * DAY * 1000)).toBe(true);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    }
+    expect(child.exitCode, stderr).toBe(0);
+  });
+});

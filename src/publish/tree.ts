@@ -30,7 +30,6 @@ export interface WriteCounts {
 /** Lower-case publishable names only: they are path segments, so anything else is a bug here. */
 const SAFE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
 
-interface StagedProfile { name: string; hash: string; staged: string }
 interface StagedFile { path: string; hash: string; staged: string }
 
 export class OutputTransaction {
@@ -38,7 +37,10 @@ export class OutputTransaction {
   private readonly previous: Manifest;
   private readonly next: Manifest = { profiles: new Map(), files: new Map() };
   private readonly stagingDir: string;
-  private readonly stagedProfiles: StagedProfile[] = [];
+  /** Staged profiles as parallel arrays (name, hash, staging slot): a million of them stay compact. */
+  private readonly stagedNames: string[] = [];
+  private readonly stagedHashes: string[] = [];
+  private readonly stagedSlots: number[] = [];
   private readonly stagedFiles: StagedFile[] = [];
   /** Whether the users folders existed before this build; if not, no foreign file can be in the way. */
   private readonly profileDirsExisted: boolean;
@@ -81,7 +83,11 @@ export class OutputTransaction {
     if (previousHash === undefined && this.profileDirsExisted) {
       for (const dir of PROFILE_DIRS) this.refuseForeign(join(dir, name));
     }
-    this.stagedProfiles.push({ name, hash, staged: this.stage(render()) });
+    const slot = this.stagedCount;
+    this.stage(render());
+    this.stagedNames.push(name);
+    this.stagedHashes.push(hash);
+    this.stagedSlots.push(slot);
   }
 
   /** Any other document (creators list, error documents), at a path relative to the out dir. */
@@ -126,22 +132,23 @@ export class OutputTransaction {
     const staleFiles = [...this.previous.files.keys()];
     const counts: WriteCounts = { written: 0, unchanged: this.unchangedFiles, removed: 0 };
     try {
-      const changing = this.stagedProfiles.length + this.stagedFiles.length + staleProfiles.length + staleFiles.length;
+      const { stagedNames, stagedHashes, stagedSlots } = this;
+      const changing = stagedNames.length + this.stagedFiles.length + staleProfiles.length + staleFiles.length;
       if (changing > 0) {
         // Claim every file about to change before touching it: after a crash, the next run still
         // knows they are ours and rewrites or removes them.
-        for (const s of this.stagedProfiles) next.profiles.set(s.name, PENDING);
+        for (const name of stagedNames) next.profiles.set(name, PENDING);
         for (const s of this.stagedFiles) next.files.set(s.path, PENDING);
         for (const name of staleProfiles) next.profiles.set(name, PENDING);
         for (const path of staleFiles) next.files.set(path, PENDING);
         // Folders first: a path that cannot be used (a symlink, a file) fails before anything moves.
-        if (this.stagedProfiles.length > 0) for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
+        if (stagedNames.length > 0) for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
         for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
         writeManifest(outDir, next);
 
-        for (const s of this.stagedProfiles) {
-          this.publishProfile(s);
-          next.profiles.set(s.name, s.hash);
+        for (let i = 0; i < stagedNames.length; i++) {
+          this.publishProfile(stagedNames[i]!, join(this.stagingDir, String(stagedSlots[i])));
+          next.profiles.set(stagedNames[i]!, stagedHashes[i]!);
           counts.written += PROFILE_DIRS.length;
         }
         for (const s of this.stagedFiles) {
@@ -161,6 +168,13 @@ export class OutputTransaction {
       }
       rmSync(this.stagingDir, { recursive: true, force: true });
     } catch (cause) {
+      // abort() is a no-op once commit has begun, so clean up here: what was not renamed yet is of no
+      // use (the manifest, if rewritten, claims it as pending). Best effort: the next build wipes it too.
+      try {
+        rmSync(this.stagingDir, { recursive: true, force: true });
+      } catch {
+        // left for the next build
+      }
       throw asOutputError(cause, `cannot publish into ${outDir}`);
     }
     ManifestCache.keep(outDir, next);
@@ -187,19 +201,18 @@ export class OutputTransaction {
   }
 
   /** The first alias gets the staged file; the others are hard links to it (same bytes, no copy). */
-  private publishProfile(s: StagedProfile): void {
+  private publishProfile(name: string, staged: string): void {
     const [first, ...others] = PROFILE_DIRS;
-    const firstPath = join(this.outDir, first, s.name);
     for (const dir of others) {
-      const link = `${s.staged}.${dir.length}`;
+      const link = `${staged}.${dir.length}`;
       try {
-        linkSync(s.staged, link);
+        linkSync(staged, link);
       } catch {
-        copyFileSync(s.staged, link); // filesystems without hard links
+        copyFileSync(staged, link); // filesystems without hard links
       }
-      renameSync(link, join(this.outDir, dir, s.name));
+      renameSync(link, join(this.outDir, dir, name));
     }
-    renameSync(s.staged, firstPath);
+    renameSync(staged, join(this.outDir, first, name));
   }
 
   private takePreviousFile(path: string, hash: string): string | undefined {

@@ -30,9 +30,11 @@ export function errorStatus(error: unknown): NonNullable<CycleStatus['error']> {
     const detail = cause === '' || error.message.includes(cause) ? '' : ` (${cause})`;
     return { kind: error.kind, exitCode: error.exitCode, message: `${error.message}${detail}`, hint: error.hint ?? null };
   }
+  // The log line stays one line; the stack goes to the status file (and is printed once per streak).
   return {
     kind: 'bug', exitCode: 1,
-    message: `internal error, please report it: ${error instanceof Error ? error.stack ?? error.message : String(error)}`,
+    message: `internal error, please report it: ${error instanceof Error ? error.message : String(error)}`,
     hint: null,
+    ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
   };
 }

@@ -31,7 +31,11 @@ export interface CycleStatus {
   warnings: number | null;
   files: WriteCounts | null;
   snapshotTime: string | null;
-  error: { kind: string; exitCode: number; message: string; hint: string | null } | null;
+  error: {
+    kind: string; exitCode: number; message: string; hint: string | null;
+    /** For a bug (kind "bug"): the stack, for the report. */
+    stack?: string;
+  } | null;
 }
 
 export interface WatchStatus {

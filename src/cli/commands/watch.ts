@@ -75,6 +75,7 @@ function report(event: WatchEvent, io: Io, log: (line: string) => void, json: bo
       if (buildReport && event.warningsChanged) io.stderr.write(formatWarnings(buildReport.warnings));
       const next = `next in ${(event.nextInMs / 1000).toFixed(1)} s`;
       log(`${formatCycle(cycle, event.consecutiveFailures)}; ${next}`);
+      if (cycle.error?.stack && event.consecutiveFailures === 1) io.stderr.write(`${cycle.error.stack}\n`);
       if (json) io.stdout.write(`${JSON.stringify({ ...cycle, consecutiveFailures: event.consecutiveFailures })}\n`);
       break;
     }

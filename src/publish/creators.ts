@@ -7,7 +7,7 @@
  * no rewrite and no assembly.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { fingerprint } from '../render/fingerprint.js';
+import { Fingerprint } from '../render/fingerprint.js';
 import type { OutputTransaction, StagedWriter } from './tree.js';
 
 /** Up to this size the scratch file is read back whole; beyond it, one positioned read per member. */
@@ -45,9 +45,9 @@ export class CreatorsList {
     const { names, hashes, offsets, lengths } = this;
     // Lower-case ASCII names: code-unit order is "lower case, ascending".
     const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
-    let members = '';
-    for (const i of order) members += hashes[i];
-    this.tx.streamedFile(path, fingerprint(members), (sink) => {
+    const members = new Fingerprint();
+    for (const i of order) members.update(hashes[i]!);
+    this.tx.streamedFile(path, members.digest(), (sink) => {
       sink.write(`${head}[`);
       const fd = openSync(this.scratch.path, 'r');
       try {

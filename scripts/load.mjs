@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+/**
+ * `npm run load`: the load and soak tests of test/load, longer (LOAD_SECONDS per load phase, default
+ * 10; SOAK_SECONDS of soak, default 180), then their figures written into BENCHMARKS.md between
+ * <!-- load:start --> and <!-- load:end --> (the section is created at the end if absent; the rest of
+ * the file is left as it is: `npm run bench` owns it).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BENCHMARKS = join(ROOT, 'BENCHMARKS.md');
+const REPORT = join(tmpdir(), `profile-snapshot-load-${process.pid}.json`);
+const env = {
+  ...process.env,
+  LOAD_SECONDS: process.env.LOAD_SECONDS ?? '10',
+  SOAK_SECONDS: process.env.SOAK_SECONDS ?? '180',
+  LOAD_REPORT: REPORT,
+};
+console.log(`load: LOAD_SECONDS=${env.LOAD_SECONDS} SOAK_SECONDS=${env.SOAK_SECONDS}`);
+const load = loadavg()[0];
+const run = spawnSync('npx', ['vitest', 'run', 'test/load'], { stdio: 'inherit', env, cwd: ROOT });
+if (!existsSync(REPORT)) {
+  console.error('load: no figures were written');
+  process.exit(run.status ?? 1);
+}
+const r = JSON.parse(readFileSync(REPORT, 'utf8'));
+const mb = (kb) => (kb / 1024).toFixed(1);
+const row = (name, f) => `| ${name} | ${f.requests.toLocaleString('en-US')} | ${f.reqPerSec.toLocaleString('en-US')} | ${f.p50Ms} | ${f.p99Ms} | ${f.errors + f.timeouts} | ${f.unexpected} |`;
+const lines = [
+  '<!-- load:start -->',
+  '## Load and soak of the origin server',
+  '',
+  `Measured by \`npm run load\` on ${new Date().toISOString().slice(0, 10)} (${cpus().length} cores, load average ${load.toFixed(1)} at the start; ` +
+    `Node ${process.version}): autocannon, ${r.connections} connections, ${r.loadSeconds} s a phase, over 127.0.0.1, both servers on the same tree (the sample store), one after the other in the same run.`,
+  '',
+  '| phase | requests | req/s | p50 ms | p99 ms | socket errors + timeouts | unexpected answers |',
+  '|---|---:|---:|---:|---:|---:|---:|',
+];
+if (r.load) {
+  lines.push(row('`serve` (router), canonical profile paths + creators', r.load.routerCanonical));
+  lines.push(row('plain serve-handler, the same paths', r.load.plainCanonical));
+  lines.push(row(`\`serve\`, the whole request table (${r.rows.table} rows: hits, misses, mixed case, query form, alias, 400/404/405, OPTIONS)`, r.load.routerTable));
+  const ratio = r.load.routerCanonical.reqPerSec / r.load.plainCanonical.reqPerSec;
+  lines.push('', `Router throughput on the same paths: ${(ratio * 100).toFixed(0)} % of plain serve-handler; p99 ${r.load.routerCanonical.p99Ms} ms against ${r.load.plainCanonical.p99Ms} ms.`);
+}
+if (r.soak) {
+  const s = r.soak;
+  lines.push('',
+    `Soak: ${r.soakSeconds} s at ${r.connections} connections against \`serve\` while \`watch --interval 0.3\` regenerated the tree ${s.cycles} times from a store a writer kept changing ` +
+      `(${s.requests.toLocaleString('en-US')} requests, ${s.reqPerSec} req/s, p99 ${s.p99Ms} ms, ${s.errors + s.timeouts} socket errors or timeouts, ${s.unexpected} wrong or partial answers).`,
+    '',
+    '| process | RSS start MB | RSS peak MB | RSS end MB | open fds start (idle) | open fds end (idle) |',
+    '|---|---:|---:|---:|---:|---:|',
+    `| serve | ${mb(s.server.start.rssKb)} | ${mb(s.server.peakRssKb)} | ${mb(s.server.end.rssKb)} | ${s.server.start.fds} | ${s.server.end.fds} |`,
+    `| watch | ${mb(s.watch.start.rssKb)} | ${mb(s.watch.peakRssKb)} | ${mb(s.watch.end.rssKb)} | ${s.watch.start.fds} | ${s.watch.end.fds} |`,
+  );
+}
+lines.push('', `Reproduce: \`npm run load\` (LOAD_SECONDS, SOAK_SECONDS to change the durations). Result of the run: ${run.status === 0 ? 'every assertion passed' : 'FAILED (see the test output)'}.`, '<!-- load:end -->');
+const section = lines.join('\n');
+const current = existsSync(BENCHMARKS) ? readFileSync(BENCHMARKS, 'utf8') : '';
+const start = current.indexOf('<!-- load:start -->');
+const end = current.indexOf('<!-- load:end -->');
+const next = start !== -1 && end > start
+  ? current.slice(0, start) + section + current.slice(end + '<!-- load:end -->'.length)
+  : `${current.replace(/\n*$/, '')}${current ? '\n\n' : ''}${section}\n`;
+writeFileSync(BENCHMARKS, next);
+console.log(`load: figures written to ${BENCHMARKS}`);
+process.exit(run.status ?? 1);

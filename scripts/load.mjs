@@ -53,10 +53,14 @@ if (r.soak) {
     `Soak: ${r.soakSeconds} s at ${r.connections} connections against \`serve\` while \`watch --interval 0.3\` regenerated the tree ${s.cycles} times from a store a writer kept changing ` +
       `(${s.requests.toLocaleString('en-US')} requests, ${s.reqPerSec} req/s, p99 ${s.p99Ms} ms, ${s.errors + s.timeouts} socket errors or timeouts, ${s.unexpected} wrong or partial answers).`,
     '',
-    '| process | RSS start MB | RSS peak MB | RSS end MB | open fds start (idle) | open fds end (idle) |',
-    '|---|---:|---:|---:|---:|---:|',
-    `| serve | ${mb(s.server.start.rssKb)} | ${mb(s.server.peakRssKb)} | ${mb(s.server.end.rssKb)} | ${s.server.start.fds} | ${s.server.end.fds} |`,
-    `| watch | ${mb(s.watch.start.rssKb)} | ${mb(s.watch.peakRssKb)} | ${mb(s.watch.end.rssKb)} | ${s.watch.start.fds} | ${s.watch.end.fds} |`,
+    '| process | RSS start MB | RSS peak, middle third MB | RSS peak, last third MB | RSS end MB | open fds start (idle) | open fds peak | open fds end (idle) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...['serve', 'watch'].map((who) => {
+      const p = s[who === 'serve' ? 'server' : 'watch'];
+      return `| ${who} | ${mb(p.start.rssKb)} | ${mb(p.middleThirdPeakRssKb)} | ${mb(p.lastThirdPeakRssKb)} | ${mb(p.end.rssKb)} | ${p.start.fds} | ${p.peakFds} | ${p.end.fds} |`;
+    }),
+    '',
+    'The server\'s memory grows to a plateau in its first 20-30 s under 100 connections (V8 sizing its heap); the test asserts that the last third\'s peak stays within the middle third\'s (+10 %, +8 MB), and that the idle descriptor count comes back.',
   );
 }
 lines.push('', `Reproduce: \`npm run load\` (LOAD_SECONDS, SOAK_SECONDS to change the durations). Result of the run: ${run.status === 0 ? 'every assertion passed' : 'FAILED (see the test output)'}.`, '<!-- load:end -->');

@@ -8,8 +8,9 @@
  * (same canonical paths on both); the figures are reported, never asserted (no timing assertions).
  *
  * Soak: `watch` regenerates the tree every 0.3 s from a store a writer keeps changing, while `serve`
- * answers 100 connections: every profile answer is whole JSON of the right user, and neither the
- * server's open descriptors nor its memory grow (read from /proc). `npm run load` runs both longer
+ * answers 100 connections: every profile answer is whole JSON of the right user, the server's open
+ * descriptors return to their idle count, and (in a soak long enough to pass the warm-up ramp, as
+ * `npm run load` runs it) neither process's memory grows (read from /proc). `npm run load` runs both longer
  * and writes the figures into BENCHMARKS.md.
  */
 import { writeFileSync } from 'node:fs';
@@ -69,7 +70,7 @@ describe('load: the request table at 100 connections', () => {
 });
 
 describe('soak: serve under load while watch regenerates', () => {
-  it('every answer is right and whole, and the server\'s memory and open descriptors do not grow', async () => {
+  it('every answer is right and whole; open descriptors come back to idle; memory does not grow past the warm-up (long soak)', async () => {
     const dir = tempDir();
     try {
       const db = join(dir.path, 'profiles.db');
@@ -122,11 +123,16 @@ describe('soak: serve under load while watch regenerates', () => {
       // Idle again: every connection closed, so any descriptor still open is a leak.
       const end = await settled();
       const watchEnd = procStats(watcher.pid);
+      const thirds = (pick: (s: (typeof samples)[number]) => number) => {
+        const third = Math.max(1, Math.floor(samples.length / 3));
+        const peakOf = (part: typeof samples) => (part.length === 0 ? null : Math.max(...part.map(pick)));
+        return { peakRssKb: peakOf(samples), middleThirdPeakRssKb: peakOf(samples.slice(third, 2 * third)), lastThirdPeakRssKb: peakOf(samples.slice(2 * third)) };
+      };
       const cycles = Number(/cycle (\d+)/g.exec(watcher.stderr().split('\n').filter((l) => /cycle \d+/.test(l)).at(-1) ?? '')?.[1] ?? 0);
       report.soak = {
         ...figures, cycles,
-        server: { start: start.server, end, peakRssKb: Math.max(...samples.map((s) => s.server.rssKb)), peakFds: Math.max(...samples.map((s) => s.server.fds)) },
-        watch: { start: start.watch, end: watchEnd, peakRssKb: Math.max(...samples.map((s) => s.watch.rssKb)) },
+        server: { start: start.server, end, ...thirds((s) => s.server.rssKb), peakFds: Math.max(...samples.map((s) => s.server.fds)) },
+        watch: { start: start.watch, end: watchEnd, ...thirds((s) => s.watch.rssKb), peakFds: Math.max(...samples.map((s) => s.watch.fds)) },
         samples: samples.map((s) => [s.server.rssKb, s.server.fds, s.watch.rssKb, s.watch.fds]),
       };
 
@@ -137,12 +143,18 @@ describe('soak: serve under load while watch regenerates', () => {
       // No descriptor leaks: back to the idle baseline once the connections are gone.
       expect(end.fds, `server descriptors ${start.server.fds} -> ${end.fds}`).toBeLessThanOrEqual(start.server.fds + 2);
       expect(watchEnd.fds, `watch descriptors ${start.watch.fds} -> ${watchEnd.fds}`).toBeLessThanOrEqual(start.watch.fds + 8);
-      // No memory growth: the second half's peak stays within the first half's, give or take GC timing.
-      const half = Math.floor(samples.length / 2);
-      const peak = (from: number, to: number, pick: (s: (typeof samples)[number]) => number) => Math.max(...samples.slice(from, to).map(pick));
-      if (samples.length >= 4) {
-        expect(peak(half, samples.length, (s) => s.server.rssKb)).toBeLessThanOrEqual(peak(0, half, (s) => s.server.rssKb) * 1.25 + 16_384);
-        expect(peak(half, samples.length, (s) => s.watch.rssKb)).toBeLessThanOrEqual(peak(0, half, (s) => s.watch.rssKb) * 1.25 + 16_384);
+      // No memory growth. Under 100 connections the server's heap grows to a plateau in its first
+      // 20-30 s (V8 sizing its heap, socket buffers): measured then, the last third's peak stays within
+      // the middle third's. Only a soak long enough to pass the ramp can tell (npm run load: 180 s);
+      // the short one in npm test records the figures and checks descriptors and answers.
+      if (samples.length >= 45) {
+        const third = Math.floor(samples.length / 3);
+        const peak = (from: number, to: number, pick: (s: (typeof samples)[number]) => number) => Math.max(...samples.slice(from, to).map(pick));
+        for (const who of ['server', 'watch'] as const) {
+          const middle = peak(third, 2 * third, (s) => s[who].rssKb);
+          const last = peak(2 * third, samples.length, (s) => s[who].rssKb);
+          expect(last, `${who} RSS peak ${middle} kB in the middle third, ${last} kB in the last`).toBeLessThanOrEqual(middle * 1.1 + 8192);
+        }
       }
     } finally {
       for (const p of procs.splice(0)) await p.stop();

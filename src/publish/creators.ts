@@ -8,7 +8,8 @@
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { Fingerprint } from '../render/fingerprint.js';
-import type { OutputTransaction, StagedWriter } from './tree.js';
+import type { BufferedFileWriter } from './file-writer.js';
+import type { OutputTransaction } from './tree.js';
 
 /** Up to this size the scratch file is read back whole; beyond it, one positioned read per member. */
 const READ_WHOLE_LIMIT = 32 * 2 ** 20;
@@ -18,7 +19,7 @@ export class CreatorsList {
   private readonly hashes: string[] = [];
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
-  private readonly scratch: StagedWriter;
+  private readonly scratch: BufferedFileWriter;
 
   constructor(private readonly tx: OutputTransaction, private readonly readWholeLimit = READ_WHOLE_LIMIT) {
     this.scratch = tx.scratchFile();
@@ -57,7 +58,7 @@ export class CreatorsList {
           if (position > 0) sink.write(',');
           const offset = offsets[i]!, length = lengths[i]!;
           if (whole) {
-            sink.write(whole.subarray(offset, offset + length), { stable: true });
+            sink.write(whole.subarray(offset, offset + length));
             return;
           }
           if (buffer.length < length) buffer = Buffer.alloc(length * 2);

@@ -7,9 +7,10 @@
  * (one entry for all its alias files) and `f <path> <hash>` for any other document. The hash `-`
  * marks an entry whose file may be half-way through a commit: ours, but to be rewritten.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../errors.js';
+import { BufferedFileWriter } from './file-writer.js';
 import { MANIFEST_FILE } from './layout.js';
 
 const HEADER = 'profile-snapshot manifest 1';
@@ -50,13 +51,17 @@ export function readManifest(outDir: string): Manifest {
   return manifest;
 }
 
-/** Replaces the manifest atomically (temporary file, then rename), streaming it in chunks. */
+/** Replaces the manifest atomically (temporary file, then rename), streaming it out. */
 export function writeManifest(outDir: string, manifest: Manifest): void {
   const path = join(outDir, MANIFEST_FILE);
   const temporary = `${path}.tmp`;
-  const chunks: string[] = [HEADER, '\n'];
-  for (const [key, hash] of manifest.files) chunks.push('f\t', key, '\t', hash, '\n');
-  for (const [key, hash] of manifest.profiles) chunks.push('u\t', key, '\t', hash, '\n');
-  writeFileSync(temporary, chunks.join(''));
+  const out = new BufferedFileWriter(temporary);
+  try {
+    out.write(`${HEADER}\n`);
+    for (const [key, hash] of manifest.files) out.write(`f\t${key}\t${hash}\n`);
+    for (const [key, hash] of manifest.profiles) out.write(`u\t${key}\t${hash}\n`);
+  } finally {
+    out.close();
+  }
   renameSync(temporary, path);
 }

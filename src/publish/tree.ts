@@ -18,6 +18,7 @@ import {
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../errors.js';
+import { BufferedFileWriter } from './file-writer.js';
 import { MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
 import { PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
 
@@ -101,10 +102,10 @@ export class OutputTransaction {
    * A document too large to hold as one string (the creators list at a million profiles): `write`
    * streams it to the staging folder, and is only called when `hash` differs from the last build's.
    */
-  streamedFile(path: string, hash: string, write: (sink: StagedWriter) => void): void {
+  streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void): void {
     const previousHash = this.takePreviousFile(path, hash);
     if (previousHash === hash) return;
-    const sink = new StagedWriter(this.stagingPath(), this.outDir);
+    const sink = this.stagedWriter();
     try {
       write(sink);
     } finally {
@@ -114,8 +115,8 @@ export class OutputTransaction {
   }
 
   /** A scratch file in the staging folder; it goes away with the staging folder. */
-  scratchFile(): StagedWriter {
-    return new StagedWriter(this.stagingPath(), this.outDir);
+  scratchFile(): BufferedFileWriter {
+    return this.stagedWriter();
   }
 
   /** Whether a profile of this name is already part of this build (case-insensitive duplicates). */
@@ -189,6 +190,10 @@ export class OutputTransaction {
     ManifestCache.forget();
   }
 
+  private stagedWriter(): BufferedFileWriter {
+    return new BufferedFileWriter(this.stagingPath(), (cause) => asOutputError(cause, `cannot write into ${this.outDir}`));
+  }
+
   stagingPath(): string {
     this.assertOpen();
     return join(this.stagingDir, String(this.stagedCount++));
@@ -234,65 +239,6 @@ export class OutputTransaction {
 
   private assertOpen(): void {
     if (this.finished) throw new Error('bug: output transaction already finished');
-  }
-}
-
-/** Buffered, append-only writes to a file in the staging folder. */
-export class StagedWriter {
-  readonly path: string;
-  /** Bytes handed to `write` so far (buffered ones included). */
-  bytesWritten = 0;
-  private readonly outDir: string;
-  private fd: number | undefined;
-  private chunks: (string | Buffer)[] = [];
-  private buffered = 0;
-  private allText = true;
-
-  constructor(path: string, outDir: string) {
-    this.path = path;
-    this.outDir = outDir;
-    this.fd = guard(`cannot write into ${outDir}`, () => openSync(path, 'w'));
-  }
-
-  /** `stable`: the caller never reuses `chunk`'s memory, so it need not be copied. */
-  write(chunk: string | Uint8Array, { stable = false } = {}): void {
-    let length: number;
-    if (typeof chunk === 'string') {
-      length = Buffer.byteLength(chunk);
-      this.chunks.push(chunk);
-    } else {
-      length = chunk.length;
-      this.chunks.push(stable ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length) : Buffer.from(chunk));
-      this.allText = false;
-    }
-    this.buffered += length;
-    this.bytesWritten += length;
-    if (this.buffered >= 1 << 20) this.flush();
-  }
-
-  close(): void {
-    if (this.fd === undefined) return;
-    try {
-      this.flush();
-    } finally {
-      closeSync(this.fd);
-      this.fd = undefined;
-    }
-  }
-
-  private flush(): void {
-    if (this.buffered === 0 || this.fd === undefined) return;
-    const { chunks } = this;
-    const bytes = this.allText
-      ? Buffer.from((chunks as string[]).join(''))
-      : Buffer.concat(chunks.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)), this.buffered);
-    this.chunks = [];
-    this.buffered = 0;
-    this.allText = true;
-    const fd = this.fd;
-    guard(`cannot write into ${this.outDir}`, () => {
-      for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done);
-    });
   }
 }
 

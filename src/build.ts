@@ -13,6 +13,7 @@ import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, type WriteCounts } from './publish/tree.js';
 import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
+import { contractText, OPENAPI_FILE } from './verify/contract.js';
 
 export interface BuildOptions {
   db: string;
@@ -103,6 +104,9 @@ export function build(options: BuildOptions): BuildReport {
       const spec = ERRORS[code];
       output.file(errorFile(code), fingerprint(errorBody(spec)), () => errorDocument(spec, meta(options.snapshotMs, 0)));
     }
+    // The contract (contract/openapi.json), published byte for byte at api/v1/openapi.json.
+    const contract = contractText();
+    output.file(OPENAPI_FILE, fingerprint(contract), () => contract);
 
     if (options.strict && warnings.length > 0) {
       throw new StrictWarningsError(warnings);

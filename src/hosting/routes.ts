@@ -14,6 +14,7 @@
  */
 import { PROFILE_DIRS, CREATORS_FILE, errorFile } from '../publish/layout.js';
 import { ERRORS, type ErrorCode } from '../render/documents.js';
+import { OPENAPI_FILE } from '../verify/contract.js';
 
 /** The four headers of the contract (spec 4.3), on every answer, errors included, plus nosniff. */
 export const CONTRACT_HEADERS = {
@@ -59,7 +60,7 @@ export interface RouteTable {
   profiles: ProfileAlias[];
   /** Operation 1 by query string: `<path>?<param>=<username>`, answered from `dir`. */
   query: { path: string; param: string; dir: string };
-  /** Plain files: the creators list (operation 2). */
+  /** Plain files: the creators list (operation 2) and the contract (OpenAPI document). */
   files: { path: string; file: string }[];
   /** The error answers: status and the static document that is the body. */
   errors: Record<ErrorCode, { status: number; file: string }>;
@@ -78,7 +79,7 @@ function buildTable(): RouteTable {
     prefixes,
     profiles,
     query: { path: apiUsers.path, param: 'username', dir: apiUsers.dir },
-    files: [{ path: `/${CREATORS_FILE}`, file: CREATORS_FILE }],
+    files: [{ path: `/${CREATORS_FILE}`, file: CREATORS_FILE }, { path: `/${OPENAPI_FILE}`, file: OPENAPI_FILE }],
     errors,
     headers: { ...CONTRACT_HEADERS },
   };

@@ -23,7 +23,7 @@ afterAll(() => dir.cleanup());
 
 describe('contract schemas', () => {
   it('validate every file built from the sample store', () => {
-    expect(publishedFiles(out)).toHaveLength(41);
+    expect(publishedFiles(out)).toHaveLength(42); // 18 profiles x 2 aliases, creators list, 4 error documents, contract
     expect(validateTree(out)).toEqual([]);
   });
 

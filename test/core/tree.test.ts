@@ -129,6 +129,6 @@ describe('nothing outside --out', () => {
     buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
     expect(siblings()).toEqual([...before, 'dist'].sort());
     expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual(['.profile-snapshot/manifest']);
-    expect(publishedFiles(out).every((f) => /^(api\/v1\/users\/|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f))).toBe(true);
+    expect(publishedFiles(out).every((f) => /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f))).toBe(true);
   });
 });

@@ -18,7 +18,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
 import { BASE, buildArgs, changeStore, cli, EPOCH, INJECT, makeStore, servedBytes, tempDir } from './helpers.js';
 
-const ALLOWED = /^((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|_errors\/[a-z-]+\.json)$/;
+const ALLOWED = /^((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
 /** mulberry32: the kill points come from a fixed seed, so a failure replays exactly. */
 function random(seed: number): () => number {

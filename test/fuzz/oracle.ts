@@ -65,7 +65,7 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
     const fail = (what: string) => problems.push(what);
     // Exactly the expected files, and the bookkeeping folder holds only the manifest.
     const files = publishedFiles(out);
-    const expectedFiles = new Set(['service-api/v1/creators']);
+    const expectedFiles = new Set(['service-api/v1/creators', 'api/v1/openapi.json']);
     for (const name of published.keys()) for (const dir of ['api/v1/users', 'service-api/v1/users']) expectedFiles.add(`${dir}/${name}`);
     for (const f of files) if (!expectedFiles.has(f) && !/^_errors\/[a-z-]+\.json$/.test(f)) fail(`unexpected file ${JSON.stringify(f)}`);
     for (const f of expectedFiles) if (!files.includes(f)) fail(`missing file ${f}`);

@@ -3,13 +3,12 @@
  * compiles first): exit 0 and one summary line when clean; exit 5 with every defect listed, one per
  * line, when not; `--json` for machines; `--netlify`; the out dir from PROFILE_OUT.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { REPO, tempDir } from '../helpers/store.js';
 import { verify } from '../../src/verify/index.js';
-import { CONTRACT_PATH, OPENAPI_FILE } from '../../src/verify/contract.js';
 import { PARALLEL_FROM } from '../../src/verify/parallel.js';
 import { sampleTree, type Tree } from './fixture.js';
 
@@ -89,7 +88,6 @@ describe('profile-snapshot verify', () => {
       const out = join(dir.path, 'dist');
       expect(runCli(['seed', '--db', db, '--users', String(Math.ceil(PARALLEL_FROM * 1.4))]).code).toBe(0);
       expect(runCli(['build', '--db', db, '--out', out], { env: { SOURCE_DATE_EPOCH: '1767225600' } }).code).toBe(0);
-      if (!existsSync(join(out, OPENAPI_FILE))) copyFileSync(CONTRACT_PATH, join(out, OPENAPI_FILE));
       const clean = JSON.parse(runCli(['verify', '--out', out, '--json']).stdout);
       expect(clean).toMatchObject({ ok: true, defects: [] });
       expect(clean.profiles).toBeGreaterThan(PARALLEL_FROM);

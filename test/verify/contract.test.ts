@@ -10,7 +10,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES } from '../../src/hosting/routes.js';
+import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
+import { resolveRoute, ROUTES } from '../../src/hosting/routes.js';
 import { ERRORS, type ErrorCode } from '../../src/render/documents.js';
 import { errorFile } from '../../src/publish/layout.js';
 import { contractDocument, CONTRACT_PATH } from '../../src/verify/contract.js';
@@ -118,6 +119,13 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(checked).toBe(8);
+  });
+
+  it('is published by build at api/v1/openapi.json, byte for byte, and routed with the contract headers', () => {
+    expect(tree.read('api/v1/openapi.json')).toBe(readFileSync(CONTRACT_PATH, 'utf8'));
+    expect(resolveRoute('/api/v1/openapi.json', new URLSearchParams())).toEqual({ kind: 'file', file: 'api/v1/openapi.json' });
+    // A static file under /api/v1/: netlify.toml's header rule for /api/v1/* gives it the contract headers.
+    expect(renderNetlifyToml()).toContain('for = "/api/v1/*"');
   });
 
   it('generates a typed client (openapi-typescript) that type-checks against the real documents', async () => {

@@ -2,11 +2,10 @@
  * Real builds to corrupt: the sample store (data/sample.sql) built by the real generator into a temp
  * folder, one fresh build per test, so each fixture is a real tree with exactly one kind of damage.
  */
-import { copyFileSync, existsSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildTo } from '../helpers/build.js';
 import { tempDir, TestStore } from '../helpers/store.js';
-import { CONTRACT_PATH, OPENAPI_FILE } from '../../src/verify/contract.js';
 
 export interface Tree {
   root: string;
@@ -29,8 +28,6 @@ export function sampleTree(): Tree {
   TestStore.sample(db).close();
   const out = join(dir.path, 'dist');
   buildTo(db, out);
-  // Until build publishes the contract itself (see src/build.ts), put it where build will.
-  if (!existsSync(join(out, OPENAPI_FILE))) copyFileSync(CONTRACT_PATH, join(out, OPENAPI_FILE));
   const path = (rel: string) => join(out, rel);
   return {
     root: dir.path,

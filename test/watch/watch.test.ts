@@ -121,7 +121,7 @@ describe('watch', () => {
     await cycleAfter(out, 0);
     await cycleAfter(out, 3); // three idle cycles after the first
     const first = await waitForRuns(runs, 1);
-    expect(first[0]).toMatchObject({ cycle: '1', written: '85', removed: '0', profiles: '40', out, overlap: false });
+    expect(first[0]).toMatchObject({ cycle: '1', written: '86', removed: '0', profiles: '40', out, overlap: false });
     expect(first[0].summary).toMatch(/^cycle 1: 40 profiles/);
     await waitForExecIdle();
     expect(runs()).toHaveLength(1);

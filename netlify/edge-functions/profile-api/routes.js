@@ -26,6 +26,10 @@ export const ROUTES = {
     {
       "path": "/service-api/v1/creators",
       "file": "service-api/v1/creators"
+    },
+    {
+      "path": "/api/v1/openapi.json",
+      "file": "api/v1/openapi.json"
     }
   ],
   "errors": {

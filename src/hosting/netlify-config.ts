@@ -24,7 +24,11 @@ export const NETLIFY_TOML = 'netlify.toml';
 export const EDGE_FUNCTION = 'profile-api';
 export const EDGE_ROUTES_MODULE = `netlify/edge-functions/${EDGE_FUNCTION}/routes.js`;
 export const PUBLISH_DIR = 'dist';
-/** Builds the site, then refuses to deploy a snapshot Netlify would reject (see ./limits.ts). */
+/**
+ * Builds the site, then gates the deploy on `profile-snapshot verify --netlify` (package.json's
+ * build:netlify): a snapshot with any defect, a folder over Netlify's limit (see ./limits.ts) or a
+ * netlify.toml out of step with the route table fails the build, so Netlify keeps the last deploy.
+ */
 export const BUILD_COMMAND = 'npm run build:netlify';
 
 const GENERATED = 'GENERATED from the route table (src/hosting/routes.ts) by `profile-snapshot netlify config`. Do not edit:\n'
@@ -64,6 +68,8 @@ export function renderNetlifyToml(table: RouteTable = ROUTES): string {
   const err = (code: ErrorCode) => ({ to: errorPath(code, table), status: table.errors[code].status });
   const lines: string[] = [];
   lines.push(...GENERATED.split('\n').map((l) => `# ${l}`), '');
+  lines.push('# The build fails, and Netlify keeps the previous deploy, unless `profile-snapshot verify --netlify`');
+  lines.push('# passes on the snapshot (package.json: build:netlify; see docs/verify.md).');
   lines.push('[build]');
   lines.push(`  command = ${str(BUILD_COMMAND)}`);
   lines.push(`  publish = ${str(PUBLISH_DIR)}`, '');

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
+import { closeGracefully, createOrigin, listen } from '../../src/hosting/origin.js';
 import { resolveRoute, ROUTES } from '../../src/hosting/routes.js';
 import { ERRORS, type ErrorCode } from '../../src/render/documents.js';
 import { errorFile } from '../../src/publish/layout.js';
@@ -126,6 +127,19 @@ describe('the OpenAPI document', () => {
     expect(resolveRoute('/api/v1/openapi.json', new URLSearchParams())).toEqual({ kind: 'file', file: 'api/v1/openapi.json' });
     // A static file under /api/v1/: netlify.toml's header rule for /api/v1/* gives it the contract headers.
     expect(renderNetlifyToml()).toContain('for = "/api/v1/*"');
+  });
+
+  it('is served by the origin server with the contract headers', async () => {
+    const { server } = createOrigin({ out: tree.out });
+    const { port } = await listen(server, 0, '127.0.0.1');
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/api/v1/openapi.json`);
+      expect(response.status).toBe(200);
+      for (const [name, value] of Object.entries(ROUTES.headers)) expect(response.headers.get(name), name).toBe(value);
+      expect(await response.text()).toBe(readFileSync(CONTRACT_PATH, 'utf8'));
+    } finally {
+      await closeGracefully(server, 1000);
+    }
   });
 
   it('generates a typed client (openapi-typescript) that type-checks against the real documents', async () => {

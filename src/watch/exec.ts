@@ -8,6 +8,7 @@
  * short (the watcher finishes its work first), and a forced stop can end the whole group.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
 import type { BuildReport } from '../build.js';
 
 /** What the next run is told, in environment variables (see `execEnvironment`). */
@@ -125,7 +126,8 @@ export class ExecRunner {
       return;
     }
     // Too soon after the last start: wait (requests keep folding into the pending run meanwhile).
-    const wait = this.lastStartedAt + this.minIntervalMs - Date.now();
+    // The monotonic clock: a wall clock stepped back (NTP, a resumed VM) must not stretch the wait.
+    const wait = this.lastStartedAt + this.minIntervalMs - performance.now();
     if (wait > 0) {
       this.delayed = setTimeout(() => {
         this.delayed = undefined;
@@ -135,7 +137,7 @@ export class ExecRunner {
     }
     this.pending = undefined;
     this.runs++;
-    const started = Date.now();
+    const started = performance.now();
     this.lastStartedAt = started;
     this.hooks.onStart(request);
     let child: ChildProcess;
@@ -171,7 +173,7 @@ export class ExecRunner {
     this.consecutiveFailures = failed ? this.consecutiveFailures + 1 : 0;
     this.lastExitCode = code;
     this.lastFinishedAt = new Date().toISOString();
-    this.hooks.onFinish({ cycle: request.cycle, exitCode: code, signal, error, durationMs: Date.now() - started });
+    this.hooks.onFinish({ cycle: request.cycle, exitCode: code, signal, error, durationMs: Math.round(performance.now() - started) });
     this.startPending();
   }
 }

@@ -8,6 +8,7 @@ import { describeHolder, OutDirLock, type LockHolder } from '../publish/lock.js'
 import { outputError } from '../errors.js';
 import { readStatus, type CycleStatus } from './status.js';
 import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 
 export interface RegenerateResult {
   holder: LockHolder;
@@ -33,7 +34,7 @@ export async function regenerate(outDir: string, options: { timeoutMs: number; p
   } catch (cause) {
     throw outputError(`cannot signal the watcher (pid ${holder.pid})`, 'run regenerate as the user that runs the watcher', cause);
   }
-  const deadline = Date.now() + options.timeoutMs;
+  const deadline = performance.now() + options.timeoutMs;
   for (;;) {
     const status = readStatus(out);
     const cycle = status?.pid === holder.pid ? status.lastCycle : null;
@@ -43,7 +44,7 @@ export async function regenerate(outDir: string, options: { timeoutMs: number; p
     if (OutDirLock.holderOf(out)?.token !== holder.token) {
       throw outputError(`the watcher (pid ${holder.pid}) stopped before finishing the cycle`, 'see its log; start it again');
     }
-    if (Date.now() >= deadline) {
+    if (performance.now() >= deadline) {
       throw outputError(`the watcher (pid ${holder.pid}) did not finish a cycle within ${options.timeoutMs / 1000} s`,
         'see its log and its status file; a very large store may need a longer --timeout');
     }

@@ -92,6 +92,9 @@ export function sql(file: string, statements: string, ...params: unknown[]): voi
   }
 }
 
+/** Children still running: a timed-out wait shows their stderr, which usually says why. */
+const running = new Set<Proc>();
+
 /** A child process with its output collected. */
 export interface Proc {
   child: ChildProcess;
@@ -107,8 +110,13 @@ export function start(command: string, args: string[], env: Record<string, strin
   let out = '', err = '';
   child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr!.on('data', (c: Buffer) => { err += c.toString(); });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
-  return { child, stdout: () => out, stderr: () => err, exit };
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => {
+    running.delete(proc);
+    resolve({ code, signal });
+  }));
+  const proc: Proc = { child, stdout: () => out, stderr: () => err, exit };
+  running.add(proc);
+  return proc;
 }
 
 /** The real bin: `profile-snapshot <args>`. */
@@ -126,7 +134,10 @@ export async function waitFor<T>(what: string, condition: () => T | undefined | 
   for (;;) {
     const value = condition();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) {
+      const logs = [...running].map((p) => `--- pid ${p.child.pid} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none'}) stderr:\n${p.stderr().slice(-3000)}`).join('\n');
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${logs ? `\n${logs}` : ''}`);
+    }
     await new Promise((r) => setTimeout(r, 25));
   }
 }

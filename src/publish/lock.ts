@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { describeCause, outputError } from '../errors.js';
 import { STATE_DIR } from './layout.js';
 
@@ -64,7 +65,8 @@ export class OutDirLock {
   static acquire(outDir: string, options: AcquireOptions): OutDirLock {
     const dir = resolve(outDir);
     const waitMs = options.waitMs ?? 5000;
-    const deadline = Date.now() + waitMs;
+    // Measured on the monotonic clock: a wall clock stepped back (NTP, a VM resumed) must not stretch the wait.
+    const deadline = performance.now() + waitMs;
     const holder: LockHolder = {
       pid: process.pid,
       command: options.command,
@@ -82,8 +84,8 @@ export class OutDirLock {
         removeLeftovers(dir);
         return lock;
       }
-      if (Date.now() >= deadline) throw lockedError(dir, other);
-      sleepSync(Math.min(100, Math.max(1, deadline - Date.now())));
+      if (performance.now() >= deadline) throw lockedError(dir, other);
+      sleepSync(Math.min(100, Math.max(1, deadline - performance.now())));
     }
   }
 

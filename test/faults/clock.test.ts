@@ -56,6 +56,27 @@ describe('clock jumps backwards', () => {
     expectSameAsFresh(later + DAY);
   });
 
+  it('a build waiting for the out dir lock while the wall clock runs backwards still gives up after its wait: exit 5 naming the holder, not stuck', async () => {
+    makeStore(db, 10);
+    const statusFile = join(out, '.profile-snapshot/status.json');
+    const holder = spawn(process.execPath, [BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], { env: { PATH: process.env.PATH ?? '' }, stdio: 'ignore' });
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!existsSync(statusFile)) {
+        if (Date.now() > deadline) throw new Error('the watcher never started');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // The default lock wait is 5 s; a wait measured on the wall clock would never end.
+      const r = cli(buildArgs(db, out), { FAULT_CLOCK_RATE: '-1' }, {}, 25_000);
+      expect(r.signal, 'the build was still waiting when the harness gave up').toBeNull();
+      expect(r.code, r.stderr).toBe(5);
+      expect(r.stderr).toMatch(new RegExp(`locked by pid ${holder.pid}`));
+    } finally {
+      holder.kill('SIGTERM');
+      await new Promise((r) => (holder.exitCode !== null ? r(null) : holder.once('exit', r)));
+    }
+  });
+
   it('the wall clock of a running watcher jumps back 400 days: cycles go on, output follows the clock, stays schema-valid, no negative ages', async () => {
     makeStore(db, 40);
     const statusFile = join(out, '.profile-snapshot/status.json');

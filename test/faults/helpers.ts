@@ -21,10 +21,10 @@ export const EPOCH = '1767225600';
 export interface Run { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 
 /** The real bin; with `faults`, under the injecting preload (FAULT_* variables, see inject.mjs). */
-export function cli(args: string[], faults?: Record<string, string>, env: Record<string, string> = {}): Run {
+export function cli(args: string[], faults?: Record<string, string>, env: Record<string, string> = {}, timeoutMs = 60_000): Run {
   const fullEnv: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SOURCE_DATE_EPOCH: EPOCH, ...env, ...faults };
   const node = faults ? ['--import', INJECT] : [];
-  const r = spawnSync(process.execPath, [...node, BIN, ...args], { env: fullEnv, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [...node, BIN, ...args], { env: fullEnv, encoding: 'utf8', timeout: timeoutMs });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -172,7 +172,8 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
           defect('leftover', STAGING_DIR, `${staged.length} staged file${staged.length === 1 ? '' : 's'} (${shown}${staged.length > 3 ? ', ...' : ''}) left by an interrupted build (no profile-snapshot process holds the out dir); the next build clears them`);
         }
       } else if (TEMPORARY.test(e.name) && !options.writerActive) {
-        defect('leftover', path, 'temporary file left by an interrupted run (no profile-snapshot process holds the out dir); remove it');
+        // Never served or deployed, and a later run replaces it: worth a word, not a refused deploy.
+        warnings.push(`${path}: temporary file left by an interrupted run (harmless: the state folder is never served or deployed); remove it`);
       }
     }
   };

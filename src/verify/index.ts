@@ -78,7 +78,8 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
     const before = manifestStamp(out);
     const writerActive = OutDirLock.holderOf(out) !== undefined;
     const result = audit(out, { ...options, writerActive });
-    const changed = manifestStamp(out) !== before;
+    // A writer that started (or ended) meanwhile may have staged files or committed: read again.
+    const changed = manifestStamp(out) !== before || (OutDirLock.holderOf(out) !== undefined) !== writerActive;
     const inCommit = writerActive && result.pending > 0;
     if ((changed || inCommit) && Date.now() < deadline) {
       if (!changed) sleep(100);

@@ -3,9 +3,10 @@
  * defect that would make a deploy of it break the contract, each with the path it concerns and a
  * message saying what is wrong and why it matters.
  *
- * One pass over the tree: the users folders are listed once, each profile is read once per alias
- * (hard links are page-cache warm), parsed and validated once; the creators list is streamed, never
- * held as one string. What the list needs from the profiles is kept as one number per profile.
+ * One pass over the tree: the users folders are listed once; each profile is read once (an alias
+ * that is a hard link to it, as build writes them, is not read again), parsed and validated once, on
+ * two threads for large trees (./parallel.ts); the creators list is streamed, never held as one
+ * string. What the list needs from the profiles is kept as one number per profile.
  */
 import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -44,7 +44,22 @@ export async function startProc(args: string[], env: Record<string, string>, rea
   };
 }
 
-export const serve = (out: string) => startProc([BIN, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1'], {}, /on http:\/\/127\.0\.0\.1:(\d+)/);
+const HEAP_PROBE = new URL('./fixtures/heap-probe.mjs', import.meta.url).pathname;
+/** `serve` on a free port; with the heap probe preloaded, so `liveHeap` can read it. */
+export const serve = (out: string) => startProc(['--expose-gc', '--import', HEAP_PROBE, BIN, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1'], {}, /on http:\/\/127\.0\.0\.1:(\d+)/);
+export const watch = (args: string[]) => startProc(['--expose-gc', '--import', HEAP_PROBE, BIN, 'watch', ...args], {}, /cycle 1/);
+
+/** Bytes of live heap after a full collection, read through the heap probe (SIGUSR2). */
+export async function liveHeap(proc: Proc): Promise<number> {
+  const seen = (proc.stderr().match(/^heap \d+$/gm) ?? []).length;
+  proc.child.kill('SIGUSR2');
+  for (let i = 0; i < 100; i++) {
+    const all = proc.stderr().match(/^heap (\d+)$/gm) ?? [];
+    if (all.length > seen) return Number(all.at(-1)!.slice(5));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the heap probe did not answer');
+}
 export const plainServer = (out: string) => startProc([new URL('./fixtures/plain-server.mjs', import.meta.url).pathname, out], {}, /listening on (\d+)/);
 
 /** Resident memory (kB) and open descriptors of a live process. */

@@ -186,7 +186,13 @@ export class OutputTransaction {
   abort(): void {
     if (this.finished) return;
     this.finished = true;
-    rmSync(this.stagingDir, { recursive: true, force: true });
+    // Best effort: abort runs while another error propagates (the disk may have just turned
+    // read-only), which must not be masked; the next build clears the staging folder anyway.
+    try {
+      rmSync(this.stagingDir, { recursive: true, force: true });
+    } catch {
+      // left for the next build
+    }
     ManifestCache.forget();
   }
 

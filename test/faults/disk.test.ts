@@ -155,6 +155,24 @@ describe('read-only out dir', () => {
     expectConverged(out, db);
   });
 
+  it('the out dir turns read-only in the middle of a build (injected EROFS from the 10th, 20th, 40th change on): exit 5 naming EROFS, never an internal error; writable again, the next build converges', () => {
+    const db = join(dir.path, 'profiles.db');
+    makeStore(db, 50);
+    const out = join(dir.path, 'out');
+    expect(cli(buildArgs(db, out)).code).toBe(0);
+    const previous = servedBytes(out);
+    changeStore(db);
+    for (const after of [10, 20, 40]) {
+      const r = cli(buildArgs(db, out), { FAULT_OUT: out, FAULT_ERRNO: 'EROFS', FAULT_ERRNO_AFTER: String(after) });
+      expect(r.code, `from change ${after}: ${r.stderr}`).toBe(5);
+      expect(expectClearError(r.stderr, /EROFS/), `from change ${after}`).toEqual([]);
+      // Still staging when the disk turned read-only: nothing published changed.
+      const served = servedBytes(out);
+      for (const [f, bytes] of previous) if (served.get(f) !== bytes) throw new Error(`${f} changed (from change ${after})`);
+    }
+    expectConverged(out, db);
+  });
+
   for (const errno of ['EROFS', 'EACCES'] as const) {
     it(`injected ${errno} on every change under the out dir: exit 5 naming it, the tree untouched`, () => {
       const db = join(dir.path, 'profiles.db');

@@ -41,7 +41,7 @@ async function finish(proc: Proc): Promise<any> {
   return JSON.parse(proc.stdout());
 }
 
-const ALLOWED = /^(api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|_errors\/[a-z-]+\.json)$/;
+const ALLOWED = /^(api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
 /** Servable: only published paths (no temp file where it would be served), each one whole JSON. */
 function expectServable(users: number): void {

@@ -7,7 +7,7 @@
  * (one entry for all its alias files) and `f <path> <hash>` for any other document. The hash `-`
  * marks an entry whose file may be half-way through a commit: ours, but to be rewritten.
  */
-import { readFileSync, renameSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
@@ -60,8 +60,16 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     out.write(`${HEADER}\n`);
     for (const [key, hash] of manifest.files) out.write(`f\t${key}\t${hash}\n`);
     for (const [key, hash] of manifest.profiles) out.write(`u\t${key}\t${hash}\n`);
-  } finally {
     out.close();
+  } catch (error) {
+    // A failed write (disk full) leaves no partial temporary manifest behind; the real one is intact.
+    try {
+      out.close();
+    } catch {
+      // the write already failed; the descriptor is closed either way
+    }
+    rmSync(temporary, { force: true });
+    throw error;
   }
   renameSync(temporary, path);
 }

@@ -10,7 +10,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import { SnapshotError } from '../../src/errors.js';
 import { OutDirLock, processStartTicks } from '../../src/publish/lock.js';
-import { cli, cycleAfter, ensureCompiled, FIXTURES, makeStore, runCli, start, stop, tempDir, type Proc } from './helpers.js';
+import { cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, runCli, start, stop, tempDir, type Proc } from './helpers.js';
 
 let dir: ReturnType<typeof tempDir>;
 let db: string;
@@ -92,10 +92,14 @@ describe('out dir lock', () => {
     writeLock({ pid: deadPid() });
     const result = await runCli(['build', '--db', db, '--out', out]);
     expect(result.code, result.stderr).toBe(0);
-    watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1']);
+    // A watcher started over a stale lock takes it over.
     writeLock({ pid: deadPid() });
-    // A watcher started over a stale lock works (it took it over at start or retakes it on verify).
+    watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1']);
     await cycleAfter(out, 0);
+    expect(JSON.parse(readFileSync(lockPath(), 'utf8')).pid).toBe(watcher.child.pid);
+    // The lock clobbered while it runs (a dead pid in it now): the next cycle takes it back.
+    writeLock({ pid: deadPid() });
+    await cycleAfter(out, lastCycle(out) + 1);
     expect(JSON.parse(readFileSync(lockPath(), 'utf8')).pid).toBe(watcher.child.pid);
   });
 

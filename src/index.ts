@@ -1,4 +1,7 @@
-/** The library behind the CLI. */
+/**
+ * The library behind the CLI: every command is a thin wrapper over one of these. Importing this
+ * module loads all of them; the CLI loads only the one it runs.
+ */
 export { build, type BuildOptions, type BuildReport } from './build.js';
 export { normalizeBaseUrl, snapshotTime } from './config.js';
 export { ExitCode, SnapshotError, StrictWarningsError } from './errors.js';
@@ -7,3 +10,11 @@ export { ERRORS, successDocument, errorDocument, meta } from './render/documents
 export { ProfileStore } from './store/read.js';
 export { CONTRACT_SCHEMA } from './store/schema.js';
 export * as layout from './publish/layout.js';
+export { OutDirLock } from './publish/lock.js';
+export { Watcher, type WatchOptions, type WatchEvent } from './watch/loop.js';
+export { regenerate } from './watch/regenerate.js';
+export { createOrigin, listen, closeGracefully, type OriginOptions } from './hosting/origin.js';
+export { ROUTES, resolveRoute, CONTRACT_HEADERS } from './hosting/routes.js';
+export { renderNetlifyFiles, renderNetlifyToml } from './hosting/netlify-config.js';
+export { verify, type VerifyOptions, type VerifyReport } from './verify/index.js';
+export { seedStore, type SeedOptions, type SeedReport } from './seed/synthetic.js';

@@ -8,7 +8,8 @@ import { StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore } from './store/read.js';
-import { CREATORS_FILE, errorFile } from './publish/layout.js';
+import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
+import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, type WriteCounts } from './publish/tree.js';
 import { fingerprint } from './render/fingerprint.js';
@@ -35,6 +36,11 @@ export interface BuildOptions {
    * write one tree at once; it waits up to `lockWaitMs` (default 5000) for a holder, then exits 5.
    */
   lock?: OutDirLock;
+  /**
+   * A notice is reported when a users folder holds more profiles than this (default 50,000): Netlify
+   * refuses a deploy with more than 54,000 files in one folder.
+   */
+  folderNoticeAt?: number;
   lockWaitMs?: number;
 }
 
@@ -49,10 +55,20 @@ export interface BuildReport {
   skipped: number;
   files: WriteCounts;
   warnings: RowWarning[];
+  /** Advice about the whole tree (not data warnings: never fatal, even under --strict). */
+  notices: string[];
   seconds: number;
 }
 
 const PROGRESS_EVERY = 10_000;
+
+/** Where the build starts warning about Netlify's 54,000-files-per-folder limit. */
+export const FOLDER_NOTICE_AT = 50_000;
+
+function folderNotices(profiles: number, noticeAt: number): string[] {
+  if (profiles <= noticeAt) return [];
+  return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: self-host with serve, or split the site)`);
+}
 
 export function build(options: BuildOptions): BuildReport {
   const started = performance.now();
@@ -116,6 +132,7 @@ export function build(options: BuildOptions): BuildReport {
       out: output.outDir,
       snapshotTime: new Date(options.snapshotMs).toISOString(),
       profiles, creators: creatorCount, skipped, files, warnings,
+      notices: folderNotices(profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
       seconds: (performance.now() - started) / 1000,
     };
   } catch (error) {

@@ -132,3 +132,15 @@ describe('nothing outside --out', () => {
     expect(publishedFiles(out).every((f) => /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f))).toBe(true);
   });
 });
+
+describe("Netlify's folder limit", () => {
+  it('reports a notice per users folder past the threshold, never a data warning', () => {
+    const quiet = buildTo(db, out);
+    expect(quiet.notices).toEqual([]);
+    const report = buildTo(db, out, { folderNoticeAt: 17, strict: false });
+    expect(report.notices).toHaveLength(2);
+    expect(report.notices[0]).toMatch(/^api\/v1\/users holds 18 profiles: Netlify refuses a deploy with more than 54,000 files in one folder/);
+    expect(report.notices[1]).toMatch(/^service-api\/v1\/users holds 18 profiles/);
+    expect(report.warnings.some((w) => w.reason.includes('Netlify'))).toBe(false);
+  });
+});

@@ -30,6 +30,7 @@ export function buildCommand(io: Io, state: CliState): Command {
         progress.clear();
       }
       io.stderr.write(formatWarnings(report.warnings));
+      for (const notice of report.notices) io.stderr.write(`warning: ${notice}\n`);
       io.stderr.write(`${formatSummary(report)}\n`);
       if (state.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     });

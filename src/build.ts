@@ -67,7 +67,7 @@ export const FOLDER_NOTICE_AT = 50_000;
 
 function folderNotices(profiles: number, noticeAt: number): string[] {
   if (profiles <= noticeAt) return [];
-  return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: self-host with serve, or split the site)`);
+  return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: past it, self-host with serve)`);
 }
 
 export function build(options: BuildOptions): BuildReport {

@@ -38,13 +38,19 @@ export class OutputTransaction {
   private readonly previous: Manifest;
   private readonly next: Manifest = { profiles: new Map(), files: new Map() };
   private readonly stagingDir: string;
-  /** Staged profiles as parallel arrays (name, hash, staging slot): a million of them stay compact. */
+  /** Staged profiles as parallel arrays (name, hash, staging slot unless fresh): a million stay compact. */
   private readonly stagedNames: string[] = [];
   private readonly stagedHashes: string[] = [];
   private readonly stagedSlots: number[] = [];
   private readonly stagedFiles: StagedFile[] = [];
   /** Whether the users folders existed before this build; if not, no foreign file can be in the way. */
   private readonly profileDirsExisted: boolean;
+  /**
+   * With no users folder yet (a first build), profiles are staged as whole folders, `fresh/<i>/<name>`
+   * for alias folder i, and each folder is renamed into place at commit: one rename instead of one
+   * per file, which brings a cold build close to the cost of merely writing the files.
+   */
+  private freshDirs: string[] | undefined;
   private stagedCount = 0;
   private unchangedFiles = 0;
   private finished = false;
@@ -84,11 +90,33 @@ export class OutputTransaction {
     if (previousHash === undefined && this.profileDirsExisted) {
       for (const dir of PROFILE_DIRS) this.refuseForeign(join(dir, name));
     }
-    const slot = this.stagedCount;
-    this.stage(render());
+    if (!this.profileDirsExisted) {
+      this.stageFresh(name, render());
+    } else {
+      this.stagedSlots.push(this.stagedCount);
+      this.stage(render());
+    }
     this.stagedNames.push(name);
     this.stagedHashes.push(hash);
-    this.stagedSlots.push(slot);
+  }
+
+  private stageFresh(name: string, bytes: string): void {
+    const dirs = this.freshDirs ??= PROFILE_DIRS.map((_, i) => {
+      const dir = join(this.stagingDir, 'fresh', String(i));
+      guard(`cannot write into ${this.outDir}`, () => mkdirSync(dir, { recursive: true }));
+      return dir;
+    });
+    const [first, ...others] = dirs;
+    guard(`cannot write into ${this.outDir}`, () => {
+      writeFileSync(join(first!, name), bytes);
+      for (const dir of others) {
+        try {
+          linkSync(join(first!, name), join(dir, name));
+        } catch {
+          copyFileSync(join(first!, name), join(dir, name)); // filesystems without hard links
+        }
+      }
+    });
   }
 
   /** Any other document (creators list, error documents), at a path relative to the out dir. */
@@ -143,12 +171,22 @@ export class OutputTransaction {
         for (const name of staleProfiles) next.profiles.set(name, PENDING);
         for (const path of staleFiles) next.files.set(path, PENDING);
         // Folders first: a path that cannot be used (a symlink, a file) fails before anything moves.
-        if (stagedNames.length > 0) for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
+        if (this.freshDirs) {
+          for (const dir of PROFILE_DIRS) {
+            prepareDir(outDir, dirname(join(outDir, dir)));
+            if (existsSync(join(outDir, dir))) throw outputError(`${join(outDir, dir)} appeared during the build`, 'rebuild; only one writer may use an out dir at a time');
+          }
+        } else if (stagedNames.length > 0) {
+          for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
+        }
         for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
         writeManifest(outDir, next);
 
+        if (this.freshDirs) {
+          this.freshDirs.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));
+        }
         for (let i = 0; i < stagedNames.length; i++) {
-          this.publishProfile(stagedNames[i]!, join(this.stagingDir, String(stagedSlots[i])));
+          if (!this.freshDirs) this.publishProfile(stagedNames[i]!, join(this.stagingDir, String(stagedSlots[i])));
           next.profiles.set(stagedNames[i]!, stagedHashes[i]!);
           counts.written += PROFILE_DIRS.length;
         }

@@ -5,13 +5,12 @@
  */
 import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BIN } from '../helpers/cli.js';
-import { SCHEMA_SQL } from '../helpers/store.js';
 import { listFiles, publishedFiles } from '../helpers/output.js';
+import { SCHEMA_SQL, tempDir as sharedTempDir } from '../helpers/store.js';
 
 export const INJECT = fileURLToPath(new URL('./fixtures/inject.mjs', import.meta.url));
 export const BASE = 'https://p.example.com';
@@ -30,10 +29,8 @@ export function cli(args: string[], faults?: Record<string, string>, env: Record
 
 export const buildArgs = (db: string, out: string, ...more: string[]) => ['build', '--db', db, '--out', out, '--base-url', BASE, ...more];
 
-export function tempDir(): { path: string; cleanup: () => void } {
-  const path = mkdtempSync(join(tmpdir(), 'ps-faults-'));
-  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
-}
+/** A temp folder for one test (the shared helper, named for this suite). */
+export const tempDir = () => sharedTempDir('ps-faults-');
 
 /** Every file of the tree (bookkeeping included) with its bytes. */
 export function treeBytes(out: string): Map<string, string> {

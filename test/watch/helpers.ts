@@ -4,11 +4,12 @@
  */
 import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WatchStatus } from '../../src/watch/status.js';
+import { tempDir as sharedTempDir } from '../helpers/store.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'bin/profile-snapshot.js');
@@ -50,10 +51,8 @@ function stale(): boolean {
 }
 const stat = (src: string, built: string) => !existsSync(built) || statSync(built).mtimeMs < statSync(src).mtimeMs;
 
-export function tempDir(): { path: string; cleanup: () => void } {
-  const path = mkdtempSync(join(tmpdir(), 'ps-watch-'));
-  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
-}
+/** A temp folder for one test (the shared helper, named for this suite). */
+export const tempDir = () => sharedTempDir('ps-watch-');
 
 /** A contract-schema store in WAL mode with `users` active users named user00001..., some with extras. */
 export function makeStore(file: string, users: number): void {

@@ -33,6 +33,9 @@ if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', j
 if (!existsSync('/dev/shm')) targets.shift();
 
 const fmt = (n, digits = 2) => n.toFixed(digits);
+// A fixed snapshot time: between two runs minutes apart some accounts would otherwise turn a day
+// older, and "no change" would rewrite their profiles. Every scenario then changes exactly what it says.
+const SNAPSHOT_EPOCH = '1767225600';
 const log = (line) => process.stdout.write(`${line}\n`);
 
 /** A seeded store per size, kept between runs (seeding 1M takes most of a minute). */
@@ -49,7 +52,7 @@ function store(users) {
 /** Runs the CLI in a new process; returns seconds (wall, process included), its JSON report and peak RSS. */
 function cli(cliArgs) {
   const started = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, [child, ...cliArgs], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, SOURCE_DATE_EPOCH: '' } });
+  const r = spawnSync(process.execPath, [child, ...cliArgs], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH } });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const bench = JSON.parse(r.stderr.split('\nBENCH ').at(-1));
   if (r.status !== 0) throw new Error(`profile-snapshot ${cliArgs.join(' ')} failed: ${r.stderr}`);
@@ -113,7 +116,7 @@ function waitFor(predicate, timeoutMs, what) {
 async function watchCycles(db, out) {
   const statusFile = join(out, '.profile-snapshot/status.json');
   const status = () => { try { return JSON.parse(readFileSync(statusFile, 'utf8')); } catch { return undefined; } };
-  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, '--interval', '3600'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SOURCE_DATE_EPOCH: '' } });
+  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, '--interval', '3600'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH } });
   let stderr = '';
   watcher.stderr.on('data', (d) => { stderr += d; });
   try {
@@ -157,7 +160,7 @@ for (const users of sizes) {
     row(users, target.name, 'floor', floorSeconds, floorSeconds, files.length, undefined);
     row(users, target.name, 'cold build', cold.seconds, floorSeconds, cold.report.files.written, cold.rssMb);
     const same = cli(['build', '--db', db, '--out', out, '--json']);
-    row(users, target.name, 'no-change build', same.seconds, floorSeconds, same.report.files.written, same.rssMb, '(accountAgeDays roll over for a few profiles each run)');
+    row(users, target.name, 'no-change build', same.seconds, floorSeconds, same.report.files.written, same.rssMb);
     touch(db, 0.01, 1);
     const one = cli(['build', '--db', db, '--out', out, '--json']);
     row(users, target.name, '1% changed build', one.seconds, floorSeconds, one.report.files.written, one.rssMb);
@@ -170,6 +173,33 @@ for (const users of sizes) {
     rmSync(target.root, { recursive: true, force: true });
   }
 }
+
+/** The targets of issue 5, checked against this run's figures. */
+const find = (users, fs, scenario) => rows.find((r) => r.users === users && r.fs === fs && r.scenario === scenario);
+const goals = [];
+const target = (what, goal, figure, ok) => goals.push({ what, goal, figure, ok });
+const at = (users) => {
+  const cold = find(users, 'tmpfs', 'cold build');
+  if (!cold) return;
+  const label = users.toLocaleString('en-US');
+  if (users === 100_000) {
+    target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
+    const peak = Math.max(...rows.filter((r) => r.users === users && r.rssMb).map((r) => r.rssMb));
+    target(`peak RSS of build, ${label}`, 'at most 150 MB', `${fmt(peak, 0)} MB`, peak <= 150);
+    const same = find(users, 'tmpfs', 'no-change build');
+    target(`no-change build, ${label}, new process`, 'at most 1.0 s, zero files rewritten', `${fmt(same.seconds)} s, ${same.written} rewritten`, same.seconds <= 1 && same.written === 0);
+    const idle = find(users, 'tmpfs', 'watch cycle, idle');
+    target(`watch cycle, nothing changed, ${label}`, 'at most 0.5 s', `${fmt(idle.seconds)} s`, idle.seconds <= 0.5);
+    const one = find(users, 'tmpfs', 'watch cycle, 1% changed');
+    target(`watch cycle, 1% changed, ${label}`, 'at most 0.8 s', `${fmt(one.seconds)} s, ${one.written} files`, one.seconds <= 0.8);
+  }
+  if (users === 1_000_000) {
+    target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
+    target(`peak RSS of build, ${label}`, 'at most 400 MB', `${fmt(cold.rssMb, 0)} MB`, cold.rssMb <= 400);
+  }
+};
+for (const users of sizes) at(users);
+for (const t of goals) log(`target ${t.ok ? 'MET   ' : 'MISSED'} ${t.what}: ${t.goal}; measured ${t.figure}`);
 
 const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
 const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
@@ -187,11 +217,18 @@ Each build runs in a new process (its seconds include Node's start-up). Watch cy
 inside one long-lived watcher (the status file's cycle duration). "floor" is the time the tightest
 loop takes to write the same files with the same bytes from memory (mkdir once per folder,
 writeFileSync per file), measured in the same run; ratios are against it. Change scenarios update
-view counts of 1% / 10% of all users (so a share of them are unpublished users).
+view counts of 1% / 10% of all users (so a share of them are unpublished users). Every run uses the
+same snapshot time (SOURCE_DATE_EPOCH), so "no change" means no change.
 
 | users | filesystem | scenario | seconds | ratio to floor | files written | peak RSS (MB) |
 |---|---|---|---|---|---|---|
 ${table}
+
+Targets (issue 5: 2-core machine, tmpfs, checked against the figures above):
+
+| target | goal | measured | |
+|---|---|---|---|
+${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**missed**'} |`).join('\n')}
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).

@@ -12,7 +12,7 @@
  * which is common in containers, where a restarted watcher often gets its predecessor's pid).
  */
 import { randomBytes } from 'node:crypto';
-import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -123,31 +123,25 @@ export class OutDirLock {
 
   /** One attempt: undefined when we now hold the lock, else the live holder in the way. */
   private tryTake(): LockHolder | undefined {
-    for (let attempt = 0; attempt < 10; attempt++) {
-      if (this.linkIn()) return undefined;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      if (this.linkIn(this.path)) return undefined;
       const current = readHolder(this.path);
-      if (current === undefined) {
-        // Vanished between our link and our read (try again), or unreadable garbage (remove it).
-        this.removeIfUnchanged(undefined);
-        continue;
-      }
-      if (isAlive(current)) return current;
-      // Stale: move it aside and retake. Whoever renames it first wins; a loser finds the lock gone
-      // (ENOENT) or a new live holder, and the next attempt sorts that out.
-      this.removeIfUnchanged(current);
+      // Unreadable (garbage: a lock is only ever created whole) or gone: clear it; dead: take over.
+      if (current !== undefined && isAlive(current)) return current;
+      this.takeOver(current);
     }
     const current = readHolder(this.path);
     throw outputError(`cannot take the lock ${this.path}${current ? ` (held by ${describeHolder(current)})` : ''}`,
       'remove that file if no profile-snapshot process is using the out dir');
   }
 
-  /** Creates `lock` with our content, atomically; false if it already exists. */
-  private linkIn(): boolean {
+  /** Creates `target` with our content, atomically; false if it already exists. */
+  private linkIn(target: string): boolean {
     const temporary = `${this.path}.${this.holder.token}.tmp`;
     try {
       writeFileSync(temporary, `${JSON.stringify(this.holder)}\n`);
       try {
-        linkSync(temporary, this.path);
+        linkSync(temporary, target);
         return true;
       } catch (cause) {
         if ((cause as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -156,43 +150,62 @@ export class OutDirLock {
         unlinkSync(temporary);
       }
     } catch (cause) {
-      throw outputError(`cannot create the lock ${this.path}: ${describeCause(cause)}`, 'make the out dir writable, or choose another --out', cause);
+      throw outputError(`cannot create the lock ${target}: ${describeCause(cause)}`, 'make the out dir writable, or choose another --out', cause);
     }
   }
 
   /**
-   * Removes a stale (or unreadable) lock, making sure not to remove a lock someone else has just
-   * taken: the file is renamed aside (atomic), and if what was moved is not what we judged stale it
-   * is linked back. Returns whether anything was removed.
+   * Removes the stale (or unreadable) lock `expected`, never a lock someone has just taken. Checking
+   * the file and then removing it is two steps, so the removal is serialised by a second lock,
+   * `lock.takeover`, taken the same atomic way: without it, a process that judged the old lock stale
+   * could remove the lock a faster racer had meanwhile taken, and two processes would both hold it.
+   * A takeover lock left by a process killed in those few lines is cleared once its holder is gone
+   * (two processes clearing the same abandoned one at once is the one case this does not cover: it
+   * needs a kill -9 inside this function and a three-way race right after).
    */
-  private removeIfUnchanged(expected: LockHolder | undefined): boolean {
-    const aside = `${this.path}.${this.holder.token}.stale`;
-    try {
-      renameSync(this.path, aside);
-    } catch {
-      return false; // someone else moved it first
-    }
-    const moved = readHolder(aside);
-    if (moved !== undefined && moved.token !== expected?.token && isAlive(moved)) {
-      try {
-        linkSync(aside, this.path);
-      } catch {
-        // A third process took the lock meanwhile; the holder we displaced notices at its next verify().
-      }
+  private takeOver(expected: LockHolder | undefined): void {
+    const mutex = `${this.path}.takeover`;
+    if (!this.linkIn(mutex)) {
+      const busy = readHolder(mutex);
+      const abandoned = busy === undefined ? olderThan(mutex, 10_000) : !isAlive(busy);
+      if (abandoned) removeQuietly(mutex);
+      sleepSync(1 + Math.random() * 10);
+      return;
     }
     try {
-      unlinkSync(aside);
-    } catch {
-      // already gone
+      // Only the takeover lock's holder removes a lock file, and a lock file is only ever created
+      // where none exists: so what we read now is still there when we remove it. An absent lock is
+      // left alone (a racer may be creating it this instant); the next attempt links ours in.
+      if (!existsSync(this.path)) return;
+      const now = readHolder(this.path);
+      const unchanged = expected === undefined ? now === undefined : now?.token === expected.token;
+      if (unchanged) removeQuietly(this.path);
+    } finally {
+      removeQuietly(mutex);
     }
-    return true;
+  }
+}
+
+function olderThan(path: string, ms: number): boolean {
+  try {
+    return Date.now() - lstatSync(path).mtimeMs > ms;
+  } catch {
+    return false;
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
   }
 }
 
 /**
- * A process killed while taking or clearing the lock leaves `lock.<token>.tmp` (its own content) or
- * `lock.<token>.stale` (a stale lock it moved aside): once we hold the lock, those naming a process
- * that is gone are removed, so kill -9 never leaves files behind for good.
+ * A process killed while taking the lock leaves `lock.<token>.tmp` (its own content; `.stale` files
+ * are from earlier versions): once we hold the lock, those naming a process that is gone are
+ * removed, so kill -9 never leaves files behind for good.
  */
 function removeLeftovers(outDir: string): void {
   const dir = join(outDir, STATE_DIR);

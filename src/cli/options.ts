@@ -23,10 +23,15 @@ export interface BuildFlags {
   busyTimeout?: string;
 }
 
+/** `--out <dir>`, described for what the command does with it; the same env and default everywhere. */
+export function outOption(what: string): Option {
+  return new Option('--out <dir>', `${what} [env: PROFILE_OUT] (default: "${DEFAULTS.out}")`);
+}
+
 export function addBuildOptions(command: Command): Command {
   return command
     .addOption(new Option('--db <file>', `profile store (SQLite), opened read-only [env: PROFILE_DB] (default: "${DEFAULTS.db}")`))
-    .addOption(new Option('--out <dir>', `output folder, the site the CDN publishes [env: PROFILE_OUT] (default: "${DEFAULTS.out}")`))
+    .addOption(outOption('output folder, the site the CDN publishes'))
     .addOption(new Option('--base-url <url>', `absolute http(s) URL the API is served from, used in avatarUrl, pageUrl and decoration URLs [env: BASE_URL, then Netlify's URL] (default: "${DEFAULTS.baseUrl}")`))
     .option('--strict', 'treat any data warning as an error: exit 4 and write nothing', false)
     .option('--json', 'print the report (counts, every warning) as JSON on stdout', false)

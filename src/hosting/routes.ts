@@ -12,7 +12,7 @@
  *   - path matching is case-sensitive, so only the username part is ever compared case-insensitively,
  *     and that is done by code (the edge function, the origin router), never by a rule.
  */
-import { PROFILE_DIRS, CREATORS_FILE, errorFile } from '../publish/layout.js';
+import { CANONICAL_USERNAME, PROFILE_DIRS, CREATORS_FILE, errorFile } from '../publish/layout.js';
 import { ERRORS, type ErrorCode } from '../render/documents.js';
 import { OPENAPI_FILE } from '../verify/contract.js';
 
@@ -40,11 +40,11 @@ export const PREFLIGHT_HEADERS = {
 export const ALLOW_HEADER = 'GET, HEAD, OPTIONS';
 
 /**
- * Usernames as published on disk: lower case, 1 to 64 characters of a-z 0-9 . _ -, not starting
- * with a dot (spec/profile-store.md). Any other name can never have a file, so it is a miss without
- * looking, and a name like `..` can never become a path.
+ * Usernames as published on disk (publish/layout.ts). Any other name can never have a file, so it is
+ * a miss without looking, and a name like `..` can never become a path. Re-exported: the edge
+ * function's routing module embeds it by name.
  */
-export const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+export { CANONICAL_USERNAME };
 
 export interface ProfileAlias {
   /** URL path of the folder, e.g. `/api/v1/users`; a profile is `<path>/<username>`. */

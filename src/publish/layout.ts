@@ -4,6 +4,13 @@
  */
 import type { ErrorCode } from '../render/documents.js';
 
+/**
+ * A profile's file name: a publishable username (spec/profile-store.md: 1-64 of A-Z a-z 0-9 . _ -,
+ * not starting with ".") in lower case. The route table and the output tree both rely on it: it can
+ * never be a path other than one file in a users folder.
+ */
+export const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+
 /** Each published profile is written, byte-identical, under every alias folder. */
 export const PROFILE_DIRS = ['api/v1/users', 'service-api/v1/users'] as const;
 

@@ -12,11 +12,12 @@
  * which is common in containers, where a restarted watcher often gets its predecessor's pid).
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describeCause, outputError } from '../errors.js';
+import { prepareDir } from './folders.js';
 import { STATE_DIR } from './layout.js';
 
 export const LOCK_FILE = `${STATE_DIR}/lock`;
@@ -76,7 +77,7 @@ export class OutDirLock {
       token: randomBytes(12).toString('hex'),
     };
     const lock = new OutDirLock(dir, holder);
-    prepareStateDir(dir);
+    prepareDir(dir, join(dir, STATE_DIR));
     for (;;) {
       const other = lock.tryTake();
       if (other === undefined) {
@@ -104,7 +105,7 @@ export class OutDirLock {
     if (this.released) throw new Error('bug: lock already released');
     const current = readHolder(this.path);
     if (current?.token === this.holder.token) return;
-    prepareStateDir(this.outDir);
+    prepareDir(this.outDir, join(this.outDir, STATE_DIR));
     const other = this.tryTake();
     if (other !== undefined) throw lockedError(this.outDir, other);
   }
@@ -290,31 +291,6 @@ export function processStartTicks(pid: number): string | null {
     return fields[19] ?? null;
   } catch {
     return null;
-  }
-}
-
-/**
- * The state folder must be a real folder inside a folder: the lock is never written through a
- * symlink below the out dir (the out dir itself may be one, as the output tree allows).
- */
-function prepareStateDir(outDir: string): void {
-  const dir = join(outDir, STATE_DIR);
-  const hint = 'move it away or choose another --out';
-  for (const path of [outDir, dir]) {
-    let stats;
-    try {
-      stats = lstatSync(path);
-    } catch (cause) {
-      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw outputError(`cannot use ${path}: ${describeCause(cause)}`, hint, cause);
-      try {
-        mkdirSync(path, { recursive: true });
-      } catch (mkdirCause) {
-        throw outputError(`cannot create ${path}: ${describeCause(mkdirCause)}`, 'make the out dir writable, or choose another --out', mkdirCause);
-      }
-      continue;
-    }
-    if (path === dir && stats.isSymbolicLink()) throw outputError(`refusing to write through the symbolic link ${path}`, 'replace it with a real folder');
-    if (!stats.isDirectory() && !(path === outDir && stats.isSymbolicLink())) throw outputError(`${path} exists and is not a folder`, hint);
   }
 }
 

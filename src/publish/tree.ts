@@ -12,14 +12,12 @@
  * Files the tool did not write are never replaced or removed: a target path that exists but is not
  * in the manifest stops the build (exit 5).
  */
-import {
-  closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, statSync, unlinkSync,
-  writeFileSync, writeSync, copyFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { describeCause, outputError, SnapshotError } from '../errors.js';
+import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
-import { MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
+import { asOutputError, guard, prepareDir } from './folders.js';
+import { CANONICAL_USERNAME, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
 import { PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
 
 export interface WriteCounts {
@@ -27,9 +25,6 @@ export interface WriteCounts {
   unchanged: number;
   removed: number;
 }
-
-/** Lower-case publishable names only: they are path segments, so anything else is a bug here. */
-const SAFE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
 
 interface StagedFile { path: string; hash: string; staged: string }
 
@@ -79,7 +74,8 @@ export class OutputTransaction {
    * only called when the data changed, so an unchanged profile keeps its bytes and is not rewritten.
    */
   profile(name: string, hash: string, render: () => string): void {
-    if (!SAFE_NAME.test(name)) throw new Error(`bug: unsafe profile file name ${JSON.stringify(name)}`);
+    // Names are path segments: anything but a canonical (lower-case publishable) name is a bug here.
+    if (!CANONICAL_USERNAME.test(name)) throw new Error(`bug: unsafe profile file name ${JSON.stringify(name)}`);
     const previousHash = this.previous.profiles.get(name);
     this.previous.profiles.delete(name);
     this.next.profiles.set(name, hash);
@@ -321,30 +317,6 @@ const ManifestCache = {
   },
 };
 
-/** mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. */
-function prepareDir(outDir: string, dir: string): void {
-  const relative = dir === outDir ? [] : dir.slice(outDir.length + 1).split(/[\\/]/);
-  let current = outDir;
-  for (const segment of ['', ...relative]) {
-    current = segment === '' ? current : join(current, segment);
-    let stats;
-    try {
-      stats = lstatSync(current);
-    } catch (cause) {
-      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw asOutputError(cause, `cannot use the out dir ${outDir}`);
-      guard(`cannot create ${current}`, () => mkdirSync(current, { recursive: true }));
-      continue;
-    }
-    // The out dir itself may be a symlink (the operator chose it); nothing below it may be.
-    if (current !== outDir && stats.isSymbolicLink()) {
-      throw outputError(`refusing to write through the symbolic link ${current}`, 'replace it with a real folder');
-    }
-    if (!stats.isDirectory() && !(current === outDir && stats.isSymbolicLink())) {
-      throw outputError(`${current} exists and is not a folder`, 'move it away or choose another --out');
-    }
-  }
-}
-
 function removeIfPresent(path: string): number {
   try {
     unlinkSync(path);
@@ -353,21 +325,4 @@ function removeIfPresent(path: string): number {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw cause;
   }
-}
-
-function guard<T>(what: string, action: () => T): T {
-  try {
-    return action();
-  } catch (cause) {
-    throw asOutputError(cause, what);
-  }
-}
-
-function asOutputError(cause: unknown, what: string): SnapshotError {
-  if (cause instanceof SnapshotError) return cause;
-  const code = (cause as NodeJS.ErrnoException).code;
-  const hint = code === 'ENOSPC' ? 'free disk space, then rebuild'
-    : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'make the out dir writable, or choose another --out'
-    : 'check the out dir, then rebuild';
-  return outputError(`${what}: ${describeCause(cause)}`, hint, cause);
 }

@@ -8,7 +8,7 @@ import { outputError, SnapshotError } from '../../errors.js';
 import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR } from '../../hosting/limits.js';
 import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
 import type { CliState, Io } from '../io.js';
-import { resolveOutDir } from '../options.js';
+import { outOption, resolveOutDir } from '../options.js';
 
 export function netlifyCommand(io: Io, _state: CliState): Command {
   const command = new Command('netlify').description('Netlify hosting: render netlify.toml from the route table, check a snapshot against Netlify\'s limits.');
@@ -28,7 +28,7 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
 
   command.addCommand(configure(new Command('verify')
     .description(`Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`)
-    .addOption(new Option('--out <dir>', 'the snapshot [env: PROFILE_OUT] (default: "dist")'))
+    .addOption(outOption('the snapshot'))
     .action((flags: { out?: string }) => {
       const out = resolveOutDir(flags, io.env);
       const report = checkNetlifyLimits(out);

@@ -8,7 +8,7 @@ import { SnapshotError, usageError, type SnapshotErrorKind } from '../../errors.
 import { formatCycle } from '../../watch/format.js';
 import { regenerate } from '../../watch/regenerate.js';
 import type { CliState, Io } from '../io.js';
-import { DEFAULTS, resolveOutDir } from '../options.js';
+import { outOption, resolveOutDir } from '../options.js';
 
 const KINDS: readonly SnapshotErrorKind[] = ['usage', 'store', 'strictWarnings', 'output'];
 
@@ -21,7 +21,7 @@ interface RegenerateFlags {
 export function regenerateCommand(io: Io, state: CliState): Command {
   return new Command('regenerate')
     .description('Ask the watcher of an out dir (found through its lock) to rebuild now, wait for that cycle and print its summary.')
-    .addOption(new Option('--out <dir>', `the watcher's output folder [env: PROFILE_OUT] (default: "${DEFAULTS.out}")`))
+    .addOption(outOption("the watcher's output folder"))
     .addOption(new Option('--timeout <seconds>', 'give up (exit 5) if the cycle has not finished by then').default('600'))
     .option('--json', 'print the cycle\'s status as JSON on stdout', false)
     .action(async (flags: RegenerateFlags) => {

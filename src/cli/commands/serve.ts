@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { usageError } from '../../errors.js';
 import { closeGracefully, createOrigin, listen } from '../../hosting/origin.js';
 import type { CliState, Io } from '../io.js';
-import { resolveOutDir } from '../options.js';
+import { outOption, resolveOutDir } from '../options.js';
 
 export const SERVE_DEFAULTS = { port: 3000, host: '127.0.0.1' } as const;
 
@@ -18,7 +18,7 @@ export interface ServeHooks {
 export function serveCommand(io: Io, _state: CliState, hooks: ServeHooks = {}): Command {
   return new Command('serve')
     .description('Serve a snapshot exactly as Netlify serves it with the committed netlify.toml: the contract headers, case-insensitive usernames, the query-string form, JSON errors, CORS, ETags. Run it behind any CDN that honours s-maxage and stale-while-revalidate, beside `watch`.')
-    .addOption(new Option('--out <dir>', `the snapshot to serve [env: PROFILE_OUT] (default: "dist")`))
+    .addOption(outOption('the snapshot to serve'))
     .addOption(new Option('--port <port>', `TCP port, 0 for any free one [env: PORT] (default: ${SERVE_DEFAULTS.port})`))
     .addOption(new Option('--host <host>', `address to listen on (default: "${SERVE_DEFAULTS.host}")`))
     .option('--verbose', 'print one access-log line per request on stderr', false)

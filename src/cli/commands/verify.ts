@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import { positiveInteger } from '../../config.js';
 import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index.js';
 import type { CliState, Io } from '../io.js';
-import { resolveOutDir } from '../options.js';
+import { outOption, resolveOutDir } from '../options.js';
 
 interface VerifyFlags { out?: string; netlify: boolean; root: string; json: boolean; wait: string }
 
@@ -17,7 +17,7 @@ export function verifyCommand(io: Io, state: CliState): Command {
       + 'in lower-cased username order, and every active profile; no unpublishable username or misnamed file; the error documents and the '
       + 'contract are there; no leftover temporary or staging files and no bookkeeping where it would be served. Exit 0 when clean, '
       + '5 with every defect listed when not.')
-    .addOption(new Option('--out <dir>', 'the snapshot to audit [env: PROFILE_OUT] (default: "dist")'))
+    .addOption(outOption('the snapshot to audit'))
     .option('--netlify', 'also check Netlify\'s limit of 54,000 files per folder and that netlify.toml matches the route table', false)
     .option('--root <dir>', 'repository root holding netlify.toml (with --netlify)', '.')
     .option('--json', 'print the report (every defect with kind, path and message) as JSON on stdout', false)

@@ -1,0 +1,49 @@
+/**
+ * Folders and failures under the out dir, shared by everything that writes there (the output
+ * transaction, the lock): folders are created only as real folders, never through a symlink below
+ * the out dir, and filesystem errors become output errors (exit 5) with a hint.
+ */
+import { lstatSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describeCause, outputError, SnapshotError } from '../errors.js';
+
+/** mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. */
+export function prepareDir(outDir: string, dir: string): void {
+  const relative = dir === outDir ? [] : dir.slice(outDir.length + 1).split(/[\\/]/);
+  let current = outDir;
+  for (const segment of ['', ...relative]) {
+    current = segment === '' ? current : join(current, segment);
+    let stats;
+    try {
+      stats = lstatSync(current);
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw asOutputError(cause, `cannot use the out dir ${outDir}`);
+      guard(`cannot create ${current}`, () => mkdirSync(current, { recursive: true }));
+      continue;
+    }
+    // The out dir itself may be a symlink (the operator chose it); nothing below it may be.
+    if (current !== outDir && stats.isSymbolicLink()) {
+      throw outputError(`refusing to write through the symbolic link ${current}`, 'replace it with a real folder');
+    }
+    if (!stats.isDirectory() && !(current === outDir && stats.isSymbolicLink())) {
+      throw outputError(`${current} exists and is not a folder`, 'move it away or choose another --out');
+    }
+  }
+}
+
+export function guard<T>(what: string, action: () => T): T {
+  try {
+    return action();
+  } catch (cause) {
+    throw asOutputError(cause, what);
+  }
+}
+
+export function asOutputError(cause: unknown, what: string): SnapshotError {
+  if (cause instanceof SnapshotError) return cause;
+  const code = (cause as NodeJS.ErrnoException).code;
+  const hint = code === 'ENOSPC' ? 'free disk space, then rebuild'
+    : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'make the out dir writable, or choose another --out'
+    : 'check the out dir, then rebuild';
+  return outputError(`${what}: ${describeCause(cause)}`, hint, cause);
+}

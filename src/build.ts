@@ -2,6 +2,7 @@
  * One build: a single pass over one consistent store snapshot, rendering each row and handing the
  * documents to the output transaction. Plain data in (BuildOptions), plain data out (BuildReport).
  */
+import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { normalizeBaseUrl } from './config.js';
 import { StrictWarningsError } from './errors.js';
@@ -15,6 +16,9 @@ import { OutputTransaction, type WriteCounts } from './publish/tree.js';
 import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
 import { contractText, OPENAPI_FILE } from './verify/contract.js';
+import { currentPass, forgetPass, recordPass, type LastPass } from './publish/last-pass.js';
+import { nextAgeChangeMs } from './render/dates.js';
+import { toolIdentity } from './version.js';
 
 export interface BuildOptions {
   db: string;
@@ -42,6 +46,13 @@ export interface BuildOptions {
    */
   folderNoticeAt?: number;
   lockWaitMs?: number;
+  /**
+   * Read every row even when the store is unchanged since the last build (by default such a build
+   * reads nothing and writes nothing: see publish/last-pass.ts).
+   */
+  fullPass?: boolean;
+  /** How long the store's files must have been left alone before their stamp is trusted (tests). */
+  storeSettleMs?: number;
 }
 
 export interface BuildReport {
@@ -58,6 +69,11 @@ export interface BuildReport {
   /** Advice about the whole tree (not data warnings: never fatal, even under --strict). */
   notices: string[];
   seconds: number;
+  /**
+   * True when nothing was read: the store, the tool, the base URL and the tree are as the last
+   * build left them and no published profile's age moved, so its output still stands as it is.
+   */
+  storeUnchanged: boolean;
 }
 
 const PROGRESS_EVERY = 10_000;
@@ -68,6 +84,22 @@ export const FOLDER_NOTICE_AT = 50_000;
 function folderNotices(profiles: number, noticeAt: number): string[] {
   if (profiles <= noticeAt) return [];
   return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: past it, self-host with serve)`);
+}
+
+/** The report of a build that found the last pass still standing: the same counts and warnings. */
+function unchangedReport(last: LastPass, options: BuildOptions, started: number): BuildReport {
+  // Under --strict the same rows fail the same way, and nothing is written either.
+  if (options.strict && last.warnings.length > 0) throw new StrictWarningsError(last.warnings);
+  return {
+    out: resolve(options.out),
+    snapshotTime: new Date(options.snapshotMs).toISOString(),
+    profiles: last.profiles, creators: last.creators, skipped: last.skipped,
+    files: { written: 0, unchanged: last.files, removed: 0 },
+    warnings: last.warnings,
+    notices: folderNotices(last.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
+    seconds: (performance.now() - started) / 1000,
+    storeUnchanged: true,
+  };
 }
 
 export function build(options: BuildOptions): BuildReport {
@@ -85,8 +117,17 @@ export function build(options: BuildOptions): BuildReport {
     // Taken after the store opened (a bad --db fails fast, creating nothing) and before the snapshot
     // is read, so the tree is brought to a snapshot no older than the previous writer's.
     if (options.lock === undefined) ownLock = OutDirLock.acquire(options.out, { command: 'build', waitMs: options.lockWaitMs });
-    tx = OutputTransaction.begin(options.out);
+    const conditions = { tool: toolIdentity(), store: store.stamp(options.storeSettleMs), baseUrl: ctx.baseUrl };
+    const outDir = resolve(options.out);
+    if (conditions.store !== undefined && !options.fullPass) {
+      const last = currentPass(outDir, { ...conditions, store: conditions.store }, options.snapshotMs);
+      if (last !== undefined) return unchangedReport(last, options, started);
+    }
+    // From here on the tree may change: the record must not vouch for it until the commit is done.
+    forgetPass(outDir);
+    tx = OutputTransaction.begin(outDir);
     const output = tx;
+    let stableUntilMs = Infinity;
     const creators = new CreatorsList(output);
     let rowsRead = 0;
     store.forEachRow((row) => {
@@ -99,6 +140,7 @@ export function build(options: BuildOptions): BuildReport {
         return;
       }
       const { user } = result;
+      stableUntilMs = Math.min(stableUntilMs, nextAgeChangeMs(result.createdMs, options.snapshotMs));
       const name = user.username.toLowerCase();
       // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
       if (output.hasProfile(name)) {
@@ -128,12 +170,20 @@ export function build(options: BuildOptions): BuildReport {
       throw new StrictWarningsError(warnings);
     }
     const files = output.commit();
+    if (conditions.store !== undefined) {
+      recordPass(outDir, {
+        ...conditions, store: conditions.store, snapshotMs: options.snapshotMs,
+        stableUntilMs: stableUntilMs === Infinity ? null : stableUntilMs,
+        profiles, creators: creatorCount, skipped, files: files.written + files.unchanged, warnings,
+      });
+    }
     return {
       out: output.outDir,
       snapshotTime: new Date(options.snapshotMs).toISOString(),
       profiles, creators: creatorCount, skipped, files, warnings,
       notices: folderNotices(profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
       seconds: (performance.now() - started) / 1000,
+      storeUnchanged: false,
     };
   } catch (error) {
     tx?.abort();

@@ -4,14 +4,13 @@
  * the one exit point.
  */
 import { Command, CommanderError } from 'commander';
-import { createRequire } from 'node:module';
 import { ExitCode, SnapshotError, StrictWarningsError, describeCause } from '../errors.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
+import { TOOL_VERSION } from '../version.js';
 
 export type { Io } from './io.js';
 
-const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 type CommandFactory = (io: Io, state: CliState) => Command;
 
@@ -35,7 +34,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   const state: CliState = { json: false };
   const program = new Command('profile-snapshot')
     .description('Pre-render the public profile API from the profile store (SQLite) as static JSON files for a CDN.')
-    .version(version)
+    .version(TOOL_VERSION)
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();

@@ -21,6 +21,7 @@ export interface BuildFlags {
   strict?: boolean;
   json?: boolean;
   busyTimeout?: string;
+  full?: boolean;
 }
 
 /** `--out <dir>`, described for what the command does with it; the same env and default everywhere. */
@@ -35,6 +36,7 @@ export function addBuildOptions(command: Command): Command {
     .addOption(new Option('--base-url <url>', `absolute http(s) URL the API is served from, used in avatarUrl, pageUrl and decoration URLs [env: BASE_URL, then Netlify's URL] (default: "${DEFAULTS.baseUrl}")`))
     .option('--strict', 'treat any data warning as an error: exit 4 and write nothing', false)
     .option('--json', 'print the report (counts, every warning) as JSON on stdout', false)
+    .option('--full', 'read every row even when the store is unchanged since the last build (by default such a build reads and writes nothing)', false)
     .addOption(new Option('--busy-timeout <ms>', 'how long to wait for a store locked by a writer before giving up (exit 3)').default(String(DEFAULTS.busyTimeoutMs)));
 }
 
@@ -64,6 +66,7 @@ export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOption
     out: resolveOutDir(flags, env),
     baseUrl: normalizeBaseUrl(baseUrlInput, baseUrlSource),
     strict: Boolean(flags.strict),
+    fullPass: Boolean(flags.full),
     busyTimeoutMs: positiveInteger(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
   };
 }

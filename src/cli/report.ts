@@ -10,7 +10,8 @@ export function formatSummary(report: BuildReport): string {
   return `profile-snapshot: ${plural(report.profiles, 'profile')} published (${plural(report.creators, 'creator')}), `
     + `${report.skipped.toLocaleString('en-US')} skipped; files ${files.written.toLocaleString('en-US')} written, `
     + `${files.unchanged.toLocaleString('en-US')} unchanged, ${files.removed.toLocaleString('en-US')} removed; `
-    + `${plural(report.warnings.length, 'warning')}; ${report.seconds.toFixed(2)} s`;
+    + `${plural(report.warnings.length, 'warning')}; `
+    + `${report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : ''}${report.seconds.toFixed(2)} s`;
 }
 
 const SHOWN_WARNINGS = 20;

@@ -7,7 +7,7 @@
  * (one entry for all its alias files) and `f <path> <hash>` for any other document. The hash `-`
  * marks an entry whose file may be half-way through a commit: ours, but to be rewritten.
  */
-import { readFileSync, renameSync, rmSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
@@ -72,4 +72,14 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     throw error;
   }
   renameSync(temporary, path);
+}
+
+/** Identifies one written manifest (inode, size, mtime): any rewrite, by anyone, changes it. */
+export function manifestStamp(outDir: string): string | undefined {
+  try {
+    const stats = statSync(join(outDir, MANIFEST_FILE), { bigint: true });
+    return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
+  } catch {
+    return undefined;
+  }
 }

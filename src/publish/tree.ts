@@ -12,13 +12,13 @@
  * Files the tool did not write are never replaced or removed: a target path that exists but is not
  * in the manifest stops the build (exit 5).
  */
-import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
-import { CANONICAL_USERNAME, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
-import { PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
+import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
+import { manifestStamp, PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
 
 export interface WriteCounts {
   written: number;
@@ -290,25 +290,16 @@ export class OutputTransaction {
 const ManifestCache = {
   entry: undefined as { outDir: string; stamp: string; manifest: Manifest } | undefined,
 
-  stamp(outDir: string): string | undefined {
-    try {
-      const stats = statSync(join(outDir, MANIFEST_FILE), { bigint: true });
-      return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
-    } catch {
-      return undefined;
-    }
-  },
-
   /** The cached manifest of `outDir` if the file still matches it; the cache is emptied either way. */
   take(outDir: string): Manifest | undefined {
     const entry = this.entry;
     this.entry = undefined;
     if (entry === undefined || entry.outDir !== outDir) return undefined;
-    return entry.stamp === this.stamp(outDir) ? entry.manifest : undefined;
+    return entry.stamp === manifestStamp(outDir) ? entry.manifest : undefined;
   },
 
   keep(outDir: string, manifest: Manifest): void {
-    const stamp = this.stamp(outDir);
+    const stamp = manifestStamp(outDir);
     this.entry = stamp === undefined ? undefined : { outDir, stamp, manifest };
   },
 

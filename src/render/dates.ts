@@ -51,3 +51,9 @@ const DAY_MS = 86_400_000;
 export function wholeDaysBetween(createdMs: number, snapshotMs: number): number {
   return Math.max(0, Math.floor((snapshotMs - createdMs) / DAY_MS));
 }
+
+/** The first snapshot time after `snapshotMs` at which wholeDaysBetween(createdMs, ·) changes. */
+export function nextAgeChangeMs(createdMs: number, snapshotMs: number): number {
+  if (snapshotMs < createdMs) return createdMs + DAY_MS;
+  return createdMs + (Math.floor((snapshotMs - createdMs) / DAY_MS) + 1) * DAY_MS;
+}

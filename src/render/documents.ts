@@ -13,8 +13,12 @@ export interface Meta {
   executionTimeMs: number;
 }
 
+/** Every document of a build shares one timestamp: format it once, not once per profile. */
+let lastTimestamp = { ms: Number.NaN, iso: '' };
+
 export function meta(producedAtMs: number, executionTimeMs: number): Meta {
-  return { timestamp: isoMillis(producedAtMs), version: API_VERSION, executionTimeMs: Math.max(0, Math.floor(executionTimeMs)) };
+  if (lastTimestamp.ms !== producedAtMs) lastTimestamp = { ms: producedAtMs, iso: isoMillis(producedAtMs) };
+  return { timestamp: lastTimestamp.iso, version: API_VERSION, executionTimeMs: Math.max(0, Math.floor(executionTimeMs)) };
 }
 
 /** `{"success":true,"data":` - the envelope up to its data. */

@@ -46,7 +46,7 @@ export interface RenderContext {
 }
 
 export type RenderResult =
-  | { published: true; user: User; warnings: RowWarning[] }
+  | { published: true; user: User; warnings: RowWarning[]; /** created_at, ms since the epoch */ createdMs: number }
   | { published: false; warnings: RowWarning[] };
 
 /** Known badges, in the order `badges.list` holds them. */
@@ -114,7 +114,7 @@ export function renderUser(row: StoreRow, ctx: RenderContext): RenderResult {
     status,
     banInfo: status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null } : banInfo(row.ban, warn),
   };
-  return { published: true, user, warnings };
+  return { published: true, user, warnings, createdMs: created.ms };
 }
 
 function text(value: unknown, column: string, warn: (reason: string) => void): string {

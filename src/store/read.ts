@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../errors.js';
 import { checkSchema } from './schema.js';
+import { storeStamp } from './stamp.js';
 
 /** users columns in the order the query selects them. Never a private column. */
 export type UserColumns = readonly [
@@ -157,6 +158,18 @@ export class ProfileStore {
       }
     } catch (cause) {
       throw translateSqliteError(cause, file);
+    }
+  }
+
+  /**
+   * A stamp that changes with every commit to the store (see stamp.ts); undefined while the files are
+   * too freshly written to trust. Take it before `forEachRow`, so the rows read are never older.
+   */
+  stamp(settleMs?: number): string | undefined {
+    try {
+      return storeStamp(this.file, { settleMs });
+    } catch (cause) {
+      throw storeError(`cannot inspect the profile store's files: ${this.file}`, 'check that the store and its -wal file are readable', cause);
     }
   }
 

@@ -103,13 +103,16 @@ export class OutputTransaction {
       return dir;
     });
     const [first, ...others] = dirs;
+    // Plain concatenation on this per-profile path (path.join cost a tenth of a cold build's CPU):
+    // a canonical name is a single safe segment.
+    const path = `${first!}/${name}`;
     guard(`cannot write into ${this.outDir}`, () => {
-      writeFileSync(join(first!, name), bytes);
+      writeFileSync(path, bytes);
       for (const dir of others) {
         try {
-          linkSync(join(first!, name), join(dir, name));
+          linkSync(path, `${dir}/${name}`);
         } catch {
-          copyFileSync(join(first!, name), join(dir, name)); // filesystems without hard links
+          copyFileSync(path, `${dir}/${name}`); // filesystems without hard links
         }
       }
     });
@@ -182,7 +185,7 @@ export class OutputTransaction {
           this.freshDirs.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));
         }
         for (let i = 0; i < stagedNames.length; i++) {
-          if (!this.freshDirs) this.publishProfile(stagedNames[i]!, join(this.stagingDir, String(stagedSlots[i])));
+          if (!this.freshDirs) this.publishProfile(stagedNames[i]!, `${this.stagingDir}/${stagedSlots[i]!}`);
           next.profiles.set(stagedNames[i]!, stagedHashes[i]!);
           counts.written += PROFILE_DIRS.length;
         }
@@ -236,7 +239,7 @@ export class OutputTransaction {
 
   stagingPath(): string {
     this.assertOpen();
-    return join(this.stagingDir, String(this.stagedCount++));
+    return `${this.stagingDir}/${this.stagedCount++}`;
   }
 
   private stage(bytes: string): string {
@@ -255,9 +258,9 @@ export class OutputTransaction {
       } catch {
         copyFileSync(staged, link); // filesystems without hard links
       }
-      renameSync(link, join(this.outDir, dir, name));
+      renameSync(link, `${this.outDir}/${dir}/${name}`);
     }
-    renameSync(staged, join(this.outDir, first, name));
+    renameSync(staged, `${this.outDir}/${first}/${name}`);
   }
 
   private takePreviousFile(path: string, hash: string): string | undefined {

@@ -83,6 +83,9 @@ export class ProfileStore {
     let db: Database.Database | undefined;
     try {
       db = new Database(file, { readonly: true, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5000 });
+      // A build scans each table once, in order: pages are never read twice, so a big page cache
+      // only adds to the resident set (better-sqlite3's default is 16 MB).
+      db.pragma('cache_size = -2048');
       const store = new ProfileStore(file, db);
       checkSchema(db, file);
       return store;

@@ -8,16 +8,18 @@ import { normalizeBaseUrl } from './config.js';
 import { StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
-import { Col, ProfileStore } from './store/read.js';
+import { Col, ProfileStore, type StoreRow } from './store/read.js';
 import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
 import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, type WriteCounts } from './publish/tree.js';
+import { entryHash, hasSignature, listPlace } from './publish/manifest.js';
 import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
 import { contractText, OPENAPI_FILE } from './verify/contract.js';
 import { currentPass, forgetPass, recordPass, type LastPass } from './publish/last-pass.js';
-import { nextAgeChangeMs } from './render/dates.js';
+import { nextAgeChangeMs, parseStoreDate, wholeDaysBetween } from './render/dates.js';
+import { rowSignature } from './render/signature.js';
 import { toolIdentity } from './version.js';
 
 export interface BuildOptions {
@@ -125,13 +127,40 @@ export function build(options: BuildOptions): BuildReport {
     }
     // From here on the tree may change: the record must not vouch for it until the commit is done.
     forgetPass(outDir);
-    tx = OutputTransaction.begin(outDir);
+    tx = OutputTransaction.begin(outDir, `${conditions.tool}\t${ctx.baseUrl}`);
     const output = tx;
     let stableUntilMs = Infinity;
-    const creators = new CreatorsList(output);
+    const creators = new CreatorsList(output, CREATORS_FILE);
+
+    /**
+     * A row whose signature equals the one its published profile was rendered from is kept as it
+     * is: no render, no JSON, no hash. The account age is part of the signature, so a profile whose
+     * age turns over is rendered again; a row that had warnings has no signature and always is.
+     */
+    const keptUnchanged = (row: StoreRow): boolean => {
+      const username = row.user[Col.username];
+      if (typeof username !== 'string' || !Number.isSafeInteger(row.user[Col.id])) return false;
+      const name = username.toLowerCase();
+      const last = output.previousProfile(name);
+      if (last === undefined || output.hasProfile(name)) return false;
+      const member = row.user[Col.status] === 'active';
+      // A list member's bytes come from the last list file, which must be there, as it was written.
+      const place = member ? listPlace(last) : undefined;
+      if (member && (place === undefined || !creators.canKeep)) return false;
+      const created = parseStoreDate(row.user[Col.createdAt]);
+      if (created === undefined) return false;
+      if (!hasSignature(last, rowSignature(row, wholeDaysBetween(created.ms, options.snapshotMs)))) return false;
+      output.keepProfile(name, last);
+      stableUntilMs = Math.min(stableUntilMs, nextAgeChangeMs(created.ms, options.snapshotMs));
+      profiles++;
+      if (place) creators.keep(name, entryHash(last), place[0], place[1]);
+      return true;
+    };
+
     let rowsRead = 0;
     store.forEachRow((row) => {
       if (++rowsRead % PROGRESS_EVERY === 0) options.onProgress?.(rowsRead);
+      if (keptUnchanged(row)) return;
       const renderStarted = performance.now();
       const result = renderUser(row, ctx);
       if (result.warnings.length > 0) warnings.push(...result.warnings);
@@ -150,12 +179,13 @@ export function build(options: BuildOptions): BuildReport {
       }
       const userJson = JSON.stringify(user);
       const hash = fingerprint(userJson);
-      output.profile(name, hash, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
+      const signature = result.warnings.length === 0 ? rowSignature(row, user.accountAgeDays) : '';
+      output.profile(name, hash, signature, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
       profiles++;
       if (user.status === 'active') creators.add(name, userJson, hash);
     });
     options.onProgress?.(rowsRead);
-    creators.finish(CREATORS_FILE, SUCCESS_HEAD, () => envelopeTail(meta(options.snapshotMs, elapsed(started))));
+    creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(options.snapshotMs, elapsed(started))));
     const creatorCount = creators.size;
 
     for (const code of Object.keys(ERRORS) as ErrorCode[]) {

@@ -1,8 +1,13 @@
 /**
  * The creators list: every active user, ordered by lower-cased username, each element the same bytes
- * as the data of that user's own document. Users arrive in id order, so their JSON is appended to a
- * scratch file as it comes (never all held in memory: over 500 MB at a million users) with only its
- * name, offset and length kept; `finish` sorts those and streams the list out of the scratch file.
+ * as the data of that user's own document. Users arrive in id order, so each rendered member's JSON
+ * is appended to a scratch file as it comes (never all held in memory: over 500 MB at a million
+ * users) with only its name, offset and length kept; `finish` sorts those and streams the list out.
+ *
+ * A member whose row did not change since the last build is not rendered at all: its bytes are
+ * copied from the last build's list file, where the manifest says they sit. Members are in name
+ * order in both lists, so unchanged neighbours form runs that are copied in one read each.
+ *
  * The list's change hash is taken over the members' own hashes in order, so an unchanged list costs
  * no rewrite and no assembly.
  */
@@ -11,22 +16,34 @@ import { Fingerprint } from '../render/fingerprint.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { OutputTransaction } from './tree.js';
 
-/** Up to this size the scratch file is read back whole; beyond it, one positioned read per member. */
-const READ_WHOLE_LIMIT = 32 * 2 ** 20;
+/**
+ * Up to this size the scratch file is read back whole; beyond it, one positioned read per member.
+ * Kept small: the whole read is resident memory, and a build that keeps most members has few reads.
+ */
+const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 
 export class CreatorsList {
   private readonly names: string[] = [];
   private readonly hashes: string[] = [];
+  /** Where a member's JSON is: >= 0, an offset in the scratch file; < 0, -offset in the last list. */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
   private readonly scratch: BufferedFileWriter;
+  /** The last build's list file, when it is exactly as that build wrote it. */
+  private readonly lastList: string | undefined;
 
-  constructor(private readonly tx: OutputTransaction, private readonly readWholeLimit = READ_WHOLE_LIMIT) {
+  constructor(private readonly tx: OutputTransaction, private readonly path: string, private readonly readWholeLimit = READ_WHOLE_LIMIT) {
     this.scratch = tx.scratchFile();
+    this.lastList = tx.unchangedPublishedFile(path);
   }
 
   get size(): number {
     return this.names.length;
+  }
+
+  /** Whether members can be kept from the last list (`keep`); otherwise each must be `add`ed. */
+  get canKeep(): boolean {
+    return this.lastList !== undefined;
   }
 
   add(name: string, userJson: string, hash: string): void {
@@ -37,38 +54,102 @@ export class CreatorsList {
     this.lengths.push(this.scratch.bytesWritten - this.offsets[this.offsets.length - 1]!);
   }
 
+  /** A member unchanged since the last build, whose JSON sits at `offset` in the last list file. */
+  keep(name: string, hash: string, offset: number, length: number): void {
+    if (!this.canKeep || !(offset > 0)) throw new Error(`bug: ${name} kept without a last list to copy it from`);
+    this.names.push(name);
+    this.hashes.push(hash);
+    this.offsets.push(-offset);
+    this.lengths.push(length);
+  }
+
   /**
-   * Publishes the list at `path` as `head` + JSON array + `tail()` (the envelope), rewriting it only
-   * when its members or their data changed.
+   * Publishes the list as `head` + JSON array + `tail()` (the envelope), rewriting it only when its
+   * members or their data changed, and tells the transaction where each member landed.
    */
-  finish(path: string, head: string, tail: () => string): void {
+  finish(head: string, tail: () => string): void {
     this.scratch.close();
     const { names, hashes, offsets, lengths } = this;
     // Lower-case ASCII names: code-unit order is "lower case, ascending".
     const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
     const members = new Fingerprint();
     for (const i of order) members.update(hashes[i]!);
-    this.tx.streamedFile(path, members.digest(), (sink) => {
+    this.tx.streamedFile(this.path, members.digest(), (sink) => {
       sink.write(`${head}[`);
-      const fd = openSync(this.scratch.path, 'r');
+      const scratch = new PositionedReader(this.scratch.path, this.scratch.bytesWritten <= this.readWholeLimit);
+      const last = this.lastList === undefined ? undefined : new PositionedReader(this.lastList, false);
       try {
-        const whole = this.scratch.bytesWritten <= this.readWholeLimit ? readFileSync(fd) : undefined;
-        let buffer = Buffer.alloc(whole ? 0 : 64 * 1024);
-        order.forEach((i, position) => {
+        for (let position = 0; position < order.length;) {
           if (position > 0) sink.write(',');
-          const offset = offsets[i]!, length = lengths[i]!;
-          if (whole) {
-            sink.write(whole.subarray(offset, offset + length));
-            return;
+          const i = order[position]!;
+          if (offsets[i]! >= 0) {
+            this.tx.placeInList(names[i]!, sink.bytesWritten, lengths[i]!);
+            sink.write(scratch.read(offsets[i]!, lengths[i]!));
+            position++;
+            continue;
           }
-          if (buffer.length < length) buffer = Buffer.alloc(length * 2);
-          for (let done = 0; done < length;) done += readSync(fd, buffer, done, length - done, offset + done);
-          sink.write(buffer.subarray(0, length));
-        });
+          // A run of members that were neighbours in the last list too, commas between them included.
+          const start = -offsets[i]!;
+          let end = start + lengths[i]!;
+          let runEnd = position + 1;
+          while (runEnd < order.length && -offsets[order[runEnd]!]! === end + 1) {
+            end += 1 + lengths[order[runEnd]!]!;
+            runEnd++;
+          }
+          const at = sink.bytesWritten;
+          for (let k = position; k < runEnd; k++) {
+            const j = order[k]!;
+            this.tx.placeInList(names[j]!, at + (-offsets[j]! - start), lengths[j]!);
+          }
+          last!.copy(start, end - start, sink);
+          position = runEnd;
+        }
       } finally {
-        closeSync(fd);
+        scratch.close();
+        last?.close();
       }
       sink.write(`]${tail()}`);
     });
+  }
+}
+
+/** The largest piece copied at once: a run of unchanged members may be most of a 500 MB list. */
+const COPY_CHUNK = 1 << 20;
+
+/** Byte ranges of one file: from memory when it was read whole, else by positioned reads. */
+class PositionedReader {
+  private readonly fd: number;
+  private readonly whole: Buffer | undefined;
+  private buffer = Buffer.alloc(64 * 1024);
+
+  constructor(private readonly path: string, readWhole: boolean) {
+    this.fd = openSync(path, 'r');
+    this.whole = readWhole ? readFileSync(this.fd) : undefined;
+  }
+
+  /** The bytes at [offset, offset + length): valid until the next read. */
+  read(offset: number, length: number): Buffer {
+    if (this.whole) return this.whole.subarray(offset, offset + length);
+    if (this.buffer.length < length) this.buffer = Buffer.alloc(Math.max(length, this.buffer.length * 2));
+    for (let done = 0; done < length;) {
+      const read = readSync(this.fd, this.buffer, done, length - done, offset + done);
+      // The manifest said these bytes are there: a shorter file was changed behind the tool's back.
+      if (read === 0) throw new Error(`${this.path} ends at ${offset + done}, before the data the manifest places there`);
+      done += read;
+    }
+    return this.buffer.subarray(0, length);
+  }
+
+  /** Streams [offset, offset + length) into `sink`, a bounded piece at a time. */
+  copy(offset: number, length: number, sink: BufferedFileWriter): void {
+    for (let done = 0; done < length;) {
+      const piece = Math.min(COPY_CHUNK, length - done);
+      sink.write(this.read(offset + done, piece));
+      done += piece;
+    }
+  }
+
+  close(): void {
+    closeSync(this.fd);
   }
 }

@@ -3,9 +3,14 @@
  * how a rebuild knows, without re-reading a file, that a document is unchanged (keep its bytes),
  * which files are ours to replace or remove, and which belong to someone else (never touched).
  *
- * Format: a header line, then one tab-separated line per entry: `u <name> <hash>` for a profile
- * (one entry for all its alias files) and `f <path> <hash>` for any other document. The hash `-`
- * marks an entry whose file may be half-way through a commit: ours, but to be rewritten.
+ * Format 2: a header line `profile-snapshot manifest 2<TAB><tool><TAB><base URL>` (who rendered the
+ * documents, and for which base URL), then one tab-separated line per entry:
+ *   `u <name> <hash> <signature> <offset> <length>` for a profile (one entry for all its alias files):
+ *     the row signature it was rendered from (empty when the row had warnings: always re-rendered),
+ *     and, for a member of the creators list, where its data sits in that list file;
+ *   `f <path> <hash> <stamp>` for any other document, with the file's size and mtime once published.
+ * The value `-` marks an entry whose file may be half-way through a commit: ours, but to be
+ * rewritten. Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  */
 import { readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,17 +18,67 @@ import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { MANIFEST_FILE } from './layout.js';
 
-const HEADER = 'profile-snapshot manifest 1';
+const HEADER = 'profile-snapshot manifest 2';
+const HEADER_V1 = 'profile-snapshot manifest 1';
 export const PENDING = '-';
 
 export interface Manifest {
-  /** lower-case username -> data hash */
+  /** toolIdentity() and base URL of the build that wrote it ('' when unknown: format 1). */
+  renderedBy: string;
+  /** lower-case username -> `hash<TAB>signature<TAB>offset<TAB>length` (see profileEntry), or PENDING */
   profiles: Map<string, string>;
-  /** path relative to the out dir -> data hash */
+  /** path relative to the out dir -> `hash<TAB>stamp`, or PENDING */
   files: Map<string, string>;
 }
 
-export const emptyManifest = (): Manifest => ({ profiles: new Map(), files: new Map() });
+export const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), files: new Map() });
+
+/**
+ * Entries are kept as the manifest line's own text, one string per profile: at a million profiles a
+ * string costs far less than an object, and an unchanged entry is carried over without a copy.
+ */
+export function profileEntry(hash: string, signature: string, place: [offset: number, length: number] | undefined): string {
+  // join() gives one flat string; a template literal would keep a tree of pieces alive per entry,
+  // which at 100k profiles cost about 15 MB of resident memory.
+  return (place ? [hash, signature, place[0], place[1]] : [hash, signature, '', '']).join('\t');
+}
+
+/** The data hash of a profile or file entry (PENDING stays PENDING). */
+export function entryHash(entry: string): string {
+  const tab = entry.indexOf('\t');
+  return tab === -1 ? entry : entry.slice(0, tab);
+}
+
+/** Whether a profile entry was rendered from a row with this signature (never for an empty one). */
+export function hasSignature(entry: string, signature: string): boolean {
+  const at = entry.indexOf('\t') + 1;
+  return signature !== '' && at > 0 && entry.startsWith(signature, at) && entry.charCodeAt(at + signature.length) === 9;
+}
+
+/** [offset, length] of a profile's data in the creators list file, if the entry records them. */
+export function listPlace(entry: string): [offset: number, length: number] | undefined {
+  const second = entry.indexOf('\t', entry.indexOf('\t') + 1);
+  const third = second === -1 ? -1 : entry.indexOf('\t', second + 1);
+  if (third === -1 || third === second + 1 || third === entry.length - 1) return undefined;
+  return [Number(entry.slice(second + 1, third)), Number(entry.slice(third + 1))];
+}
+
+/** The same entry with another (or no) place in the creators list. */
+export function withListPlace(entry: string, place: [offset: number, length: number] | undefined): string {
+  const second = entry.indexOf('\t', entry.indexOf('\t') + 1);
+  if (second === -1) return entry; // PENDING, or a format 1 entry: nothing to record it in
+  return (place ? [entry.slice(0, second), place[0], place[1]] : [entry.slice(0, second), '', '']).join('\t');
+}
+
+/** The stamp of a file entry, if it has one. */
+export function fileEntryStamp(entry: string): string | undefined {
+  const tab = entry.indexOf('\t');
+  return tab === -1 ? undefined : entry.slice(tab + 1);
+}
+
+export function fileEntry(hash: string, stamp: string | undefined): string {
+  return stamp === undefined ? hash : `${hash}\t${stamp}`;
+}
 
 export function readManifest(outDir: string): Manifest {
   const path = join(outDir, MANIFEST_FILE);
@@ -35,18 +90,22 @@ export function readManifest(outDir: string): Manifest {
     throw outputError(`cannot read the tool's manifest ${path}`, 'check the out dir\'s permissions', cause);
   }
   const lines = text.split('\n');
-  if (lines[0] !== HEADER) {
+  const header = lines[0]!.split('\t');
+  if (header[0] !== HEADER && lines[0] !== HEADER_V1) {
     throw outputError(`unrecognised manifest ${path}`,
       `it was not written by this version of profile-snapshot; delete the out dir's ${MANIFEST_FILE} and the files it listed, then rebuild`);
   }
   const manifest = emptyManifest();
+  manifest.renderedBy = header[0] === HEADER ? header.slice(1).join('\t') : '';
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
     if (line === '') continue;
-    const a = line.indexOf('\t'), b = line.lastIndexOf('\t');
-    const kind = line.slice(0, a), key = line.slice(a + 1, b), hash = line.slice(b + 1);
-    if (kind === 'u') manifest.profiles.set(key, hash);
-    else if (kind === 'f') manifest.files.set(key, hash);
+    // Names and paths never hold a tab: the key ends at the second one, the value is the rest.
+    const a = line.indexOf('\t'), b = line.indexOf('\t', a + 1);
+    if (a === -1 || b === -1) continue;
+    const kind = line.slice(0, a), key = line.slice(a + 1, b), value = line.slice(b + 1);
+    if (kind === 'u') manifest.profiles.set(key, value);
+    else if (kind === 'f') manifest.files.set(key, value);
   }
   return manifest;
 }
@@ -57,7 +116,7 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
   const temporary = `${path}.tmp`;
   const out = new BufferedFileWriter(temporary);
   try {
-    out.write(`${HEADER}\n`);
+    out.write(`${HEADER}\t${manifest.renderedBy}\n`);
     for (const [key, hash] of manifest.files) out.write(`f\t${key}\t${hash}\n`);
     for (const [key, hash] of manifest.profiles) out.write(`u\t${key}\t${hash}\n`);
     out.close();
@@ -74,12 +133,16 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
   renameSync(temporary, path);
 }
 
-/** Identifies one written manifest (inode, size, mtime): any rewrite, by anyone, changes it. */
-export function manifestStamp(outDir: string): string | undefined {
+/** Identifies one written file (inode, size, mtime): any rewrite, by anyone, changes it. */
+export function fileStamp(path: string): string | undefined {
   try {
-    const stats = statSync(join(outDir, MANIFEST_FILE), { bigint: true });
+    const stats = statSync(path, { bigint: true });
     return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
   } catch {
     return undefined;
   }
+}
+
+export function manifestStamp(outDir: string): string | undefined {
+  return fileStamp(join(outDir, MANIFEST_FILE));
 }

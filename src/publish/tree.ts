@@ -18,7 +18,7 @@ import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
-import { manifestStamp, PENDING, readManifest, writeManifest, type Manifest } from './manifest.js';
+import { entryHash, fileEntry, fileEntryStamp, fileStamp, listPlace, manifestStamp, PENDING, profileEntry, readManifest, withListPlace, writeManifest, type Manifest } from './manifest.js';
 
 export interface WriteCounts {
   written: number;
@@ -31,11 +31,12 @@ interface StagedFile { path: string; hash: string; staged: string }
 export class OutputTransaction {
   readonly outDir: string;
   private readonly previous: Manifest;
-  private readonly next: Manifest = { profiles: new Map(), files: new Map() };
+  private readonly next: Manifest;
+  /** Whether the last build rendered with this tool and base URL, so its row signatures still hold. */
+  private readonly signaturesHold: boolean;
   private readonly stagingDir: string;
-  /** Staged profiles as parallel arrays (name, hash, staging slot unless fresh): a million stay compact. */
+  /** Staged profiles as parallel arrays (name, staging slot unless fresh): a million stay compact. */
   private readonly stagedNames: string[] = [];
-  private readonly stagedHashes: string[] = [];
   private readonly stagedSlots: number[] = [];
   private readonly stagedFiles: StagedFile[] = [];
   /** Whether the users folders existed before this build; if not, no foreign file can be in the way. */
@@ -50,11 +51,13 @@ export class OutputTransaction {
   private unchangedFiles = 0;
   private finished = false;
 
-  private constructor(outDir: string) {
+  private constructor(outDir: string, renderedBy: string) {
     this.outDir = outDir;
     prepareDir(outDir, outDir);
     prepareDir(outDir, join(outDir, STATE_DIR));
     this.previous = ManifestCache.take(outDir) ?? readManifest(outDir);
+    this.next = { renderedBy, profiles: new Map(), files: new Map() };
+    this.signaturesHold = renderedBy !== '' && this.previous.renderedBy === renderedBy;
     this.stagingDir = join(outDir, STAGING_DIR);
     // A staging folder left by a crashed run holds nothing anyone reads: start clean.
     guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
@@ -64,25 +67,47 @@ export class OutputTransaction {
     this.profileDirsExisted = PROFILE_DIRS.some((dir) => existsSync(join(outDir, dir)));
   }
 
-  /** Opens the out dir (creating it if needed) and reads what the last build wrote. */
-  static begin(outDir: string): OutputTransaction {
-    return new OutputTransaction(resolve(outDir));
+  /**
+   * Opens the out dir (creating it if needed) and reads what the last build wrote. `renderedBy` names
+   * the tool and base URL rendering this build: row signatures recorded under another are not used.
+   */
+  static begin(outDir: string, renderedBy = ''): OutputTransaction {
+    return new OutputTransaction(resolve(outDir), renderedBy);
+  }
+
+  /**
+   * The last build's manifest entry for a profile (see manifest.ts: hasSignature, listPlace) when
+   * its row signature can be trusted (same tool, same base URL), for `keepProfile`.
+   */
+  previousProfile(name: string): string | undefined {
+    return this.signaturesHold ? this.previous.profiles.get(name) : undefined;
+  }
+
+  /** Keeps a profile exactly as the last build published it (its row signature did not change). */
+  keepProfile(name: string, entry: string): void {
+    this.previous.profiles.delete(name);
+    this.next.profiles.set(name, entry);
+    this.unchangedFiles += PROFILE_DIRS.length;
   }
 
   /**
    * One profile, written under every alias folder. `render` (the full document, meta included) is
    * only called when the data changed, so an unchanged profile keeps its bytes and is not rewritten.
+   * `signature` is the row signature it was rendered from ('' when it must always be re-rendered).
    */
-  profile(name: string, hash: string, render: () => string): void {
+  profile(name: string, hash: string, signature: string, render: () => string): void {
     // Names are path segments: anything but a canonical (lower-case publishable) name is a bug here.
     if (!CANONICAL_USERNAME.test(name)) throw new Error(`bug: unsafe profile file name ${JSON.stringify(name)}`);
-    const previousHash = this.previous.profiles.get(name);
+    const previousEntry = this.previous.profiles.get(name);
+    const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
     this.previous.profiles.delete(name);
-    this.next.profiles.set(name, hash);
     if (previousHash === hash) {
+      // Same data: its place in the creators list (if any) is unchanged unless the list is rewritten.
+      this.next.profiles.set(name, profileEntry(hash, signature, listPlace(previousEntry!)));
       this.unchangedFiles += PROFILE_DIRS.length;
       return;
     }
+    this.next.profiles.set(name, profileEntry(hash, signature, undefined));
     if (previousHash === undefined && this.profileDirsExisted) {
       for (const dir of PROFILE_DIRS) this.refuseForeign(join(dir, name));
     }
@@ -93,7 +118,6 @@ export class OutputTransaction {
       this.stage(render());
     }
     this.stagedNames.push(name);
-    this.stagedHashes.push(hash);
   }
 
   private stageFresh(name: string, bytes: string): void {
@@ -146,6 +170,25 @@ export class OutputTransaction {
     return this.stagedWriter();
   }
 
+  /** Records where a profile's data sits in the creators list just written. */
+  placeInList(name: string, offset: number, length: number): void {
+    const entry = this.next.profiles.get(name);
+    if (entry === undefined) throw new Error(`bug: ${name} is in the creators list but not published`);
+    this.next.profiles.set(name, withListPlace(entry, [offset, length]));
+  }
+
+  /**
+   * The published file at `path` when it is exactly the one the last build wrote (same inode, size
+   * and mtime as recorded), so parts of it may be copied into its successor; undefined otherwise.
+   */
+  unchangedPublishedFile(path: string): string | undefined {
+    const entry = this.previous.files.get(path);
+    if (entry === undefined || entry === PENDING) return undefined;
+    const stamp = fileEntryStamp(entry);
+    const full = join(this.outDir, path);
+    return stamp !== undefined && stamp === fileStamp(full) ? full : undefined;
+  }
+
   /** Whether a profile of this name is already part of this build (case-insensitive duplicates). */
   hasProfile(name: string): boolean {
     return this.next.profiles.has(name);
@@ -160,7 +203,9 @@ export class OutputTransaction {
     const staleFiles = [...this.previous.files.keys()];
     const counts: WriteCounts = { written: 0, unchanged: this.unchangedFiles, removed: 0 };
     try {
-      const { stagedNames, stagedHashes, stagedSlots } = this;
+      const { stagedNames, stagedSlots } = this;
+      // Each staged profile's final entry (hash, signature, list place), put back once its files are in.
+      const stagedEntries = stagedNames.map((name) => next.profiles.get(name)!);
       const changing = stagedNames.length + this.stagedFiles.length + staleProfiles.length + staleFiles.length;
       if (changing > 0) {
         // Claim every file about to change before touching it: after a crash, the next run still
@@ -186,12 +231,12 @@ export class OutputTransaction {
         }
         for (let i = 0; i < stagedNames.length; i++) {
           if (!this.freshDirs) this.publishProfile(stagedNames[i]!, `${this.stagingDir}/${stagedSlots[i]!}`);
-          next.profiles.set(stagedNames[i]!, stagedHashes[i]!);
+          next.profiles.set(stagedNames[i]!, stagedEntries[i]!);
           counts.written += PROFILE_DIRS.length;
         }
         for (const s of this.stagedFiles) {
           renameSync(s.staged, join(outDir, s.path));
-          next.files.set(s.path, s.hash);
+          next.files.set(s.path, fileEntry(s.hash, fileStamp(join(outDir, s.path))));
           counts.written += 1;
         }
         for (const name of staleProfiles) {
@@ -264,9 +309,11 @@ export class OutputTransaction {
   }
 
   private takePreviousFile(path: string, hash: string): string | undefined {
-    const previousHash = this.previous.files.get(path);
+    const previousEntry = this.previous.files.get(path);
+    const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
     this.previous.files.delete(path);
-    this.next.files.set(path, hash);
+    // An unchanged file keeps its entry, stamp included; a rewritten one gets its stamp at commit.
+    this.next.files.set(path, previousHash === hash ? previousEntry! : hash);
     if (previousHash === hash) this.unchangedFiles += 1;
     else if (previousHash === undefined) this.refuseForeign(path);
     return previousHash;

@@ -25,9 +25,12 @@ describe.each([
 ])('CreatorsList (%s)', (_label, limit) => {
   it('writes the members sorted by name, each with its exact bytes, inside the envelope', () => {
     const tx = OutputTransaction.begin(dir.path);
-    const list = new CreatorsList(tx, limit);
-    for (const [name, json] of members) list.add(name, json, `hash-${name}`);
-    list.finish('list', '{"head":', () => ',"tail":1}');
+    const list = new CreatorsList(tx, 'list', limit);
+    for (const [name, json] of members) {
+      tx.profile(name, `hash-${name}`, '', () => json);
+      list.add(name, json, `hash-${name}`);
+    }
+    list.finish('{"head":', () => ',"tail":1}');
     tx.commit();
     const text = readFileSync(join(dir.path, 'list'), 'utf8');
     expect(text).toBe(`{"head":[${['_under', 'a-b', 'b.c', 'zed'].map((n) => members.find(([m]) => m === n)![1]).join(',')}],"tail":1}`);
@@ -37,7 +40,7 @@ describe.each([
 
 it('an empty list is an empty array', () => {
   const tx = OutputTransaction.begin(dir.path);
-  new CreatorsList(tx).finish('list', '{"data":', () => '}');
+  new CreatorsList(tx, 'list').finish('{"data":', () => '}');
   tx.commit();
   expect(readFileSync(join(dir.path, 'list'), 'utf8')).toBe('{"data":[]}');
 });

@@ -66,6 +66,11 @@ export interface BuildReport {
   creators: number;
   /** Rows with a publishable status that were not published (each has a warning). */
   skipped: number;
+  /**
+   * Rows rendered in this build. The others were kept as the last build published them, unrendered:
+   * their row signature (every column, child row and the account age) had not changed.
+   */
+  rendered: number;
   files: WriteCounts;
   warnings: RowWarning[];
   /** Advice about the whole tree (not data warnings: never fatal, even under --strict). */
@@ -95,7 +100,7 @@ function unchangedReport(last: LastPass, options: BuildOptions, started: number)
   return {
     out: resolve(options.out),
     snapshotTime: new Date(options.snapshotMs).toISOString(),
-    profiles: last.profiles, creators: last.creators, skipped: last.skipped,
+    profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
     warnings: last.warnings,
     notices: folderNotices(last.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
@@ -110,7 +115,7 @@ export function build(options: BuildOptions): BuildReport {
   const ctx = { baseUrl: normalizeBaseUrl(options.baseUrl, 'baseUrl'), snapshotMs: options.snapshotMs };
   const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
   const warnings: RowWarning[] = [];
-  let profiles = 0, skipped = 0;
+  let profiles = 0, skipped = 0, rendered = 0;
 
   const store = ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   let tx: OutputTransaction | undefined;
@@ -161,6 +166,7 @@ export function build(options: BuildOptions): BuildReport {
     store.forEachRow((row) => {
       if (++rowsRead % PROGRESS_EVERY === 0) options.onProgress?.(rowsRead);
       if (keptUnchanged(row)) return;
+      rendered++;
       const renderStarted = performance.now();
       const result = renderUser(row, ctx);
       if (result.warnings.length > 0) warnings.push(...result.warnings);
@@ -210,7 +216,7 @@ export function build(options: BuildOptions): BuildReport {
     return {
       out: output.outDir,
       snapshotTime: new Date(options.snapshotMs).toISOString(),
-      profiles, creators: creatorCount, skipped, files, warnings,
+      profiles, creators: creatorCount, skipped, rendered, files, warnings,
       notices: folderNotices(profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
       seconds: (performance.now() - started) / 1000,
       storeUnchanged: false,

@@ -12,6 +12,7 @@
  * no rewrite and no assembly.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { join } from 'node:path';
 import { Fingerprint } from '../render/fingerprint.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { OutputTransaction } from './tree.js';
@@ -74,7 +75,7 @@ export class CreatorsList {
     const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
     const members = new Fingerprint();
     for (const i of order) members.update(hashes[i]!);
-    this.tx.streamedFile(this.path, members.digest(), (sink) => {
+    const rewritten = this.tx.streamedFile(this.path, members.digest(), (sink) => {
       sink.write(`${head}[`);
       const scratch = new PositionedReader(this.scratch.path, this.scratch.bytesWritten <= this.readWholeLimit);
       const last = this.lastList === undefined ? undefined : new PositionedReader(this.lastList, false);
@@ -110,6 +111,40 @@ export class CreatorsList {
       }
       sink.write(`]${tail()}`);
     });
+    if (!rewritten) this.placeInUnchangedList(head, order);
+  }
+
+  /**
+   * The list did not change, so its file was not rewritten: members rendered this time whose entry
+   * does not say where they sit (after a format 1 manifest) get their place worked out from the
+   * lengths, once the file is checked to have exactly that shape. Then the next build can keep them.
+   */
+  private placeInUnchangedList(head: string, order: number[]): void {
+    const { names, offsets, lengths, tx } = this;
+    const unplaced: [name: string, offset: number, length: number][] = [];
+    let at = Buffer.byteLength(head) + 1;
+    for (const i of order) {
+      if (offsets[i]! < 0 && -offsets[i]! !== at) return; // recorded places disagree: record nothing
+      if (offsets[i]! >= 0 && !tx.hasListPlace(names[i]!)) unplaced.push([names[i]!, at, lengths[i]!]);
+      at += lengths[i]! + 1;
+    }
+    if (unplaced.length === 0 && this.lastList !== undefined) return;
+    const file = join(tx.outDir, this.path);
+    const closing = order.length === 0 ? at : at - 1;
+    let shaped = false;
+    try {
+      const reader = new PositionedReader(file, false);
+      try {
+        shaped = reader.read(Buffer.byteLength(head), 1)[0] === 0x5b && reader.read(closing, 1)[0] === 0x5d; // '[' ... ']'
+      } finally {
+        reader.close();
+      }
+    } catch {
+      return; // not there or shorter: nothing to record
+    }
+    if (!shaped) return;
+    for (const [name, offset, length] of unplaced) tx.placeInList(name, offset, length);
+    tx.stampUnchangedFile(this.path);
   }
 }
 

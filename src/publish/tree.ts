@@ -153,9 +153,9 @@ export class OutputTransaction {
    * A document too large to hold as one string (the creators list at a million profiles): `write`
    * streams it to the staging folder, and is only called when `hash` differs from the last build's.
    */
-  streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void): void {
+  streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void): boolean {
     const previousHash = this.takePreviousFile(path, hash);
-    if (previousHash === hash) return;
+    if (previousHash === hash) return false;
     const sink = this.stagedWriter();
     try {
       write(sink);
@@ -163,11 +163,28 @@ export class OutputTransaction {
       sink.close();
     }
     this.stagedFiles.push({ path, hash, staged: sink.path });
+    return true;
   }
 
   /** A scratch file in the staging folder; it goes away with the staging folder. */
   scratchFile(): BufferedFileWriter {
     return this.stagedWriter();
+  }
+
+  /** Whether this build's entry for a profile records its place in the creators list. */
+  hasListPlace(name: string): boolean {
+    const entry = this.next.profiles.get(name);
+    return entry !== undefined && listPlace(entry) !== undefined;
+  }
+
+  /**
+   * Records the stamp of an unchanged published file whose entry has none (a format 1 manifest), once
+   * the caller has checked the file is the one the manifest describes.
+   */
+  stampUnchangedFile(path: string): void {
+    const entry = this.next.files.get(path);
+    if (entry === undefined || entry === PENDING || fileEntryStamp(entry) !== undefined) return;
+    this.next.files.set(path, fileEntry(entry, fileStamp(join(this.outDir, path))));
   }
 
   /** Records where a profile's data sits in the creators list just written. */

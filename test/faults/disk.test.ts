@@ -8,7 +8,7 @@
  * (fixtures/inject.mjs: ENOSPC after N bytes, EROFS, EACCES), since root ignores permission bits.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, tempDir, treeBytes } from './helpers.js';
@@ -98,24 +98,29 @@ describe('disk full', () => {
     makeStore(db, 200, { bioBytes: 300 });
     const out = join(dir.path, 'out');
     expect(cli(buildArgs(db, out)).code).toBe(0);
+    // How many bytes a complete rebuild writes, counted by a run that fails nothing, on a second tree
+    // built the same way from the same store (a copied tree would not do: a rebuild copies unchanged
+    // list members from the last list file only when that file is the very one the manifest names).
+    const scratch = join(dir.path, 'scratch');
+    expect(cli(buildArgs(db, scratch)).code).toBe(0);
     changeStore(db);
     const after = reference(db);
 
-    // How many bytes a complete rebuild writes, counted by a run that fails nothing.
     const countFile = join(dir.path, 'count');
-    const scratch = join(dir.path, 'scratch');
-    rmSync(scratch, { recursive: true, force: true });
     const before = treeBytes(out);
-    // Measure on a copy of the previous tree, so the real one stays the previous one.
-    for (const [f, bytes] of before) { mkdirSync(join(scratch, f, '..'), { recursive: true }); writeFileSync(join(scratch, f), bytes, 'latin1'); }
     const counted = cli(buildArgs(db, scratch), { FAULT_OUT: scratch, FAULT_COUNT_FILE: countFile });
     expect(counted.code, counted.stderr).toBe(0);
     const total = Number(readFileSync(countFile, 'utf8').split(' ')[1]);
     expect(total).toBeGreaterThan(50_000);
 
+    // The last write of a rebuild is the final manifest, after every rename: only a budget that runs
+    // out inside it may leave the new tree (whole) rather than the previous one.
+    const finalManifest = statSync(join(scratch, '.profile-snapshot/manifest')).size;
     const outcomes: string[] = [];
+    const expected: string[] = [];
     for (const fraction of [0, 0.3, 0.7, 0.98, 0.9999]) {
       const budget = Math.floor(total * fraction);
+      expected.push(budget < total - finalManifest ? 'previous' : 'previous or new');
       const r = cli(buildArgs(db, out), { FAULT_OUT: out, FAULT_ENOSPC_AFTER: String(budget) });
       expect(r.code, `budget ${budget}: ${r.stderr}`).toBe(5);
       expect(expectClearError(r.stderr, /ENOSPC|no space left/), `budget ${budget}`).toEqual([]);
@@ -130,7 +135,8 @@ describe('disk full', () => {
         outcomes.push('new');
       }
     }
-    expect(outcomes.slice(0, 4)).toEqual(['previous', 'previous', 'previous', 'previous']);
+    expect(outcomes.map((o, i) => (expected[i] === 'previous' ? o : expected[i]))).toEqual(expected);
+    expect(outcomes.filter((o) => o === 'previous').length).toBeGreaterThanOrEqual(3);
     expectConverged(out, db);
   });
 });

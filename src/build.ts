@@ -21,6 +21,7 @@ import { currentPass, forgetPass, recordPass, type LastPass } from './publish/la
 import { nextAgeChangeMs, parseStoreDate, wholeDaysBetween } from './render/dates.js';
 import { rowSignature } from './render/signature.js';
 import { toolIdentity } from './version.js';
+import { collectIfGrown } from './memory.js';
 
 export interface BuildOptions {
   db: string;
@@ -164,7 +165,10 @@ export function build(options: BuildOptions): BuildReport {
 
     let rowsRead = 0;
     store.forEachRow((row) => {
-      if (++rowsRead % PROGRESS_EVERY === 0) options.onProgress?.(rowsRead);
+      if (++rowsRead % PROGRESS_EVERY === 0) {
+        options.onProgress?.(rowsRead);
+        collectIfGrown();
+      }
       if (keptUnchanged(row)) return;
       rendered++;
       const renderStarted = performance.now();
@@ -191,6 +195,7 @@ export function build(options: BuildOptions): BuildReport {
       if (user.status === 'active') creators.add(name, userJson, hash);
     });
     options.onProgress?.(rowsRead);
+    collectIfGrown();
     creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(options.snapshotMs, elapsed(started))));
     const creatorCount = creators.size;
 
@@ -205,6 +210,7 @@ export function build(options: BuildOptions): BuildReport {
     if (options.strict && warnings.length > 0) {
       throw new StrictWarningsError(warnings);
     }
+    collectIfGrown();
     const files = output.commit();
     if (conditions.store !== undefined) {
       recordPass(outDir, {

@@ -1,0 +1,45 @@
+/**
+ * Keeps a long pass's resident memory near what it really holds. V8 schedules a full collection by
+ * how far the old generation has grown, and a build promotes a lot that dies soon after: the last
+ * build's manifest as this build's replaces it entry by entry, the growing tables of the new one, the
+ * creators list's bookkeeping. At 100k profiles that garbage held the peak about 20 MB above the live
+ * data. So the pass asks for a full collection whenever the heap has grown enough since the last one
+ * (see MIN_STEP): measured at 100k, the peak fell from about 158 MB to about 136 MB.
+ *
+ * gc() is reached the way jest-leak-detector reaches it (expose-gc, then a fresh context). Where the
+ * runtime refuses, this does nothing and V8 collects on its own schedule.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/**
+ * A collection runs once the heap has grown by half of what the last one left live, and by at least
+ * this much: a few per pass at any size, each marking about what is live, so they cost a small share
+ * of the pass (a full collection is proportional to the live heap).
+ */
+const MIN_STEP = 16 * 2 ** 20;
+
+let collect: (() => void) | undefined | null;
+let floor = 0;
+
+function gc(): (() => void) | null {
+  if (collect === undefined) {
+    try {
+      setFlagsFromString('--expose-gc');
+      collect = runInNewContext('gc') as () => void;
+    } catch {
+      collect = null;
+    }
+  }
+  return collect;
+}
+
+/** Collects when the heap grew enough since the last collection; cheap to call every few thousand rows. */
+export function collectIfGrown(): void {
+  const used = process.memoryUsage().heapUsed;
+  if (used < Math.max(floor + MIN_STEP, floor * 1.5)) return;
+  const run = gc();
+  if (run === null) return;
+  run();
+  floor = process.memoryUsage().heapUsed;
+}

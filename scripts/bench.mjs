@@ -4,8 +4,8 @@
  *
  * For each size (10k and 100k users; add 1M with --1m) and each filesystem (tmpfs /dev/shm to measure
  * the software; disk to show the real picture) it measures, each in a new process unless said:
- *   cold build, no-change build, 1% changed, 10% changed, and watch cycles (idle and 1% changed, in
- *   the long-lived watcher); seconds, files written, peak RSS.
+ *   cold build, no-change build (with and without --full), 1% changed, 10% changed, and watch cycles
+ *   (idle and 1% changed, in the long-lived watcher); seconds, files written, rows rendered, peak RSS.
  * In the same run it measures the floor: the same files with the same bytes written from memory by
  * the tightest loop (mkdir once per folder, writeFileSync per file), and prints every figure as a
  * ratio to it. Results go to stdout and BENCHMARKS.md.
@@ -145,9 +145,9 @@ async function watchCycles(db, out) {
 }
 
 const rows = [];
-const row = (users, fs, scenario, seconds, floorSeconds, written, rssMb, note = '') => {
-  rows.push({ users, fs, scenario, seconds, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, note });
-  log(`${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(24)} ${fmt(seconds).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${String(written ?? '').padStart(9)} written  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''} ${note}`);
+const row = (users, fs, scenario, seconds, floorSeconds, written, rssMb, rendered) => {
+  rows.push({ users, fs, scenario, seconds, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, rendered });
+  log(`${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(27)} ${fmt(seconds, 3).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${String(written ?? '').padStart(9)} written  ${String(rendered ?? '').padStart(8)} rendered  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''}`);
 };
 
 log(`profile-snapshot benchmark: ${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB, Linux ${release()}, Node ${process.version}`);
@@ -167,18 +167,21 @@ for (const users of sizes) {
     rmSync(join(target.root, 'floor'), { recursive: true, force: true });
     log(`${String(users).padStart(8)} ${target.name.padEnd(5)} floor                    ${fmt(floorSeconds).padStart(7)} s  (${files.length} files, ${fmt(bytes / 2 ** 20, 0)} MiB)`);
     row(users, target.name, 'floor', floorSeconds, floorSeconds, files.length, undefined);
-    row(users, target.name, 'cold build', cold.seconds, floorSeconds, cold.report.files.written, cold.rssMb);
+    row(users, target.name, 'cold build', cold.seconds, floorSeconds, cold.report.files.written, cold.rssMb, cold.report.rendered);
     const same = cli(['build', '--db', db, '--out', out, '--json']);
-    row(users, target.name, 'no-change build', same.seconds, floorSeconds, same.report.files.written, same.rssMb);
+    row(users, target.name, 'no-change build', same.seconds, floorSeconds, same.report.files.written, same.rssMb, same.report.rendered);
+    // The same, reading every row (as when the store's stamp cannot be trusted): rows are kept unrendered.
+    const sameFull = cli(['build', '--db', db, '--out', out, '--json', '--full']);
+    row(users, target.name, 'no-change build, --full', sameFull.seconds, floorSeconds, sameFull.report.files.written, sameFull.rssMb, sameFull.report.rendered);
     await touch(db, 0.01, 1);
     const one = cli(['build', '--db', db, '--out', out, '--json']);
-    row(users, target.name, '1% changed build', one.seconds, floorSeconds, one.report.files.written, one.rssMb);
+    row(users, target.name, '1% changed build', one.seconds, floorSeconds, one.report.files.written, one.rssMb, one.report.rendered);
     await touch(db, 0.1, 2);
     const ten = cli(['build', '--db', db, '--out', out, '--json']);
-    row(users, target.name, '10% changed build', ten.seconds, floorSeconds, ten.report.files.written, ten.rssMb);
+    row(users, target.name, '10% changed build', ten.seconds, floorSeconds, ten.report.files.written, ten.rssMb, ten.report.rendered);
     const watch = await watchCycles(db, out);
-    row(users, target.name, 'watch cycle, idle', watch.idle.durationMs / 1000, floorSeconds, watch.idle.files?.written, undefined);
-    row(users, target.name, 'watch cycle, 1% changed', watch.changed.durationMs / 1000, floorSeconds, watch.changed.files?.written, undefined);
+    row(users, target.name, 'watch cycle, idle', watch.idle.durationMs / 1000, floorSeconds, watch.idle.files?.written, undefined, watch.idle.rendered);
+    row(users, target.name, 'watch cycle, 1% changed', watch.changed.durationMs / 1000, floorSeconds, watch.changed.files?.written, undefined, watch.changed.rendered);
     rmSync(target.root, { recursive: true, force: true });
   }
 }
@@ -211,7 +214,7 @@ for (const users of sizes) at(users);
 for (const t of goals) log(`target ${t.ok ? 'MET   ' : 'MISSED'} ${t.what}: ${t.goal}; measured ${t.figure}`);
 
 const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
-const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
+const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds, r.seconds < 0.1 ? 3 : 2)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rendered ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
 // The load and soak figures (npm run load) live in their own marked section: keep it.
 const benchmarksFile = join(repo, 'BENCHMARKS.md');
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
@@ -230,10 +233,12 @@ view counts of 1% / 10% of all users (so a share of them are unpublished users).
 same snapshot time (SOURCE_DATE_EPOCH), so "no change" means no change. After each write to the
 store the bench waits 2 s: a build only trusts the store's stamp once its files are that old (the
 racy-git rule, src/store/stamp.ts), and a store that is unchanged since a trusted stamp is not read
-at all (the no-change build and the idle watch cycle).
+at all (the no-change build and the idle watch cycle). "no-change build, --full" reads every row
+anyway: each is kept unrendered (its row signature is unchanged), which is the cost of a rebuild when
+the stamp cannot vouch for the store. "rows rendered" counts the rows that were rendered.
 
-| users | filesystem | scenario | seconds | ratio to floor | files written | peak RSS (MB) |
-|---|---|---|---|---|---|---|
+| users | filesystem | scenario | seconds | ratio to floor | files written | rows rendered | peak RSS (MB) |
+|---|---|---|---|---|---|---|---|
 ${table}
 
 Targets (issue 5: 2-core machine, tmpfs, checked against the figures above):

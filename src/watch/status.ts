@@ -28,6 +28,8 @@ export interface CycleStatus {
   profiles: number | null;
   creators: number | null;
   skipped: number | null;
+  /** Rows rendered; the others were kept unrendered (unchanged since the last cycle). */
+  rendered: number | null;
   warnings: number | null;
   files: WriteCounts | null;
   snapshotTime: string | null;

@@ -13,7 +13,7 @@ import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
 import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, type WriteCounts } from './publish/tree.js';
-import { entryHash, hasSignature, listPlace } from './publish/manifest.js';
+import { entryHash, hasSignature, listLength } from './publish/manifest.js';
 import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
 import { contractText, OPENAPI_FILE } from './verify/contract.js';
@@ -151,15 +151,15 @@ export function build(options: BuildOptions): BuildReport {
       if (last === undefined || output.hasProfile(name)) return false;
       const member = row.user[Col.status] === 'active';
       // A list member's bytes come from the last list file, which must be there, as it was written.
-      const place = member ? listPlace(last) : undefined;
-      if (member && (place === undefined || !creators.canKeep)) return false;
+      const length = member ? listLength(last) : undefined;
+      if (member && (length === undefined || !creators.canKeep)) return false;
       const created = parseStoreDate(row.user[Col.createdAt]);
       if (created === undefined) return false;
       if (!hasSignature(last, rowSignature(row, wholeDaysBetween(created.ms, options.snapshotMs)))) return false;
       output.keepProfile(name, last);
       stableUntilMs = Math.min(stableUntilMs, nextAgeChangeMs(created.ms, options.snapshotMs));
       profiles++;
-      if (place) creators.keep(name, entryHash(last), place[0], place[1]);
+      if (length !== undefined) creators.keep(name, entryHash(last), length);
       return true;
     };
 
@@ -190,9 +190,11 @@ export function build(options: BuildOptions): BuildReport {
       const userJson = JSON.stringify(user);
       const hash = fingerprint(userJson);
       const signature = result.warnings.length === 0 ? rowSignature(row, user.accountAgeDays) : '';
-      output.profile(name, hash, signature, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
+      const member = user.status === 'active';
+      output.profile(name, hash, signature, member ? Buffer.byteLength(userJson) : undefined,
+        () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
       profiles++;
-      if (user.status === 'active') creators.add(name, userJson, hash);
+      if (member) creators.add(name, userJson, hash);
     });
     options.onProgress?.(rowsRead);
     collectIfGrown();

@@ -15,6 +15,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { Fingerprint } from '../render/fingerprint.js';
 import type { BufferedFileWriter } from './file-writer.js';
+import type { ListOrder } from './manifest.js';
 import type { OutputTransaction } from './tree.js';
 
 /**
@@ -26,16 +27,16 @@ const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 export class CreatorsList {
   private readonly names: string[] = [];
   private readonly hashes: string[] = [];
-  /** Where a member's JSON is: >= 0, an offset in the scratch file; < 0, -offset in the last list. */
+  /** Where a member's JSON is: >= 0, an offset in the scratch file; KEPT, in the last list file. */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
   private readonly scratch: BufferedFileWriter;
-  /** The last build's list file, when it is exactly as that build wrote it. */
-  private readonly lastList: string | undefined;
+  /** The last build's list file and members, when members can be copied from it. */
+  private readonly last: { file: string; members: ListOrder } | undefined;
 
   constructor(private readonly tx: OutputTransaction, private readonly path: string, private readonly readWholeLimit = READ_WHOLE_LIMIT) {
     this.scratch = tx.scratchFile();
-    this.lastList = tx.unchangedPublishedFile(path);
+    this.last = tx.previousList(path);
   }
 
   get size(): number {
@@ -44,7 +45,7 @@ export class CreatorsList {
 
   /** Whether members can be kept from the last list (`keep`); otherwise each must be `add`ed. */
   get canKeep(): boolean {
-    return this.lastList !== undefined;
+    return this.last !== undefined;
   }
 
   add(name: string, userJson: string, hash: string): void {
@@ -55,18 +56,18 @@ export class CreatorsList {
     this.lengths.push(this.scratch.bytesWritten - this.offsets[this.offsets.length - 1]!);
   }
 
-  /** A member unchanged since the last build, whose JSON sits at `offset` in the last list file. */
-  keep(name: string, hash: string, offset: number, length: number): void {
-    if (!this.canKeep || !(offset > 0)) throw new Error(`bug: ${name} kept without a last list to copy it from`);
+  /** A member unchanged since the last build, whose `length` bytes of JSON are in the last list file. */
+  keep(name: string, hash: string, length: number): void {
+    if (!this.canKeep) throw new Error(`bug: ${name} kept without a last list to copy it from`);
     this.names.push(name);
     this.hashes.push(hash);
-    this.offsets.push(-offset);
+    this.offsets.push(KEPT);
     this.lengths.push(length);
   }
 
   /**
    * Publishes the list as `head` + JSON array + `tail()` (the envelope), rewriting it only when its
-   * members or their data changed, and tells the transaction where each member landed.
+   * members or their data changed, and gives the transaction the members in list order.
    */
   finish(head: string, tail: () => string): void {
     this.scratch.close();
@@ -75,32 +76,38 @@ export class CreatorsList {
     const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
     const members = new Fingerprint();
     for (const i of order) members.update(hashes[i]!);
+    const headLength = Buffer.byteLength(head);
     const rewritten = this.tx.streamedFile(this.path, members.digest(), (sink) => {
       sink.write(`${head}[`);
       const scratch = new PositionedReader(this.scratch.path, this.scratch.bytesWritten <= this.readWholeLimit);
-      const last = this.lastList === undefined ? undefined : new PositionedReader(this.lastList, false);
+      const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
+      // Kept members are found in the last list by walking it alongside: both are in name order.
+      const old = this.last?.members;
+      let oldIndex = 0, oldOffset = headLength + 1;
+      const locate = (name: string): number => {
+        while (old !== undefined && oldIndex < old.names.length && old.names[oldIndex]! < name) {
+          oldOffset += old.lengths[oldIndex]! + 1;
+          oldIndex++;
+        }
+        if (old === undefined || old.names[oldIndex] !== name) throw new Error(`bug: kept member ${name} is not in the last list`);
+        return oldOffset;
+      };
       try {
         for (let position = 0; position < order.length;) {
           if (position > 0) sink.write(',');
           const i = order[position]!;
-          if (offsets[i]! >= 0) {
-            this.tx.placeInList(names[i]!, sink.bytesWritten, lengths[i]!);
+          if (offsets[i]! !== KEPT) {
             sink.write(scratch.read(offsets[i]!, lengths[i]!));
             position++;
             continue;
           }
           // A run of members that were neighbours in the last list too, commas between them included.
-          const start = -offsets[i]!;
+          const start = locate(names[i]!);
           let end = start + lengths[i]!;
           let runEnd = position + 1;
-          while (runEnd < order.length && -offsets[order[runEnd]!]! === end + 1) {
+          while (runEnd < order.length && offsets[order[runEnd]!] === KEPT && old!.names[oldIndex + runEnd - position] === names[order[runEnd]!]) {
             end += 1 + lengths[order[runEnd]!]!;
             runEnd++;
-          }
-          const at = sink.bytesWritten;
-          for (let k = position; k < runEnd; k++) {
-            const j = order[k]!;
-            this.tx.placeInList(names[j]!, at + (-offsets[j]! - start), lengths[j]!);
           }
           last!.copy(start, end - start, sink);
           position = runEnd;
@@ -111,42 +118,35 @@ export class CreatorsList {
       }
       sink.write(`]${tail()}`);
     });
-    if (!rewritten) this.placeInUnchangedList(head, order);
+    const listed = { names: order.map((i) => names[i]!), lengths: order.map((i) => lengths[i]!) };
+    this.tx.setList(listed);
+    if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
   }
 
   /**
-   * The list did not change, so its file was not rewritten: members rendered this time whose entry
-   * does not say where they sit (after a format 1 manifest) get their place worked out from the
-   * lengths, once the file is checked to have exactly that shape. Then the next build can keep them.
+   * The list did not change, so its file was not rewritten. After a format 1 manifest its entry has
+   * no stamp: record one once the file is checked to have the shape the members' lengths give it,
+   * so the next build can copy from it.
    */
-  private placeInUnchangedList(head: string, order: number[]): void {
-    const { names, offsets, lengths, tx } = this;
-    const unplaced: [name: string, offset: number, length: number][] = [];
-    let at = Buffer.byteLength(head) + 1;
-    for (const i of order) {
-      if (offsets[i]! < 0 && -offsets[i]! !== at) return; // recorded places disagree: record nothing
-      if (offsets[i]! >= 0 && !tx.hasListPlace(names[i]!)) unplaced.push([names[i]!, at, lengths[i]!]);
-      at += lengths[i]! + 1;
-    }
-    if (unplaced.length === 0 && this.lastList !== undefined) return;
-    const file = join(tx.outDir, this.path);
-    const closing = order.length === 0 ? at : at - 1;
-    let shaped = false;
+  private stampUnchanged(headLength: number, lengths: number[]): void {
+    if (this.last !== undefined) return;
+    const closing = lengths.reduce((at, length) => at + length + 1, headLength + 1) - (lengths.length > 0 ? 1 : 0);
     try {
-      const reader = new PositionedReader(file, false);
+      const reader = new PositionedReader(join(this.tx.outDir, this.path), false);
       try {
-        shaped = reader.read(Buffer.byteLength(head), 1)[0] === 0x5b && reader.read(closing, 1)[0] === 0x5d; // '[' ... ']'
+        if (reader.read(headLength, 1)[0] !== 0x5b || reader.read(closing, 1)[0] !== 0x5d) return; // '[' ... ']'
       } finally {
         reader.close();
       }
     } catch {
-      return; // not there or shorter: nothing to record
+      return; // not there, or shorter: nothing to record
     }
-    if (!shaped) return;
-    for (const [name, offset, length] of unplaced) tx.placeInList(name, offset, length);
-    tx.stampUnchangedFile(this.path);
+    this.tx.stampUnchangedFile(this.path);
   }
 }
+
+/** The offset of a member kept from the last list (found there in `finish`). */
+const KEPT = -1;
 
 /** The largest piece copied at once: a run of unchanged members may be most of a 500 MB list. */
 const COPY_CHUNK = 1 << 20;

@@ -5,10 +5,12 @@
  *
  * Format 2: a header line `profile-snapshot manifest 2<TAB><tool><TAB><base URL>` (who rendered the
  * documents, and for which base URL), then one tab-separated line per entry:
- *   `u <name> <hash> <signature> <offset> <length>` for a profile (one entry for all its alias files):
- *     the row signature it was rendered from (empty when the row had warnings: always re-rendered),
- *     and, for a member of the creators list, where its data sits in that list file;
- *   `f <path> <hash> <stamp>` for any other document, with the file's size and mtime once published.
+ *   `f <path> <hash> <stamp>` for a document other than a profile, with the published file's inode,
+ *     size and mtime;
+ *   `u <name> <hash> <signature> <length>` for a profile (one entry for all its alias files): the row
+ *     signature it was rendered from (empty when the row had warnings: always re-rendered) and, for a
+ *     member of the creators list, the byte length of its data there. Members come first, in list
+ *     order, so where each one's data sits in the list file follows from the lengths before it.
  * The value `-` marks an entry whose file may be half-way through a commit: ours, but to be
  * rewritten. Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  */
@@ -25,22 +27,32 @@ export const PENDING = '-';
 export interface Manifest {
   /** toolIdentity() and base URL of the build that wrote it ('' when unknown: format 1). */
   renderedBy: string;
-  /** lower-case username -> `hash<TAB>signature<TAB>offset<TAB>length` (see profileEntry), or PENDING */
+  /** lower-case username -> `hash<TAB>signature<TAB>length` (see profileEntry), or PENDING */
   profiles: Map<string, string>;
   /** path relative to the out dir -> `hash<TAB>stamp`, or PENDING */
   files: Map<string, string>;
+  /**
+   * The creators list's members in list order with the byte length of each one's data, when the
+   * manifest lists them so (undefined otherwise: format 1, or entries out of order).
+   */
+  list: ListOrder | undefined;
 }
 
-export const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), files: new Map() });
+export interface ListOrder {
+  names: string[];
+  lengths: number[];
+}
+
+export const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), files: new Map(), list: undefined });
 
 /**
  * Entries are kept as the manifest line's own text, one string per profile: at a million profiles a
  * string costs far less than an object, and an unchanged entry is carried over without a copy.
  */
-export function profileEntry(hash: string, signature: string, place: [offset: number, length: number] | undefined): string {
+export function profileEntry(hash: string, signature: string, listLength: number | undefined): string {
   // join() gives one flat string; a template literal would keep a tree of pieces alive per entry,
   // which at 100k profiles cost about 15 MB of resident memory.
-  return (place ? [hash, signature, place[0], place[1]] : [hash, signature, '', '']).join('\t');
+  return [hash, signature, listLength ?? ''].join('\t');
 }
 
 /** The data hash of a profile or file entry (PENDING stays PENDING). */
@@ -55,19 +67,12 @@ export function hasSignature(entry: string, signature: string): boolean {
   return signature !== '' && at > 0 && entry.startsWith(signature, at) && entry.charCodeAt(at + signature.length) === 9;
 }
 
-/** [offset, length] of a profile's data in the creators list file, if the entry records them. */
-export function listPlace(entry: string): [offset: number, length: number] | undefined {
+/** The byte length of a profile's data in the creators list, if the entry says it is a member. */
+export function listLength(entry: string): number | undefined {
   const second = entry.indexOf('\t', entry.indexOf('\t') + 1);
-  const third = second === -1 ? -1 : entry.indexOf('\t', second + 1);
-  if (third === -1 || third === second + 1 || third === entry.length - 1) return undefined;
-  return [Number(entry.slice(second + 1, third)), Number(entry.slice(third + 1))];
-}
-
-/** The same entry with another (or no) place in the creators list. */
-export function withListPlace(entry: string, place: [offset: number, length: number] | undefined): string {
-  const second = entry.indexOf('\t', entry.indexOf('\t') + 1);
-  if (second === -1) return entry; // PENDING, or a format 1 entry: nothing to record it in
-  return (place ? [entry.slice(0, second), place[0], place[1]] : [entry.slice(0, second), '', '']).join('\t');
+  if (second === -1 || second === entry.length - 1) return undefined;
+  const length = Number(entry.slice(second + 1));
+  return Number.isSafeInteger(length) && length > 0 ? length : undefined;
 }
 
 /** The stamp of a file entry, if it has one. */
@@ -99,6 +104,9 @@ export function readManifest(outDir: string): Manifest {
   }
   const manifest = emptyManifest();
   manifest.renderedBy = header[0] === HEADER ? header.slice(1).join('\t') : '';
+  // List members come first, in list order; any that do not are not used as a list.
+  const list: ListOrder = { names: [], lengths: [] };
+  let membersInOrder = manifest.renderedBy !== '', membersEnded = false;
   for (let start = headerEnd + 1; start < text.length;) {
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
@@ -106,11 +114,24 @@ export function readManifest(outDir: string): Manifest {
     const a = text.indexOf('\t', start), b = a === -1 ? -1 : text.indexOf('\t', a + 1);
     if (a !== -1 && b !== -1 && b < end) {
       const kind = text.charCodeAt(start), key = text.slice(a + 1, b), value = text.slice(b + 1, end);
-      if (a === start + 1 && kind === 117 /* u */) manifest.profiles.set(key, value);
-      else if (a === start + 1 && kind === 102 /* f */) manifest.files.set(key, value);
+      if (a === start + 1 && kind === 117 /* u */) {
+        manifest.profiles.set(key, value);
+        const length = membersInOrder ? listLength(value) : undefined;
+        if (length === undefined) {
+          membersEnded = true;
+        } else if (membersEnded || (list.names.length > 0 && !(list.names[list.names.length - 1]! < key))) {
+          membersInOrder = false;
+        } else {
+          list.names.push(key);
+          list.lengths.push(length);
+        }
+      } else if (a === start + 1 && kind === 102 /* f */) {
+        manifest.files.set(key, value);
+      }
     }
     start = end + 1;
   }
+  manifest.list = membersInOrder ? list : undefined;
   return manifest;
 }
 
@@ -121,8 +142,13 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
   const out = new BufferedFileWriter(temporary);
   try {
     out.write(`${HEADER}\t${manifest.renderedBy}\n`);
-    for (const [key, hash] of manifest.files) out.write(`f\t${key}\t${hash}\n`);
-    for (const [key, hash] of manifest.profiles) out.write(`u\t${key}\t${hash}\n`);
+    for (const [key, entry] of manifest.files) out.write(`f\t${key}\t${entry}\n`);
+    // List members first, in list order (see the format above), then every other profile.
+    const members = manifest.list?.names ?? [];
+    for (const key of members) out.write(`u\t${key}\t${manifest.profiles.get(key) ?? PENDING}\n`);
+    for (const [key, entry] of manifest.profiles) {
+      if (members.length === 0 || listLength(entry) === undefined) out.write(`u\t${key}\t${entry}\n`);
+    }
     out.close();
   } catch (error) {
     // A failed write (disk full) leaves no partial temporary manifest behind; the real one is intact.

@@ -18,7 +18,7 @@ import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
-import { entryHash, fileEntry, fileEntryStamp, fileStamp, listPlace, manifestStamp, PENDING, profileEntry, readManifest, withListPlace, writeManifest, type Manifest } from './manifest.js';
+import { entryHash, fileEntry, fileEntryStamp, fileStamp, manifestStamp, PENDING, profileEntry, readManifest, writeManifest, type ListOrder, type Manifest } from './manifest.js';
 
 export interface WriteCounts {
   written: number;
@@ -56,7 +56,7 @@ export class OutputTransaction {
     prepareDir(outDir, outDir);
     prepareDir(outDir, join(outDir, STATE_DIR));
     this.previous = ManifestCache.take(outDir) ?? readManifest(outDir);
-    this.next = { renderedBy, profiles: new Map(), files: new Map() };
+    this.next = { renderedBy, profiles: new Map(), files: new Map(), list: undefined };
     this.signaturesHold = renderedBy !== '' && this.previous.renderedBy === renderedBy;
     this.stagingDir = join(outDir, STAGING_DIR);
     // A staging folder left by a crashed run holds nothing anyone reads: start clean.
@@ -76,7 +76,7 @@ export class OutputTransaction {
   }
 
   /**
-   * The last build's manifest entry for a profile (see manifest.ts: hasSignature, listPlace) when
+   * The last build's manifest entry for a profile (see manifest.ts: hasSignature, listLength) when
    * its row signature can be trusted (same tool, same base URL), for `keepProfile`.
    */
   previousProfile(name: string): string | undefined {
@@ -93,21 +93,20 @@ export class OutputTransaction {
   /**
    * One profile, written under every alias folder. `render` (the full document, meta included) is
    * only called when the data changed, so an unchanged profile keeps its bytes and is not rewritten.
-   * `signature` is the row signature it was rendered from ('' when it must always be re-rendered).
+   * `signature` is the row signature it was rendered from ('' when it must always be re-rendered);
+   * `listLength` the byte length of its data in the creators list, for a member.
    */
-  profile(name: string, hash: string, signature: string, render: () => string): void {
+  profile(name: string, hash: string, signature: string, listLength: number | undefined, render: () => string): void {
     // Names are path segments: anything but a canonical (lower-case publishable) name is a bug here.
     if (!CANONICAL_USERNAME.test(name)) throw new Error(`bug: unsafe profile file name ${JSON.stringify(name)}`);
     const previousEntry = this.previous.profiles.get(name);
     const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
     this.previous.profiles.delete(name);
+    this.next.profiles.set(name, profileEntry(hash, signature, listLength));
     if (previousHash === hash) {
-      // Same data: its place in the creators list (if any) is unchanged unless the list is rewritten.
-      this.next.profiles.set(name, profileEntry(hash, signature, listPlace(previousEntry!)));
       this.unchangedFiles += PROFILE_DIRS.length;
       return;
     }
-    this.next.profiles.set(name, profileEntry(hash, signature, undefined));
     if (previousHash === undefined && this.profileDirsExisted) {
       for (const dir of PROFILE_DIRS) this.refuseForeign(join(dir, name));
     }
@@ -171,12 +170,6 @@ export class OutputTransaction {
     return this.stagedWriter();
   }
 
-  /** Whether this build's entry for a profile records its place in the creators list. */
-  hasListPlace(name: string): boolean {
-    const entry = this.next.profiles.get(name);
-    return entry !== undefined && listPlace(entry) !== undefined;
-  }
-
   /**
    * Records the stamp of an unchanged published file whose entry has none (a format 1 manifest), once
    * the caller has checked the file is the one the manifest describes.
@@ -187,23 +180,23 @@ export class OutputTransaction {
     this.next.files.set(path, fileEntry(entry, fileStamp(join(this.outDir, path))));
   }
 
-  /** Records where a profile's data sits in the creators list just written. */
-  placeInList(name: string, offset: number, length: number): void {
-    const entry = this.next.profiles.get(name);
-    if (entry === undefined) throw new Error(`bug: ${name} is in the creators list but not published`);
-    this.next.profiles.set(name, withListPlace(entry, [offset, length]));
+  /**
+   * The last build's creators list, to copy unchanged members from: its file, when it is exactly the
+   * one that build wrote (same inode, size and mtime as recorded), and its members in list order with
+   * their lengths, when row signatures hold. Undefined otherwise.
+   */
+  previousList(path: string): { file: string; members: ListOrder } | undefined {
+    const entry = this.previous.files.get(path);
+    const members = this.previous.list;
+    if (!this.signaturesHold || members === undefined || entry === undefined || entry === PENDING) return undefined;
+    const stamp = fileEntryStamp(entry);
+    const file = join(this.outDir, path);
+    return stamp !== undefined && stamp === fileStamp(file) ? { file, members } : undefined;
   }
 
-  /**
-   * The published file at `path` when it is exactly the one the last build wrote (same inode, size
-   * and mtime as recorded), so parts of it may be copied into its successor; undefined otherwise.
-   */
-  unchangedPublishedFile(path: string): string | undefined {
-    const entry = this.previous.files.get(path);
-    if (entry === undefined || entry === PENDING) return undefined;
-    const stamp = fileEntryStamp(entry);
-    const full = join(this.outDir, path);
-    return stamp !== undefined && stamp === fileStamp(full) ? full : undefined;
+  /** This build's creators list members in list order, with their lengths (the manifest lists them so). */
+  setList(members: ListOrder): void {
+    this.next.list = members;
   }
 
   /** Whether a profile of this name is already part of this build (case-insensitive duplicates). */
@@ -241,7 +234,8 @@ export class OutputTransaction {
           for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
         }
         for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
-        writeManifest(outDir, next);
+        // The claim is written in plain order: pending members cannot be listed as the list's.
+        writeManifest(outDir, { ...next, list: undefined });
 
         if (this.freshDirs) {
           this.freshDirs.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));

@@ -27,7 +27,7 @@ describe.each([
     const tx = OutputTransaction.begin(dir.path);
     const list = new CreatorsList(tx, 'list', limit);
     for (const [name, json] of members) {
-      tx.profile(name, `hash-${name}`, '', () => json);
+      tx.profile(name, `hash-${name}`, '', Buffer.byteLength(json), () => json);
       list.add(name, json, `hash-${name}`);
     }
     list.finish('{"head":', () => ',"tail":1}');

@@ -5,8 +5,9 @@
  * users) with only its name, offset and length kept; `finish` sorts those and streams the list out.
  *
  * A member whose row did not change since the last build is not rendered at all: its bytes are
- * copied from the last build's list file, where the manifest says they sit. Members are in name
- * order in both lists, so unchanged neighbours form runs that are copied in one read each.
+ * copied from the last build's list file. The manifest lists that list's members in order with their
+ * lengths, so where each sits follows; both lists are in name order, so they are walked side by side
+ * and unchanged neighbours form runs that are copied in one read each.
  *
  * The list's change hash is taken over the members' own hashes in order, so an unchanged list costs
  * no rewrite and no assembly.

@@ -214,7 +214,7 @@ export class OutputTransaction {
     const counts: WriteCounts = { written: 0, unchanged: this.unchangedFiles, removed: 0 };
     try {
       const { stagedNames, stagedSlots } = this;
-      // Each staged profile's final entry (hash, signature, list place), put back once its files are in.
+      // Each staged profile's final entry (hash, signature, list length), put back once its files are in.
       const stagedEntries = stagedNames.map((name) => next.profiles.get(name)!);
       const changing = stagedNames.length + this.stagedFiles.length + staleProfiles.length + staleFiles.length;
       if (changing > 0) {

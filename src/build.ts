@@ -190,11 +190,9 @@ export function build(options: BuildOptions): BuildReport {
       const userJson = JSON.stringify(user);
       const hash = fingerprint(userJson);
       const signature = result.warnings.length === 0 ? rowSignature(row, user.accountAgeDays) : '';
-      const member = user.status === 'active';
-      output.profile(name, hash, signature, member ? Buffer.byteLength(userJson) : undefined,
-        () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
+      const memberLength = user.status === 'active' ? creators.add(name, userJson, hash) : undefined;
+      output.profile(name, hash, signature, memberLength, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
       profiles++;
-      if (member) creators.add(name, userJson, hash);
     });
     options.onProgress?.(rowsRead);
     collectIfGrown();

@@ -49,12 +49,16 @@ export class CreatorsList {
     return this.last !== undefined;
   }
 
-  add(name: string, userJson: string, hash: string): void {
+  /** A member rendered in this build; returns the byte length of its JSON (for the manifest). */
+  add(name: string, userJson: string, hash: string): number {
+    const offset = this.scratch.bytesWritten;
+    this.scratch.write(userJson);
+    const length = this.scratch.bytesWritten - offset;
     this.names.push(name);
     this.hashes.push(hash);
-    this.offsets.push(this.scratch.bytesWritten);
-    this.scratch.write(userJson);
-    this.lengths.push(this.scratch.bytesWritten - this.offsets[this.offsets.length - 1]!);
+    this.offsets.push(offset);
+    this.lengths.push(length);
+    return length;
   }
 
   /** A member unchanged since the last build, whose `length` bytes of JSON are in the last list file. */

@@ -5,23 +5,16 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { listFiles, snapshotTree } from '../helpers/output.js';
-import { tempDir, TestStore } from '../helpers/store.js';
+import { eachTestWorkspace, execSql, sampleStore, TestStore, type Workspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
 const EPOCH = { SOURCE_DATE_EPOCH: '1767225600' };
-
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  TestStore.sample(db).close();
-  out = join(dir.path, 'dist');
-});
-afterEach(() => dir.cleanup());
+eachTestWorkspace((w) => ({ dir, db, out } = w), { fill: sampleStore });
 
 const build = (args: string[] = [], env: Record<string, string> = EPOCH) => runCli(['build', '--db', db, '--out', out, ...args], { env });
 
@@ -153,9 +146,7 @@ describe('exit 3: store unusable', () => {
 
   it('schema drift: names the missing column', () => {
     expectOutputUntouched(() => {
-      const handle = new Database(db);
-      handle.exec('ALTER TABLE users DROP COLUMN bio');
-      handle.close();
+      execSql(db, 'ALTER TABLE users DROP COLUMN bio');
       const result = build();
       expect(result.code).toBe(3);
       expect(oneErrorLine(result.stderr)).toContain('missing column "users.bio"');
@@ -163,9 +154,7 @@ describe('exit 3: store unusable', () => {
   });
 
   it('schema drift: names the missing table', () => {
-    const handle = new Database(db);
-    handle.exec('DROP TABLE bans');
-    handle.close();
+    execSql(db, 'DROP TABLE bans');
     const result = build();
     expect(result.code).toBe(3);
     expect(oneErrorLine(result.stderr)).toContain('missing table "bans"');
@@ -197,9 +186,7 @@ describe('exit 3: store unusable', () => {
 describe('exit 4: warnings under --strict', () => {
   it('writes nothing and lists the warnings', () => {
     expectOutputUntouched(() => {
-      const handle = new Database(db);
-      handle.exec("UPDATE users SET views = views + 1 WHERE username = 'Alice'");
-      handle.close();
+      execSql(db, "UPDATE users SET views = views + 1 WHERE username = 'Alice'");
       const result = build(['--strict']);
       expect(result.code).toBe(4);
       expect(result.stderr).toContain('warning: users.id 13: social link');
@@ -258,10 +245,8 @@ describe('exit 5: output unusable', () => {
   it('a foreign file where a new profile would go, after earlier good builds', () => {
     expect(build().code).toBe(0);
     writeFileSync(join(out, 'api/v1/users/newbie'), 'hand-made');
-    const handle = new Database(db);
-    handle.exec("INSERT INTO users (id, username, display_name, bio, created_at, status) VALUES (100, 'Newbie', 'N', '', '2024-01-01 00:00:00', 'active')");
-    handle.exec("UPDATE users SET views = 0 WHERE username = 'Alice'");
-    handle.close();
+    execSql(db, "INSERT INTO users (id, username, display_name, bio, created_at, status) VALUES (100, 'Newbie', 'N', '', '2024-01-01 00:00:00', 'active')");
+    execSql(db, "UPDATE users SET views = 0 WHERE username = 'Alice'");
     const before = snapshotTree(out);
     const result = build();
     expect(result.code).toBe(5);

@@ -3,27 +3,24 @@
  * creators list from the last list file. Every kept document must be exactly what rendering would
  * have produced: checked against a fresh build of the same store, byte for byte.
  */
-import Database from 'better-sqlite3';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MANIFEST_FILE } from '../../src/publish/layout.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { profile, publishedFiles, readJson } from '../helpers/output.js';
-import { tempDir, TestStore } from '../helpers/store.js';
+import { eachTestWorkspace, execSql, TestStore, type Workspace } from '../helpers/store.js';
 
 const DAY = 86_400_000;
 const USERS = 40;
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
 
 /** A clean store (no warnings): every published row can be kept. Every third user is suspended. */
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  const store = new TestStore(db);
+function cleanStore(file: string): void {
+  const store = new TestStore(file);
   store.decoration('halo', 'Halo', 'halo.png');
   for (let id = 1; id <= USERS; id++) {
     // Names out of id order, so list neighbours are not id neighbours.
@@ -33,15 +30,10 @@ beforeEach(() => {
     if (id % 3 === 0) store.ban(id, 'Paused', 'spam', '2024-05-01 00:00:00');
   }
   store.close();
-  out = join(dir.path, 'dist');
-});
-afterEach(() => dir.cleanup());
+}
+eachTestWorkspace((w) => ({ dir, db, out } = w), { fill: cleanStore });
 
-const write = (statement: string) => {
-  const handle = new Database(db);
-  handle.exec(statement);
-  handle.close();
-};
+const write = (statement: string) => execSql(db, statement);
 
 /** Every published file of `a` equals the one in `b`, byte for byte, and the two trees hold the same files. */
 function expectSameTree(a: string, b: string): void {

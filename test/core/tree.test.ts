@@ -2,32 +2,20 @@
  * The output tree across rebuilds: byte stability, reproducibility, stale-file removal, foreign-file
  * safety, aliases, and nothing outside --out.
  */
-import Database from 'better-sqlite3';
 import { lstatSync, mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { listFiles, profile, publishedFiles, readJson, snapshotTree } from '../helpers/output.js';
-import { tempDir, TestStore } from '../helpers/store.js';
+import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
-
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  TestStore.sample(db).close();
-  out = join(dir.path, 'dist');
-});
-afterEach(() => dir.cleanup());
+eachTestWorkspace((w) => ({ dir, db, out } = w), { fill: sampleStore });
 
 const HOUR = 3_600_000;
-const sql = (statement: string) => {
-  const handle = new Database(db);
-  handle.exec(statement);
-  handle.close();
-};
+const sql = (statement: string) => execSql(db, statement);
 
 describe('byte stability', () => {
   it('a rebuild of unchanged data rewrites nothing: same bytes, same inode, same mtime, meta included', () => {

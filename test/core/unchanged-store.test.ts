@@ -6,36 +6,25 @@
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync, renameSync, copyFileSync, writeFileSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StrictWarningsError } from '../../src/errors.js';
 import { LAST_PASS_FILE } from '../../src/publish/last-pass.js';
 import { MANIFEST_FILE } from '../../src/publish/layout.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { runCli } from '../helpers/cli.js';
 import { profile, snapshotTree } from '../helpers/output.js';
-import { tempDir, TestStore } from '../helpers/store.js';
+import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
 
 const DAY = 86_400_000;
 /** Tests write the store and build at once: trust its stamp without the 2 s settling time. */
 const settled = { storeSettleMs: 0 } as const;
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
+eachTestWorkspace((w) => ({ dir, db, out } = w), { fill: sampleStore });
 
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  TestStore.sample(db).close();
-  out = join(dir.path, 'dist');
-});
-afterEach(() => dir.cleanup());
-
-const write = (statement: string) => {
-  const handle = new Database(db);
-  handle.exec(statement);
-  handle.close();
-};
+const write = (statement: string) => execSql(db, statement);
 
 describe('a build over an unchanged store', () => {
   it('reads nothing, writes nothing, and reports what the last build published, warnings included', () => {
@@ -133,9 +122,7 @@ describe('every change is seen', () => {
     buildTo(db, out, settled);
     const other = join(dir.path, 'other.db');
     copyFileSync(db, other);
-    const handle = new Database(other);
-    handle.exec("UPDATE users SET bio = 'Replaced' WHERE username = 'bob'");
-    handle.close();
+    execSql(other, "UPDATE users SET bio = 'Replaced' WHERE username = 'bob'");
     utimesSync(other, new Date(2020, 0, 1), new Date(2020, 0, 1));
     renameSync(other, db);
     expect(buildTo(db, out, settled).storeUnchanged).toBe(false);

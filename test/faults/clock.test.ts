@@ -7,21 +7,17 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
 import { publishedFiles } from '../helpers/output.js';
 import { validateTree } from '../helpers/schemas.js';
-import { BASE, buildArgs, cli, INJECT, makeStore, servedBytes, tempDir } from './helpers.js';
+import { BASE, buildArgs, cli, INJECT, makeStore, servedBytes } from './helpers.js';
+import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  out = join(dir.path, 'out');
-});
-afterEach(() => dir.cleanup());
+eachTestWorkspace((w) => ({ dir, db, out } = w), { out: 'out', prefix: 'ps-faults-' });
 
 const DAY = 86_400;
 const profiles = (tree: string) => publishedFiles(tree).filter((f) => f.startsWith('api/v1/users/')).map((f) => JSON.parse(readFileSync(join(tree, f), 'utf8')));

@@ -14,9 +14,10 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
-import { BASE, buildArgs, changeStore, cli, EPOCH, INJECT, makeStore, servedBytes, tempDir } from './helpers.js';
+import { BASE, buildArgs, changeStore, cli, EPOCH, INJECT, makeStore, servedBytes } from './helpers.js';
+import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
 const ALLOWED = /^((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
@@ -30,15 +31,10 @@ function random(seed: number): () => number {
   };
 }
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  out = join(dir.path, 'out');
-});
-afterEach(() => dir.cleanup());
+eachTestWorkspace((w) => ({ dir, db, out } = w), { out: 'out', prefix: 'ps-faults-' });
 
 function referenceOf(): Map<string, string> {
   const refOut = join(dir.path, `ref-${Math.random().toString(36).slice(2)}`);

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'vitest';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 export const SCHEMA_SQL = readFileSync(join(REPO, 'data/schema.sql'), 'utf8');
@@ -31,6 +32,43 @@ export interface UserRow {
 export function tempDir(prefix = 'profile-snapshot-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export interface Workspace {
+  dir: ReturnType<typeof tempDir>;
+  /** `profiles.db` in the folder, written by `fill` when one is given. */
+  db: string;
+  /** `dist` in the folder (or `out`), not created. */
+  out: string;
+}
+
+/**
+ * Registers hooks that give each test of the file a fresh temp folder with a store path and an out
+ * path, handed to `use`, and remove it after the test. Call it before the file's own afterEach hooks
+ * (vitest runs after-hooks last-registered first, so those still see the folder).
+ */
+export function eachTestWorkspace(use: (workspace: Workspace) => void, options: { fill?: (db: string) => void; out?: string; prefix?: string } = {}): void {
+  let dir: ReturnType<typeof tempDir> | undefined;
+  beforeEach(() => {
+    dir = tempDir(options.prefix);
+    const workspace = { dir, db: join(dir.path, 'profiles.db'), out: join(dir.path, options.out ?? 'dist') };
+    options.fill?.(workspace.db);
+    use(workspace);
+  });
+  afterEach(() => dir?.cleanup());
+}
+
+/** `fill` for eachTestWorkspace: the sample store (data/sample.sql). */
+export const sampleStore = (db: string): void => TestStore.sample(db).close();
+
+/** Runs SQL on a store through its own connection, as the platform's writers would. */
+export function execSql(db: string, sql: string): void {
+  const handle = new Database(db);
+  try {
+    handle.exec(sql);
+  } finally {
+    handle.close();
+  }
 }
 
 export class TestStore {

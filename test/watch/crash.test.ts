@@ -6,28 +6,24 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import {
-  cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, publishedFiles, start, status, stop, tempDir, userName, waitFor,
+  cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, publishedFiles, start, status, stop, userName, waitFor,
   type Proc,
 } from './helpers.js';
+import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
 const procs: Proc[] = [];
 const EPOCH = '1767225600'; // 2026-01-01: a fixed snapshot time, so a reference build can match byte for byte
 
 beforeAll(() => ensureCompiled(), 120_000);
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  out = join(dir.path, 'dist');
-});
+eachTestWorkspace((w) => ({ dir, db, out } = w), { prefix: 'ps-watch-' });
 afterEach(async () => {
   for (const proc of procs.splice(0)) await stop(proc);
-  dir.cleanup();
 });
 
 const spawnTracked = (proc: Proc) => (procs.push(proc), proc);

@@ -6,28 +6,22 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import { SnapshotError } from '../../src/errors.js';
 import { OutDirLock, processStartTicks } from '../../src/publish/lock.js';
-import { cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, runCli, start, stop, tempDir, type Proc } from './helpers.js';
+import { cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, runCli, start, stop, type Proc } from './helpers.js';
+import { eachTestWorkspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
 let db: string;
 let out: string;
 let watcher: Proc | undefined;
 
 beforeAll(() => ensureCompiled(), 120_000);
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  out = join(dir.path, 'dist');
-  makeStore(db, 5);
-});
+eachTestWorkspace((w) => ({ db, out } = w), { fill: (file) => makeStore(file, 5), prefix: 'ps-watch-' });
 afterEach(async () => {
   await stop(watcher);
   watcher = undefined;
-  dir.cleanup();
 });
 
 const lockPath = () => join(out, '.profile-snapshot/lock');

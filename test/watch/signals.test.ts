@@ -7,27 +7,23 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli, cycleAfter, ensureCompiled, lastCycle, makeStore, profilePath, readJson, runCli, sql, status, stop, tempDir, waitFor,
+  cli, cycleAfter, ensureCompiled, lastCycle, makeStore, profilePath, readJson, runCli, sql, status, stop, waitFor,
   type Proc,
 } from './helpers.js';
+import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
 let watcher: Proc | undefined;
 
 beforeAll(() => ensureCompiled(), 120_000);
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  out = join(dir.path, 'dist');
-});
+eachTestWorkspace((w) => ({ dir, db, out } = w), { prefix: 'ps-watch-' });
 afterEach(async () => {
   await stop(watcher);
   watcher = undefined;
-  dir.cleanup();
 });
 
 // A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.

@@ -6,28 +6,23 @@
  */
 import { appendFileSync, existsSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli, cycleAfter, ensureCompiled, waitFor as poll, lastCycle, makeStore, profilePath, publishedFiles, readJson, sql, start, status, stop, tempDir,
+  cli, cycleAfter, ensureCompiled, waitFor as poll, lastCycle, makeStore, profilePath, publishedFiles, readJson, sql, start, status, stop,
   type Proc,
 } from './helpers.js';
+import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
-let dir: ReturnType<typeof tempDir>;
+let dir: Workspace['dir'];
 let db: string;
 let out: string;
 let watcher: Proc | undefined;
 
 beforeAll(() => ensureCompiled(), 120_000);
-beforeEach(() => {
-  dir = tempDir();
-  db = join(dir.path, 'profiles.db');
-  out = join(dir.path, 'dist');
-  makeStore(db, 40);
-});
+eachTestWorkspace((w) => ({ dir, db, out } = w), { fill: (file) => makeStore(file, 40), prefix: 'ps-watch-' });
 afterEach(async () => {
   await stop(watcher);
   watcher = undefined;
-  dir.cleanup();
 });
 
 // A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.

@@ -54,8 +54,8 @@ function cli(cliArgs) {
   const started = process.hrtime.bigint();
   const r = spawnSync(process.execPath, [child, ...cliArgs], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH } });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const bench = JSON.parse(r.stderr.split('\nBENCH ').at(-1));
   if (r.status !== 0) throw new Error(`profile-snapshot ${cliArgs.join(' ')} failed: ${r.stderr}`);
+  const bench = JSON.parse(r.stderr.split('\nBENCH ').at(-1));
   return { seconds, report: JSON.parse(r.stdout), rssMb: bench.maxRssKb / 1024 };
 }
 
@@ -150,7 +150,8 @@ const row = (users, fs, scenario, seconds, floorSeconds, written, rssMb, rendere
   log(`${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(27)} ${fmt(seconds, 3).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${String(written ?? '').padStart(9)} written  ${String(rendered ?? '').padStart(8)} rendered  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''}`);
 };
 
-log(`profile-snapshot benchmark: ${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB, Linux ${release()}, Node ${process.version}`);
+const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
+log(`profile-snapshot benchmark: ${machine}`);
 for (const users of sizes) {
   const seeded = store(users);
   // A million on disk takes many minutes per scenario: only with --1m-disk (tmpfs measures the software).
@@ -221,7 +222,6 @@ const at = (users) => {
 for (const users of sizes) at(users);
 for (const t of goals) log(`target ${t.ok ? 'MET   ' : 'MISSED'} ${t.what}: ${t.goal}; measured ${t.figure}`);
 
-const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
 const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds, r.seconds < 0.1 ? 3 : 2)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rendered ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
 // The load and soak figures (npm run load) live in their own marked section: keep it.
 const benchmarksFile = join(repo, 'BENCHMARKS.md');

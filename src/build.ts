@@ -95,11 +95,11 @@ function folderNotices(profiles: number, noticeAt: number): string[] {
 }
 
 /** The report of a build that found the last pass still standing: the same counts and warnings. */
-function unchangedReport(last: LastPass, options: BuildOptions, started: number): BuildReport {
+function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, started: number): BuildReport {
   // Under --strict the same rows fail the same way, and nothing is written either.
   if (options.strict && last.warnings.length > 0) throw new StrictWarningsError(last.warnings);
   return {
-    out: resolve(options.out),
+    out: outDir,
     snapshotTime: new Date(options.snapshotMs).toISOString(),
     profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
@@ -129,7 +129,7 @@ export function build(options: BuildOptions): BuildReport {
     const outDir = resolve(options.out);
     if (conditions.store !== undefined && !options.fullPass) {
       const last = currentPass(outDir, { ...conditions, store: conditions.store }, options.snapshotMs);
-      if (last !== undefined) return unchangedReport(last, options, started);
+      if (last !== undefined) return unchangedReport(last, options, outDir, started);
     }
     // From here on the tree may change: the record must not vouch for it until the commit is done.
     forgetPass(outDir);
@@ -142,20 +142,24 @@ export function build(options: BuildOptions): BuildReport {
      * A row whose signature equals the one its published profile was rendered from is kept as it
      * is: no render, no JSON, no hash. The account age is part of the signature, so a profile whose
      * age turns over is rendered again; a row that had warnings has no signature and always is.
+     * Returns true when kept; otherwise the row's signature if it had to be computed (for the render
+     * path to reuse), or undefined.
      */
-    const keptUnchanged = (row: StoreRow): boolean => {
+    const keepIfUnchanged = (row: StoreRow): true | string | undefined => {
       const username = row.user[Col.username];
-      if (typeof username !== 'string' || !Number.isSafeInteger(row.user[Col.id])) return false;
+      if (typeof username !== 'string' || !Number.isSafeInteger(row.user[Col.id])) return undefined;
       const name = username.toLowerCase();
       const last = output.previousProfile(name);
-      if (last === undefined || output.hasProfile(name)) return false;
+      if (last === undefined || output.hasProfile(name)) return undefined;
       const member = row.user[Col.status] === 'active';
       // A list member's bytes come from the last list file, which must be there, as it was written.
       const length = member ? listLength(last) : undefined;
-      if (member && (length === undefined || !creators.canKeep)) return false;
+      if (member && (length === undefined || !creators.canKeep)) return undefined;
       const created = parseStoreDate(row.user[Col.createdAt]);
-      if (created === undefined) return false;
-      if (!hasSignature(last, rowSignature(row, wholeDaysBetween(created.ms, options.snapshotMs)))) return false;
+      if (created === undefined) return undefined;
+      // The same account age renderUser derives, so this is the signature it would be stored under.
+      const signature = rowSignature(row, wholeDaysBetween(created.ms, options.snapshotMs));
+      if (!hasSignature(last, signature)) return signature;
       output.keepProfile(name, last);
       stableUntilMs = Math.min(stableUntilMs, nextAgeChangeMs(created.ms, options.snapshotMs));
       profiles++;
@@ -169,7 +173,8 @@ export function build(options: BuildOptions): BuildReport {
         options.onProgress?.(rowsRead);
         collectIfGrown();
       }
-      if (keptUnchanged(row)) return;
+      const kept = keepIfUnchanged(row);
+      if (kept === true) return;
       rendered++;
       const renderStarted = performance.now();
       const result = renderUser(row, ctx);
@@ -189,7 +194,7 @@ export function build(options: BuildOptions): BuildReport {
       }
       const userJson = JSON.stringify(user);
       const hash = fingerprint(userJson);
-      const signature = result.warnings.length === 0 ? rowSignature(row, user.accountAgeDays) : '';
+      const signature = result.warnings.length === 0 ? kept ?? rowSignature(row, user.accountAgeDays) : '';
       const memberLength = user.status === 'active' ? creators.add(name, userJson, hash) : undefined;
       output.profile(name, hash, signature, memberLength, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
       profiles++;

@@ -21,7 +21,7 @@ export interface LimitReport { over: FolderCount[]; near: FolderCount[]; largest
  * Counts the entries of every folder of the publish dir (dot folders are skipped: Netlify does not
  * deploy them, and they hold the tool's own bookkeeping).
  */
-export function checkNetlifyLimits(outDir: string, limit = NETLIFY_MAX_FILES_PER_DIR, warnAt = NETLIFY_WARN_FILES_PER_DIR): LimitReport {
+export function checkNetlifyLimits(outDir: string): LimitReport {
   const counts: FolderCount[] = [];
   const walk = (dir: string) => {
     let entries;
@@ -36,9 +36,18 @@ export function checkNetlifyLimits(outDir: string, limit = NETLIFY_MAX_FILES_PER
   };
   walk(outDir);
   counts.sort((a, b) => b.entries - a.entries);
+  return { ...classifyFolders(counts), largest: counts[0] };
+}
+
+/** The folders over Netlify's limit (a deploy fails) and those near it (warn), of counted folders. */
+export function classifyFolders(counts: readonly FolderCount[]): { over: FolderCount[]; near: FolderCount[] } {
   return {
-    over: counts.filter((c) => c.entries > limit),
-    near: counts.filter((c) => c.entries <= limit && c.entries >= warnAt),
-    largest: counts[0],
+    over: counts.filter((c) => c.entries > NETLIFY_MAX_FILES_PER_DIR),
+    near: counts.filter((c) => c.entries <= NETLIFY_MAX_FILES_PER_DIR && c.entries >= NETLIFY_WARN_FILES_PER_DIR),
   };
+}
+
+/** The warning for a folder near the limit, worded the same wherever it is reported. */
+export function nearLimitMessage(folder: FolderCount): string {
+  return `${folder.dir} holds ${folder.entries.toLocaleString('en-US')} files, near Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder`;
 }

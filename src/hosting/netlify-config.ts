@@ -47,7 +47,7 @@ const literal = (path: string) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * query-string form (whose query a path pattern cannot see). Plain lower-case profile requests never
  * match, so they stay purely static.
  */
-export function edgeFunctionPatterns(table: RouteTable = ROUTES): string[] {
+function edgeFunctionPatterns(table: RouteTable = ROUTES): string[] {
   const aliases = table.profiles.map((p) => literal(p.path)).join('|');
   return [
     `^(${aliases})/${NOT_LOWER_CASE}$`,
@@ -112,7 +112,7 @@ export function renderNetlifyToml(table: RouteTable = ROUTES): string {
  * (its compiled source), so both targets route by the same code. Plain dependency-free JavaScript,
  * loadable by Deno on Netlify and by Node in the tests.
  */
-export function renderEdgeRoutesModule(table: RouteTable = ROUTES): string {
+function renderEdgeRoutesModule(table: RouteTable = ROUTES): string {
   // The resolver's helpers are module-level functions of routes.ts; emit each by its own source.
   const source = (fn: (...args: never[]) => unknown) => fn.toString();
   return [

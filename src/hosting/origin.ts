@@ -38,8 +38,8 @@ const OUTSIDE_HEADERS = {
   'Cache-Control': CONTRACT_HEADERS['Cache-Control'],
 };
 
-/** Routes one request. Pure; exported for tests. */
-export function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolution {
+/** Routes one request. Pure. */
+function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolution {
   // Only the path and query matter; a relative base keeps absolute-form targets (`GET http://x/...`) sane.
   let url: URL;
   try {

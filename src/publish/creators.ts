@@ -13,7 +13,6 @@
  * no rewrite and no assembly.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { join } from 'node:path';
 import { Fingerprint } from '../render/fingerprint.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './manifest.js';
@@ -136,17 +135,18 @@ export class CreatorsList {
   private stampUnchanged(headLength: number, lengths: number[]): void {
     if (this.last !== undefined) return;
     const closing = lengths.reduce((at, length) => at + length + 1, headLength + 1) - (lengths.length > 0 ? 1 : 0);
-    try {
-      const reader = new PositionedReader(join(this.tx.outDir, this.path), false);
+    this.tx.stampUnchangedFile(this.path, (file) => {
       try {
-        if (reader.read(headLength, 1)[0] !== 0x5b || reader.read(closing, 1)[0] !== 0x5d) return; // '[' ... ']'
-      } finally {
-        reader.close();
+        const reader = new PositionedReader(file, false);
+        try {
+          return reader.read(headLength, 1)[0] === 0x5b && reader.read(closing, 1)[0] === 0x5d; // '[' ... ']'
+        } finally {
+          reader.close();
+        }
+      } catch {
+        return false; // not there, or shorter
       }
-    } catch {
-      return; // not there, or shorter: nothing to record
-    }
-    this.tx.stampUnchangedFile(this.path);
+    });
   }
 }
 

@@ -265,7 +265,7 @@ function readHolder(path: string): LockHolder | undefined {
  * usually gets a new one, and its predecessor's lock must still be taken over; the start time tells a
  * live holder from an unrelated process that happens to have its pid.
  */
-export function isAlive(holder: LockHolder): boolean {
+function isAlive(holder: LockHolder): boolean {
   if (holder.pid === process.pid) return heldHere.has(holder.token);
   try {
     process.kill(holder.pid, 0);
@@ -295,6 +295,7 @@ export function processStartTicks(pid: number): string | null {
 }
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
-function sleepSync(ms: number): void {
+/** Blocks this thread for `ms` (synchronous code that must wait: lock retries, verify's re-reads). */
+export function sleepSync(ms: number): void {
   Atomics.wait(sleeper, 0, 0, ms);
 }

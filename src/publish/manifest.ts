@@ -43,7 +43,7 @@ export interface ListOrder {
   lengths: number[];
 }
 
-export const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), files: new Map(), list: undefined });
+const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), files: new Map(), list: undefined });
 
 /**
  * Entries are kept as the manifest line's own text, one string per profile: at a million profiles a

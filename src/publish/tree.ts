@@ -155,7 +155,7 @@ export class OutputTransaction {
   streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void): boolean {
     const previousHash = this.takePreviousFile(path, hash);
     if (previousHash === hash) return false;
-    const sink = this.stagedWriter();
+    const sink = this.scratchFile();
     try {
       write(sink);
     } finally {
@@ -167,17 +167,18 @@ export class OutputTransaction {
 
   /** A scratch file in the staging folder; it goes away with the staging folder. */
   scratchFile(): BufferedFileWriter {
-    return this.stagedWriter();
+    return new BufferedFileWriter(this.stagingPath(), (cause) => asOutputError(cause, `cannot write into ${this.outDir}`));
   }
 
   /**
-   * Records the stamp of an unchanged published file whose entry has none (a format 1 manifest), once
-   * the caller has checked the file is the one the manifest describes.
+   * Records the stamp of an unchanged published file whose entry has none (a format 1 manifest), if
+   * `isIntact` finds the file is the one the manifest describes (only read when a stamp is missing).
    */
-  stampUnchangedFile(path: string): void {
+  stampUnchangedFile(path: string, isIntact: (file: string) => boolean): void {
     const entry = this.next.files.get(path);
     if (entry === undefined || entry === PENDING || fileEntryStamp(entry) !== undefined) return;
-    this.next.files.set(path, fileEntry(entry, fileStamp(join(this.outDir, path))));
+    const file = join(this.outDir, path);
+    if (isIntact(file)) this.next.files.set(path, fileEntry(entry, fileStamp(file)));
   }
 
   /**
@@ -289,11 +290,7 @@ export class OutputTransaction {
     ManifestCache.forget();
   }
 
-  private stagedWriter(): BufferedFileWriter {
-    return new BufferedFileWriter(this.stagingPath(), (cause) => asOutputError(cause, `cannot write into ${this.outDir}`));
-  }
-
-  stagingPath(): string {
+  private stagingPath(): string {
     this.assertOpen();
     return `${this.stagingDir}/${this.stagedCount++}`;
   }

@@ -54,6 +54,6 @@ export function wholeDaysBetween(createdMs: number, snapshotMs: number): number 
 
 /** The first snapshot time after `snapshotMs` at which wholeDaysBetween(createdMs, ·) changes. */
 export function nextAgeChangeMs(createdMs: number, snapshotMs: number): number {
-  if (snapshotMs < createdMs) return createdMs + DAY_MS;
-  return createdMs + (Math.floor((snapshotMs - createdMs) / DAY_MS) + 1) * DAY_MS;
+  // Before the creation date the age is held at 0, so it first moves a day after that date too.
+  return createdMs + (wholeDaysBetween(createdMs, snapshotMs) + 1) * DAY_MS;
 }

@@ -182,7 +182,7 @@ export class ProfileStore {
 }
 
 /** SQLite failures become store errors (exit 3) with a fix; our own errors pass through. */
-export function translateSqliteError(cause: unknown, file: string): unknown {
+function translateSqliteError(cause: unknown, file: string): unknown {
   if (cause instanceof SnapshotError) return cause;
   const code = (cause as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return cause;

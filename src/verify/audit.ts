@@ -11,7 +11,7 @@
 import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describeCause, outputError } from '../errors.js';
-import { NETLIFY_MAX_FILES_PER_DIR, NETLIFY_WARN_FILES_PER_DIR } from '../hosting/limits.js';
+import { classifyFolders, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../hosting/limits.js';
 import { NETLIFY_TOML, renderNetlifyToml } from '../hosting/netlify-config.js';
 import { ROUTES } from '../hosting/routes.js';
 import { CREATORS_FILE, ERRORS_DIR, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR, errorFile } from '../publish/layout.js';
@@ -114,7 +114,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
   let threads = 1;
   const apiPrefixes = ROUTES.prefixes.map((p) => p.slice(1));
   const underApi = (rel: string) => apiPrefixes.some((p) => rel.startsWith(`${p}/`));
-  const readDir = (rel: string): Dirent[] | undefined => {
+  const readDir = (rel: string): Dirent[] => {
     try {
       return readdirSync(join(out, rel), { withFileTypes: true });
     } catch (cause) {
@@ -122,7 +122,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
     }
   };
   const walk = (rel: string) => {
-    const entries = readDir(rel) ?? [];
+    const entries = readDir(rel);
     const visible = entries.filter((e) => !e.name.startsWith('.'));
     counts.push({ dir: rel === '' ? '.' : rel, entries: visible.length });
     if ((PROFILE_DIRS as readonly string[]).includes(rel)) {
@@ -163,11 +163,11 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
   };
 
   const auditStateDir = () => {
-    const entries = readDir(STATE_DIR) ?? [];
+    const entries = readDir(STATE_DIR);
     for (const e of entries) {
       const path = `${STATE_DIR}/${e.name}`;
       if (path === STAGING_DIR && e.isDirectory()) {
-        const staged = readDir(STAGING_DIR) ?? [];
+        const staged = readDir(STAGING_DIR);
         if (staged.length > 0 && !options.writerActive) {
           const shown = staged.slice(0, 3).map((s) => s.name).join(', ');
           defect('leftover', STAGING_DIR, `${staged.length} staged file${staged.length === 1 ? '' : 's'} (${shown}${staged.length > 3 ? ', ...' : ''}) left by an interrupted build (no profile-snapshot process holds the out dir); the next build clears them`);
@@ -199,7 +199,7 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
       types[n * PROFILE_DIRS.length + d] = e === undefined ? ABSENT : e.isFile() ? FILE : e.isDirectory() ? FOLDER : e.isSymbolicLink() ? SYMLINK : OTHER;
     });
   });
-  const pass = profilePass(out, nameList, types, PROFILE_DIRS.length, { parallel: options.parallel });
+  const pass = profilePass(out, nameList, types, { parallel: options.parallel });
   defects.push(...pass.defects);
   files += pass.files;
   threads = pass.threads;
@@ -344,13 +344,11 @@ export function audit(outDir: string, options: AuditOptions = {}): AuditResult {
 
   // ---- 6. Netlify.
   if (options.netlify) {
-    for (const c of counts) {
-      if (c.entries > NETLIFY_MAX_FILES_PER_DIR) {
-        defect('netlify-folder-limit', c.dir, `holds ${c.entries.toLocaleString('en-US')} files, over Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder: the deploy would fail; serve this snapshot with profile-snapshot serve behind a CDN instead`);
-      } else if (c.entries >= NETLIFY_WARN_FILES_PER_DIR) {
-        warnings.push(`${c.dir} holds ${c.entries.toLocaleString('en-US')} files, near Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder`);
-      }
+    const { over, near } = classifyFolders(counts);
+    for (const c of over) {
+      defect('netlify-folder-limit', c.dir, `holds ${c.entries.toLocaleString('en-US')} files, over Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder: the deploy would fail; serve this snapshot with profile-snapshot serve behind a CDN instead`);
     }
+    warnings.push(...near.map(nearLimitMessage));
     // netlify.toml only: the edge routing module embeds compiled function source, which `netlify
     // config --check` compares (in CI), while this audit may run from sources (the test suites).
     const root = resolve(options.root ?? '.');

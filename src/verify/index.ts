@@ -11,11 +11,11 @@
  *     the tree between two snapshots: it is run again (waiting up to `waitMs` for the commit to end).
  * Without a live writer, pending entries are an interrupted build: a defect.
  */
-import { statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { SnapshotError } from '../errors.js';
-import { OutDirLock } from '../publish/lock.js';
+import { OutDirLock, sleepSync } from '../publish/lock.js';
+import { manifestStamp } from '../publish/manifest.js';
 import { MANIFEST_FILE } from '../publish/layout.js';
 import { audit, DEFECT_KINDS, type AuditOptions, type Defect, type DefectKind } from './audit.js';
 
@@ -56,18 +56,6 @@ export class VerifyFailedError extends SnapshotError {
   }
 }
 
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-const sleep = (ms: number) => Atomics.wait(sleeper, 0, 0, ms);
-
-function manifestStamp(out: string): string {
-  try {
-    const s = statSync(join(out, MANIFEST_FILE), { bigint: true });
-    return `${s.ino}:${s.size}:${s.mtimeNs}`;
-  } catch {
-    return 'none';
-  }
-}
-
 export function verify(outDir: string, options: VerifyOptions = {}): VerifyReport {
   const started = performance.now();
   const out = resolve(outDir);
@@ -82,7 +70,7 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
     const changed = manifestStamp(out) !== before || (OutDirLock.holderOf(out) !== undefined) !== writerActive;
     const inCommit = writerActive && result.pending > 0;
     if ((changed || inCommit) && Date.now() < deadline) {
-      if (!changed) sleep(100);
+      if (!changed) sleepSync(100);
       continue;
     }
     if (inCommit) {

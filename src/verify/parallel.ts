@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { PROFILE_DIRS } from '../publish/layout.js';
 import { auditProfiles, type ProfilePass } from './profiles.js';
 
 const WORKER_URL = new URL('./profiles-worker.js', import.meta.url);
@@ -17,7 +18,8 @@ export const PARALLEL_FROM = 4000;
 /** The worker's result is awaited this long; then its share is done here (a stuck worker never hangs verify). */
 const WORKER_PATIENCE_MS = 10 * 60_000;
 
-export function profilePass(out: string, names: string[], types: Uint8Array, dirs: number, options: { parallel?: boolean } = {}): ProfilePass {
+export function profilePass(out: string, names: string[], types: Uint8Array, options: { parallel?: boolean } = {}): ProfilePass {
+  const dirs = PROFILE_DIRS.length; // `types` holds one entry per name and alias folder
   const parallel = (options.parallel ?? true) && names.length >= PARALLEL_FROM && availableParallelism() > 1
     && WORKER_URL.protocol === 'file:' && existsSync(fileURLToPath(WORKER_URL));
   if (!parallel) return auditProfiles(out, names, types);

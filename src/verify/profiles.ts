@@ -8,6 +8,7 @@ import { closeSync, fstatSync, lstatSync, openSync, readFileSync, readSync } fro
 import { join } from 'node:path';
 import { describeCause } from '../errors.js';
 import { PROFILE_DIRS } from '../publish/layout.js';
+import { SUCCESS_HEAD } from '../render/documents.js';
 import { isPublishableUsername } from '../render/user.js';
 import type { Defect } from './audit.js';
 import { describeErrors, validator } from './schemas.js';
@@ -40,15 +41,15 @@ export function userKey(json: Buffer): number {
 }
 export const canonicalKey = (user: unknown) => userKey(Buffer.from(JSON.stringify(user)));
 
-const SUCCESS_HEAD = Buffer.from('{"success":true,"data":');
+const SUCCESS_HEAD_BYTES = Buffer.from(SUCCESS_HEAD);
 const META_MEMBER = Buffer.from(',"meta":');
 
 /** The data member's bytes of a profile document written by build, else its canonical JSON. */
 function dataBytes(bytes: Buffer, doc: { data: unknown }): Buffer {
-  if (bytes.subarray(0, SUCCESS_HEAD.length).equals(SUCCESS_HEAD)) {
+  if (bytes.subarray(0, SUCCESS_HEAD_BYTES.length).equals(SUCCESS_HEAD_BYTES)) {
     const end = bytes.lastIndexOf(META_MEMBER);
     // A schema-valid User cannot hold `,"meta":` outside a string (inside one the quotes are escaped).
-    if (end > SUCCESS_HEAD.length) return bytes.subarray(SUCCESS_HEAD.length, end);
+    if (end > SUCCESS_HEAD_BYTES.length) return bytes.subarray(SUCCESS_HEAD_BYTES.length, end);
   }
   return Buffer.from(JSON.stringify(doc.data));
 }

@@ -36,7 +36,7 @@ export interface ExecHooks {
 }
 
 /** The change summary handed to the command. Counts are of the cycle that triggered the run. */
-export function execEnvironment(request: ExecRequest, summary: string): Record<string, string> {
+function execEnvironment(request: ExecRequest, summary: string): Record<string, string> {
   const { report } = request;
   return {
     PROFILE_SNAPSHOT_OUT: report.out,
@@ -76,11 +76,6 @@ export class ExecRunner {
 
   get running(): boolean {
     return this.child !== undefined;
-  }
-
-  /** Whether a run is waiting for --exec-min-interval to pass. */
-  get waiting(): boolean {
-    return this.delayed !== undefined;
   }
 
   /** Runs now, or once after the current run when one is going (folding with other requests). */

@@ -11,9 +11,9 @@
  * The library never touches signals or streams: the CLI wires SIGHUP to `regenerate()` and
  * SIGINT/SIGTERM to `stop()`, and prints the events.
  */
-import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { build, type BuildOptions, type BuildReport } from '../build.js';
+import { fingerprint } from '../render/fingerprint.js';
 import { OutDirLock } from '../publish/lock.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { errorStatus, formatCycle } from './format.js';
@@ -172,7 +172,7 @@ export class Watcher {
       this.consecutiveFailures = 0;
       this.lastSuccessAt = finishedAt;
       this.lastSuccess = cycle;
-      const signature = createHash('sha1').update(report.warnings.map((w) => `${w.id}\t${w.reason}`).join('\n')).digest('hex');
+      const signature = fingerprint(report.warnings.map((w) => `${w.id}\t${w.reason}`).join('\n'));
       warningsChanged = signature !== this.warningsSignature;
       this.warningsSignature = signature;
     } else {

@@ -71,7 +71,7 @@ export interface WatchStatus {
   } | null;
 }
 
-export function statusPath(outDir: string): string {
+function statusPath(outDir: string): string {
   return join(outDir, STATUS_FILE);
 }
 

@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { outputError, SnapshotError } from '../../errors.js';
-import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR } from '../../hosting/limits.js';
+import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../../hosting/limits.js';
 import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
 import type { CliState, Io } from '../io.js';
 import { outOption, resolveOutDir } from '../options.js';
@@ -33,7 +33,7 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
       const out = resolveOutDir(flags, io.env);
       const report = checkNetlifyLimits(out);
       for (const near of report.near) {
-        io.stderr.write(`profile-snapshot: warning: ${near.dir} holds ${near.entries.toLocaleString('en-US')} files, near Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder\n`);
+        io.stderr.write(`profile-snapshot: warning: ${nearLimitMessage(near)}\n`);
       }
       if (report.over.length > 0) {
         const list = report.over.map((o) => `${o.dir} (${o.entries.toLocaleString('en-US')})`).join(', ');

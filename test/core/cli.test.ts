@@ -57,7 +57,7 @@ describe('exit 0', () => {
   it('--help explains every option with its environment variable and default', () => {
     const result = runCli(['build', '--help']);
     expect(result.code).toBe(0);
-    for (const text of ['--db <file>', 'PROFILE_DB', 'data/profiles.db', '--out <dir>', 'PROFILE_OUT', '"dist"', '--base-url <url>', 'BASE_URL', 'URL', 'http://localhost:3000', '--strict', '--json', 'SOURCE_DATE_EPOCH', 'Exit codes']) {
+    for (const text of ['--db <file>', 'PROFILE_DB', 'data/profiles.db', '--out <dir>', 'PROFILE_OUT', '"dist"', '--base-url <url>', 'BASE_URL', "then Netlify's URL", 'http://localhost:3000', '--strict', '--json', '--full', 'SOURCE_DATE_EPOCH', 'Exit codes']) {
       expect(result.stdout).toContain(text);
     }
   });
@@ -73,10 +73,29 @@ describe('option precedence: flag, then environment, then default', () => {
   it('falls back to Netlify\'s URL when BASE_URL is unset, and flags beat both', () => {
     expect(runCli(['build', '--db', db, '--out', out], { env: { ...EPOCH, URL: 'https://netlify.example' } }).code).toBe(0);
     expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.pageUrl).toBe('https://netlify.example/p/bob');
-    expect(runCli(['build', '--db', db, '--out', out, '--base-url', 'https://flag.example'], { env: { ...EPOCH, URL: 'https://netlify.example', BASE_URL: 'https://env.example', PROFILE_OUT: join(dir.path, 'elsewhere') } }).code).toBe(0);
+    // BASE_URL beats Netlify's URL.
+    expect(runCli(['build', '--db', db, '--out', out], { env: { ...EPOCH, URL: 'https://netlify.example', BASE_URL: 'https://env.example' } }).code).toBe(0);
+    expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.pageUrl).toBe('https://env.example/p/bob');
+    // Flags beat every variable: a PROFILE_DB that does not exist and a PROFILE_OUT elsewhere are ignored.
+    expect(runCli(['build', '--db', db, '--out', out, '--base-url', 'https://flag.example'], { env: { ...EPOCH, URL: 'https://netlify.example', BASE_URL: 'https://env.example', PROFILE_DB: join(dir.path, 'nope.db'), PROFILE_OUT: join(dir.path, 'elsewhere') } }).code).toBe(0);
     expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.pageUrl).toBe('https://flag.example/p/bob');
     expect(existsSync(join(dir.path, 'elsewhere'))).toBe(false);
   });
+
+  it('warns on stderr when a users folder passes 50,000 profiles (Netlify refuses a folder of over 54,000 files)', () => {
+    execSql(db, `DELETE FROM socials; DELETE FROM badges; DELETE FROM bans; DELETE FROM users;
+      WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50001)
+      INSERT INTO users (id, username, display_name, bio, created_at, views, status) SELECT i, 'u' || i, '', '', '2020-01-01 00:00:00', 0, 'active' FROM n;`);
+    const over = build();
+    expect(over.code).toBe(0);
+    expect(over.stderr).toMatch(/^warning: api\/v1\/users holds 50,001 profiles: Netlify refuses a deploy with more than 54,000 files in one folder/m);
+    expect(over.stderr).toMatch(/^warning: service-api\/v1\/users holds 50,001 profiles/m);
+    // 50,000 exactly is not past the threshold.
+    execSql(db, 'DELETE FROM users WHERE id = 50001');
+    const at = build();
+    expect(at.code).toBe(0);
+    expect(at.stderr).not.toContain('warning:');
+  }, 120_000);
 
   it('defaults to data/profiles.db, dist and http://localhost:3000 relative to the working directory', () => {
     const cwd = join(dir.path, 'project');

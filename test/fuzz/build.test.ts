@@ -222,6 +222,9 @@ describe('fuzz: store -> output', () => {
     const report = buildOnce(db, out);
     expect(() => checkBuilt(db, out, model, report, 'planted0nonce')).not.toThrow();
     expect(() => checkBuilt(db, out, model, { ...report, warnings: [{ id: 1, reason: 'x planted0nonce' }] }, 'planted0nonce')).toThrow(/private value/);
-    expect(() => checkBuilt(db, out, { ...model, users: model.users.slice(1) }, report, 'planted0nonce')).toThrow();
+    // A published profile gone from the tree is found too (not merely a crash of the oracle).
+    const published = listFiles(out).find((f) => f.startsWith('api/v1/users/'))!;
+    rmSync(join(out, published));
+    expect(() => checkBuilt(db, out, model, report, 'planted0nonce')).toThrow(/missing file/);
   });
 });

@@ -114,15 +114,17 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
       if (JSON.stringify(d.avatarDecoration) !== JSON.stringify(wantDecoration)) fail(`${name}.avatarDecoration ${JSON.stringify(d.avatarDecoration)?.slice(0, 80)}`);
       const rows = socials.filter((s) => s.user_id === u.id);
       const dropped = report.warnings.filter((w) => w.id === Number(u.id) && /^social link/.test(w.reason)).length;
-      if (d.socials.length + dropped !== rows.length) fail(`${name}: ${rows.length} socials, ${d.socials.length} published, ${dropped} dropped with a warning`);
-      for (const s of d.socials) {
-        let url: URL | undefined;
-        try { url = new URL(s.url); } catch { /* not absolute */ }
-        if (!url || !['http:', 'https:'].includes(url.protocol) || url.hostname === '' || url.username !== '' || url.password !== '' || url.href !== s.url) {
-          fail(`${name}: social URL published ${JSON.stringify(s.url)}`);
-        }
-        if (s.platform !== s.platform.toLowerCase() || !rows.some((r) => typeof r.platform === 'string' && r.platform.trim().toLowerCase() === s.platform)) fail(`${name}: platform ${JSON.stringify(s.platform)}`);
-      }
+      // The contract's rule restated: rows in position-then-id order (the query above), platform
+      // trimmed and lower-cased, only absolute http(s) URLs with a host and no credentials, in WHATWG form.
+      const wantSocials = rows.flatMap((r) => {
+        if (typeof r.platform !== 'string' || r.platform.trim() === '' || typeof r.url !== 'string') return [];
+        let url: URL;
+        try { url = new URL(r.url.trim()); } catch { return []; }
+        if (!['http:', 'https:'].includes(url.protocol) || url.hostname === '' || url.username !== '' || url.password !== '') return [];
+        return [{ platform: r.platform.trim().toLowerCase(), url: url.href }];
+      });
+      if (JSON.stringify(d.socials) !== JSON.stringify(wantSocials)) fail(`${name}.socials ${JSON.stringify(d.socials).slice(0, 120)}, want ${JSON.stringify(wantSocials).slice(0, 120)}`);
+      if (rows.length - wantSocials.length !== dropped) fail(`${name}: ${rows.length} socials, ${wantSocials.length} publishable, ${dropped} dropped with a warning`);
       const ban = bans.find((b) => b.user_id === u.id);
       const wantBan = want.status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null }
         : ban === undefined ? { isBanned: true, message: null, reason: null, bannedAt: null }

@@ -99,7 +99,10 @@ describe('netlify verify: Netlify\'s 54,000 files per folder', () => {
 
   it('the Netlify build command gates on verify --netlify (this limit included) after the build', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    expect(readFileSync(join(REPO, 'netlify.toml'), 'utf8')).toContain('command = "npm run build:netlify"');
+    const toml = readFileSync(join(REPO, 'netlify.toml'), 'utf8');
+    expect(toml).toContain('command = "npm run build:netlify"');
+    // Netlify publishes the folder that command builds and verifies.
+    expect(toml).toMatch(/^\[build\][^[]*^\s*publish = "dist"$/m);
     expect(pkg.scripts['build:netlify']).toMatch(/^npm run build && node bin\/profile-snapshot\.js verify --out dist --netlify$/);
   });
 });

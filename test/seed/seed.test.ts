@@ -38,10 +38,10 @@ describe('profile-snapshot seed', () => {
     expect(result.stderr).toMatch(/seeded .*20,000 users/);
     const db = new Database(file, { readonly: true });
     const share = (where: string) => (db.prepare(`SELECT count(*) AS n FROM users WHERE ${where}`).get() as { n: number }).n / 20000;
-    expect(share("status = 'active'")).toBeCloseTo(0.8, 1);
-    expect(share("status IN ('suspended', 'banned')")).toBeCloseTo(0.08, 1);
-    expect(share("status IN ('inactive', 'deleted')")).toBeCloseTo(0.12, 1);
-    expect(share('decoration_id IS NOT NULL')).toBeCloseTo(1 / 3, 1);
+    expect(share("status = 'active'")).toBeCloseTo(0.8, 2);
+    expect(share("status IN ('suspended', 'banned')")).toBeCloseTo(0.08, 2);
+    expect(share("status IN ('inactive', 'deleted')")).toBeCloseTo(0.12, 2);
+    expect(share('decoration_id IS NOT NULL')).toBeCloseTo(1 / 3, 2);
     expect(share('custom_domain IS NOT NULL')).toBeGreaterThan(0.05);
     expect(share('length(bio) BETWEEN 0 AND 300')).toBe(1);
     expect(share('length(bio) = 0')).toBeGreaterThan(0);

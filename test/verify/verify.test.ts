@@ -3,7 +3,7 @@
  * tree per defect class (made by damaging a real build in a temp folder) is detected with a clear
  * message naming the path.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
@@ -293,6 +293,10 @@ describe('one corrupted tree per defect class', () => {
     expect(plain).toEqual([]);
     const defects = defectsOf(t, { netlify: true, root: REPO });
     expect(defects).toEqual([{ kind: 'netlify-folder-limit', path: 'assets', message: expect.stringMatching(/^holds 54,001 files, over Netlify's limit of 54,000 per folder: the deploy would fail/) }]);
+    // The same files in a dot folder: Netlify does not deploy it, so it does not count.
+    rmSync(t.path('.big'), { recursive: true });
+    renameSync(t.path('assets'), t.path('.big'));
+    expect(defectsOf(t, { netlify: true, root: REPO })).toEqual([]);
   }, 60_000);
 
   it('with --netlify: a netlify.toml that does not match the route table, or is missing', () => {

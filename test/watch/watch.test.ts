@@ -219,6 +219,16 @@ describe('watch', () => {
     expect(readJson(profilePath(out, 'user00001')).data.views).toBe(5);
   });
 
+  it('regenerates every 30 seconds unless told otherwise', async () => {
+    watcher = cli(['watch', '--db', db, '--out', out], { SOURCE_DATE_EPOCH: '1767225600' });
+    const s = await cycleAfter(out, 0);
+    expect(s.intervalSeconds).toBe(30);
+    // The next cycle is due an interval after this one started, not sooner.
+    const dueInMs = Date.parse(s.nextCycleAt!) - Date.parse(s.lastCycle!.startedAt);
+    expect(dueInMs).toBeGreaterThan(29_000);
+    expect(dueInMs).toBeLessThan(31_000);
+  });
+
   it('writes a health status a monitor can read, outside the published paths', async () => {
     watcher = watch();
     const s = await cycleAfter(out, 1);

@@ -13,7 +13,7 @@ import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
 import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, type WriteCounts } from './publish/tree.js';
-import { entryHash, hasSignature, listLength } from './publish/manifest.js';
+import { entryHash, hasSignature, isUnsigned, listLength } from './publish/manifest.js';
 import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
 import { contractText, OPENAPI_FILE } from './verify/contract.js';
@@ -22,6 +22,7 @@ import { nextAgeChangeMs, parseStoreDate, wholeDaysBetween } from './render/date
 import { rowSignature } from './render/signature.js';
 import { toolIdentity } from './version.js';
 import { collectIfGrown } from './memory.js';
+import type { Selection, StoreSession } from './session.js';
 
 export interface BuildOptions {
   db: string;
@@ -56,6 +57,11 @@ export interface BuildOptions {
   fullPass?: boolean;
   /** How long the store's files must have been left alone before their stamp is trusted (tests). */
   storeSettleMs?: number;
+  /**
+   * A long-lived reader (the watcher's) to use instead of opening the store: it remembers the last
+   * pass, so a pass can read only the users whose rows changed since (see session.ts).
+   */
+  session?: StoreSession;
 }
 
 export interface BuildReport {
@@ -69,9 +75,12 @@ export interface BuildReport {
   skipped: number;
   /**
    * Rows rendered in this build. The others were kept as the last build published them, unrendered:
-   * their row signature (every column, child row and the account age) had not changed.
+   * their row signature (every column, child row and the account age) had not changed, or (in a
+   * session) the store's comparison with the last pass's snapshot found them unchanged.
    */
   rendered: number;
+  /** Users read from the store: every candidate row, or (in a session) only those that changed. */
+  rowsRead: number;
   files: WriteCounts;
   warnings: RowWarning[];
   /** Advice about the whole tree (not data warnings: never fatal, even under --strict). */
@@ -101,7 +110,7 @@ function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, 
   return {
     out: outDir,
     snapshotTime: new Date(options.snapshotMs).toISOString(),
-    profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0,
+    profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0, rowsRead: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
     warnings: last.warnings,
     notices: folderNotices(last.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
@@ -113,30 +122,129 @@ function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, 
 export function build(options: BuildOptions): BuildReport {
   const started = performance.now();
   // Normalised here too, so library callers get the same checks and no doubled slash.
-  const ctx = { baseUrl: normalizeBaseUrl(options.baseUrl, 'baseUrl'), snapshotMs: options.snapshotMs };
-  const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
-  const warnings: RowWarning[] = [];
-  let profiles = 0, skipped = 0, rendered = 0;
-
-  const store = ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
-  let tx: OutputTransaction | undefined;
+  const baseUrl = normalizeBaseUrl(options.baseUrl, 'baseUrl');
+  const { session } = options;
+  const store = session ? session.open() : ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   let ownLock: OutDirLock | undefined;
   try {
     // Taken after the store opened (a bad --db fails fast, creating nothing) and before the snapshot
     // is read, so the tree is brought to a snapshot no older than the previous writer's.
     if (options.lock === undefined) ownLock = OutDirLock.acquire(options.out, { command: 'build', waitMs: options.lockWaitMs });
-    const conditions = { tool: toolIdentity(), store: store.stamp(options.storeSettleMs), baseUrl: ctx.baseUrl };
+    const conditions = { tool: toolIdentity(), store: store.stamp(options.storeSettleMs), baseUrl };
     const outDir = resolve(options.out);
+    const renderedBy = `${conditions.tool}\t${baseUrl}`;
     if (conditions.store !== undefined && !options.fullPass) {
       const last = currentPass(outDir, { ...conditions, store: conditions.store }, options.snapshotMs);
-      if (last !== undefined) return unchangedReport(last, options, outDir, started);
+      if (last !== undefined) {
+        if (session) adoptUnchanged(session, store, { outDir, renderedBy, last }, () => store.stamp(options.storeSettleMs) === conditions.store);
+        return unchangedReport(last, options, outDir, started);
+      }
     }
     // From here on the tree may change: the record must not vouch for it until the commit is done.
     forgetPass(outDir);
-    tx = OutputTransaction.begin(outDir, `${conditions.tool}\t${ctx.baseUrl}`);
-    const output = tx;
-    let stableUntilMs = Infinity;
+    const env: PassEnv = { options, store, outDir, renderedBy, baseUrl, started };
+    const result = store.inSnapshot(() => {
+      const selection = session && !options.fullPass ? session.selection(store, outDir, renderedBy, options.snapshotMs) : undefined;
+      return (selection && selectivePass(env, selection)) ?? pass(env, undefined);
+    });
+    session?.recordPublished(store, { outDir, renderedBy, snapshotMs: options.snapshotMs, warnings: result.warnings });
+    if (conditions.store !== undefined) {
+      recordPass(outDir, {
+        ...conditions, store: conditions.store, snapshotMs: options.snapshotMs,
+        stableUntilMs: result.stableUntilMs === Infinity ? null : result.stableUntilMs,
+        profiles: result.profiles, creators: result.creators, skipped: result.skipped,
+        files: result.files.written + result.files.unchanged, warnings: result.warnings,
+      });
+    }
+    return {
+      out: outDir,
+      snapshotTime: new Date(options.snapshotMs).toISOString(),
+      profiles: result.profiles, creators: result.creators, skipped: result.skipped, rendered: result.rendered,
+      rowsRead: result.rowsRead, files: result.files, warnings: result.warnings,
+      notices: folderNotices(result.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
+      seconds: (performance.now() - started) / 1000,
+      storeUnchanged: false,
+    };
+  } finally {
+    ownLock?.release();
+    if (!session) store.close();
+  }
+}
+
+/**
+ * An unchanged store in a session: the tree stands as the last pass left it, and the store is still
+ * the snapshot that pass read, so the session copies it now (once) for later passes to compare with.
+ * The copy only counts if the store's stamp did not move while it was taken.
+ */
+function adoptUnchanged(session: StoreSession, store: ProfileStore, pass: { outDir: string; renderedBy: string; last: LastPass }, stampHolds: () => boolean): void {
+  const { outDir, renderedBy, last } = pass;
+  if (session.holds(store, outDir, renderedBy)) return;
+  const copied = store.inSnapshot(() => store.shadow.capture() && stampHolds());
+  if (copied) session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, warnings: last.warnings });
+}
+
+interface PassEnv {
+  options: BuildOptions;
+  store: ProfileStore;
+  outDir: string;
+  renderedBy: string;
+  baseUrl: string;
+  started: number;
+}
+
+interface PassResult {
+  profiles: number;
+  creators: number;
+  skipped: number;
+  rendered: number;
+  rowsRead: number;
+  files: WriteCounts;
+  warnings: RowWarning[];
+  stableUntilMs: number;
+}
+
+/**
+ * A pass that reads only the selected users (see session.ts): every other profile is carried over
+ * as the last pass published it, and its list member copied from the last list. Undefined when the
+ * last pass's output cannot be carried that way, and a full pass must run instead.
+ */
+function selectivePass(env: PassEnv, selection: Selection): PassResult | undefined {
+  try {
+    return pass(env, selection);
+  } catch (error) {
+    if (error instanceof SelectionFallsShort) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Raised inside a selective pass when its result would differ from a full pass's: a changed user
+ * now claims the name of an unchanged one with a higher id (which a full pass would then skip as a
+ * duplicate). Rare; the pass is abandoned, nothing written, and a full pass runs instead.
+ */
+class SelectionFallsShort extends Error {}
+
+/**
+ * One pass over the snapshot `env.store` is in: every candidate row, or with a `selection`, only
+ * those users (everything else carried over). Renders what changed and commits the output.
+ */
+function pass(env: PassEnv, selection: Selection | undefined): PassResult {
+  const { options, store, outDir, renderedBy, started } = env;
+  const ctx = { baseUrl: env.baseUrl, snapshotMs: options.snapshotMs };
+  const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
+  const warnings: RowWarning[] = [];
+  let profiles = 0, skipped = 0, rendered = 0;
+  const output = OutputTransaction.begin(outDir, renderedBy);
+  try {
+    // Carried-over profiles were not read: the copy says when the first of their ages turns over.
+    let stableUntilMs = selection?.stableUntilMs ?? Infinity;
     const creators = new CreatorsList(output, CREATORS_FILE);
+    if (selection !== undefined) {
+      const carried = carryOver(output, store, selection);
+      if (carried === undefined || !creators.keepCarried()) throw new SelectionFallsShort();
+      profiles += carried;
+      store.shadow.select(selection.users);
+    }
 
     /**
      * A row whose signature equals the one its published profile was rendered from is kept as it
@@ -188,6 +296,8 @@ export function build(options: BuildOptions): BuildReport {
       const name = user.username.toLowerCase();
       // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
       if (output.hasProfile(name)) {
+        // A carried-over profile's user was not read: it holds the name rightly only with a lower id.
+        if (selection !== undefined && output.isCarried(name) && !heldByLowerId(store, selection, name, row.user[Col.id])) throw new SelectionFallsShort();
         warnings.push({ id: row.user[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
         skipped++;
         return;
@@ -198,11 +308,10 @@ export function build(options: BuildOptions): BuildReport {
       const memberLength = user.status === 'active' ? creators.add(name, userJson, hash) : undefined;
       output.profile(name, hash, signature, memberLength, () => successDocument(userJson, meta(options.snapshotMs, elapsed(renderStarted))));
       profiles++;
-    });
+    }, selection !== undefined);
     options.onProgress?.(rowsRead);
     collectIfGrown();
     creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(options.snapshotMs, elapsed(started))));
-    const creatorCount = creators.size;
 
     for (const code of Object.keys(ERRORS) as ErrorCode[]) {
       const spec = ERRORS[code];
@@ -217,26 +326,36 @@ export function build(options: BuildOptions): BuildReport {
     }
     collectIfGrown();
     const files = output.commit();
-    if (conditions.store !== undefined) {
-      recordPass(outDir, {
-        ...conditions, store: conditions.store, snapshotMs: options.snapshotMs,
-        stableUntilMs: stableUntilMs === Infinity ? null : stableUntilMs,
-        profiles, creators: creatorCount, skipped, files: files.written + files.unchanged, warnings,
-      });
+    if (selection !== undefined) {
+      store.shadow.update();
+    } else if (options.session) {
+      store.shadow.capture();
     }
-    return {
-      out: output.outDir,
-      snapshotTime: new Date(options.snapshotMs).toISOString(),
-      profiles, creators: creatorCount, skipped, rendered, files, warnings,
-      notices: folderNotices(profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
-      seconds: (performance.now() - started) / 1000,
-      storeUnchanged: false,
-    };
+    return { profiles, creators: creators.size, skipped, rendered, rowsRead, files, warnings, stableUntilMs };
   } catch (error) {
-    tx?.abort();
+    output.abort();
     throw error;
-  } finally {
-    ownLock?.release();
-    store.close();
   }
+}
+
+/**
+ * Carries every profile of the last pass over to this one except those the selected users held
+ * (their rows are read again). A user holds its name when the last pass published it: every user it
+ * had no warning for; of those it had warnings for, only ones whose profile records no signature.
+ */
+function carryOver(output: OutputTransaction, store: ProfileStore, selection: Selection): number | undefined {
+  const released = new Set<string>();
+  for (const [id, username] of store.shadow.usernames(selection.users)) {
+    if (typeof username !== 'string') continue;
+    const name = username.toLowerCase();
+    const entry = output.previousProfile(name);
+    if (entry !== undefined && (!selection.warned.has(id) || isUnsigned(entry))) released.add(name);
+  }
+  return output.carryOver(released);
+}
+
+/** Whether the unread user holding `name` has a lower id than `id`, as a full pass would find. */
+function heldByLowerId(store: ProfileStore, selection: Selection, name: string, id: number): boolean {
+  const holder = store.shadow.holders(name).filter((holderId) => !selection.users.has(holderId));
+  return holder.length === 1 && holder[0]! < id;
 }

@@ -15,7 +15,7 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { Fingerprint } from '../render/fingerprint.js';
 import type { BufferedFileWriter } from './file-writer.js';
-import type { ListOrder } from './manifest.js';
+import { entryHash, type ListOrder } from './manifest.js';
 import type { OutputTransaction } from './tree.js';
 
 /**
@@ -70,6 +70,21 @@ export class CreatorsList {
   }
 
   /**
+   * In a selective pass (OutputTransaction.carryOver), keeps every member of the last list whose
+   * profile was carried over, in one walk of that list. False when members cannot be kept.
+   */
+  keepCarried(): boolean {
+    const last = this.last;
+    if (last === undefined) return false;
+    const { names, lengths } = last.members;
+    for (let i = 0; i < names.length; i++) {
+      const entry = this.tx.carriedEntry(names[i]!);
+      if (entry !== undefined) this.keep(names[i]!, entryHash(entry), lengths[i]!);
+    }
+    return true;
+  }
+
+  /**
    * Publishes the list as `head` + JSON array + `tail()` (the envelope), rewriting it only when its
    * members or their data changed, and gives the transaction the members in list order.
    */
@@ -78,8 +93,17 @@ export class CreatorsList {
     const { names, hashes, offsets, lengths } = this;
     // Lower-case ASCII names: code-unit order is "lower case, ascending".
     const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
+    // Hashed a few hundred at a time: one update per member cost more than the hashing.
     const members = new Fingerprint();
-    for (const i of order) members.update(hashes[i]!);
+    let pending = '';
+    for (let position = 0; position < order.length; position++) {
+      pending += hashes[order[position]!]!;
+      if (position % 256 === 255) {
+        members.update(pending);
+        pending = '';
+      }
+    }
+    members.update(pending);
     const headLength = Buffer.byteLength(head);
     const rewritten = this.tx.streamedFile(this.path, members.digest(), (sink) => {
       sink.write(`${head}[`);

@@ -26,6 +26,14 @@ export class BufferedFileWriter {
   }
 
   write(chunk: string | Uint8Array): void {
+    // A string of n UTF-16 units is at most 3n bytes of UTF-8: when that much room is left, encode it
+    // straight in and take its length from the encoder (one pass over the text, not two).
+    if (typeof chunk === 'string' && this.used + chunk.length * 3 <= BUFFER_SIZE) {
+      const length = this.buffer.write(chunk, this.used);
+      this.used += length;
+      this.bytesWritten += length;
+      return;
+    }
     const length = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
     if (this.used + length > BUFFER_SIZE) this.flush();
     if (length > BUFFER_SIZE) {

@@ -67,6 +67,12 @@ export function hasSignature(entry: string, signature: string): boolean {
   return signature !== '' && at > 0 && entry.startsWith(signature, at) && entry.charCodeAt(at + signature.length) === 9;
 }
 
+/** Whether a profile entry was rendered from a row that had warnings (it records no signature). */
+export function isUnsigned(entry: string): boolean {
+  const at = entry.indexOf('\t');
+  return at === -1 || entry.charCodeAt(at + 1) === 9;
+}
+
 /** The byte length of a profile's data in the creators list, if the entry says it is a member. */
 export function listLength(entry: string): number | undefined {
   const second = entry.indexOf('\t', entry.indexOf('\t') + 1);
@@ -140,15 +146,25 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
   const path = join(outDir, MANIFEST_FILE);
   const temporary = `${path}.tmp`;
   const out = new BufferedFileWriter(temporary);
+  // Lines are handed over a few hundred at a time: one write per line cost more than the text.
+  let lines = '', count = 0;
+  const line = (text: string) => {
+    lines += text;
+    if (++count % 256 === 0) {
+      out.write(lines);
+      lines = '';
+    }
+  };
   try {
-    out.write(`${HEADER}\t${manifest.renderedBy}\n`);
-    for (const [key, entry] of manifest.files) out.write(`f\t${key}\t${entry}\n`);
+    line(`${HEADER}\t${manifest.renderedBy}\n`);
+    for (const [key, entry] of manifest.files) line(`f\t${key}\t${entry}\n`);
     // List members first, in list order (see the format above), then every other profile.
     const members = manifest.list?.names ?? [];
-    for (const key of members) out.write(`u\t${key}\t${manifest.profiles.get(key) ?? PENDING}\n`);
+    for (const key of members) line(`u\t${key}\t${manifest.profiles.get(key) ?? PENDING}\n`);
     for (const [key, entry] of manifest.profiles) {
-      if (members.length === 0 || listLength(entry) === undefined) out.write(`u\t${key}\t${entry}\n`);
+      if (members.length === 0 || listLength(entry) === undefined) line(`u\t${key}\t${entry}\n`);
     }
+    out.write(lines);
     out.close();
   } catch (error) {
     // A failed write (disk full) leaves no partial temporary manifest behind; the real one is intact.

@@ -32,6 +32,11 @@ export class OutputTransaction {
   readonly outDir: string;
   private readonly previous: Manifest;
   private readonly next: Manifest;
+  /**
+   * In a selective pass (see `carryOver`), the profiles this pass has published itself; every other
+   * profile of `next` was carried over from the last build.
+   */
+  private claimed: Set<string> | undefined;
   /** Whether the last build rendered with this tool and base URL, so its row signatures still hold. */
   private readonly signaturesHold: boolean;
   private readonly stagingDir: string;
@@ -87,7 +92,44 @@ export class OutputTransaction {
   keepProfile(name: string, entry: string): void {
     this.previous.profiles.delete(name);
     this.next.profiles.set(name, entry);
+    this.claimed?.add(name);
     this.unchangedFiles += PROFILE_DIRS.length;
+  }
+
+  /**
+   * Starts a selective pass, one that reads only the users whose rows changed: every profile of the
+   * last build is kept as it is (in one move, not one by one) except the `released` ones, which this
+   * pass publishes again or removes. Returns how many were carried over, or undefined when the last
+   * build's entries cannot be trusted that way (another tool or base URL rendered them, or some are
+   * half-way through a commit), and a pass must read every row.
+   */
+  carryOver(released: ReadonlySet<string>): number | undefined {
+    if (!this.signaturesHold || this.next.profiles.size > 0 || this.claimed !== undefined) return undefined;
+    const carried = this.previous.profiles;
+    for (const entry of carried.values()) if (entry === PENDING) return undefined;
+    const returned = new Map<string, string>();
+    for (const name of released) {
+      const entry = carried.get(name);
+      if (entry === undefined) continue;
+      returned.set(name, entry);
+      carried.delete(name);
+    }
+    this.previous.profiles = returned;
+    this.next.profiles = carried;
+    this.claimed = new Set();
+    this.unchangedFiles += carried.size * PROFILE_DIRS.length;
+    return carried.size;
+  }
+
+  /** Whether a profile was carried over by `carryOver` and not published again by this pass. */
+  isCarried(name: string): boolean {
+    return this.claimed !== undefined && !this.claimed.has(name) && this.next.profiles.has(name);
+  }
+
+  /** A carried-over profile's entry (see `carryOver`). */
+  carriedEntry(name: string): string | undefined {
+    const entry = this.claimed === undefined ? undefined : this.next.profiles.get(name);
+    return entry === undefined || (this.claimed!.size > 0 && this.claimed!.has(name)) ? undefined : entry;
   }
 
   /**
@@ -103,6 +145,7 @@ export class OutputTransaction {
     const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
     this.previous.profiles.delete(name);
     this.next.profiles.set(name, profileEntry(hash, signature, listLength));
+    this.claimed?.add(name);
     if (previousHash === hash) {
       this.unchangedFiles += PROFILE_DIRS.length;
       return;

@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../errors.js';
 import { checkSchema } from './schema.js';
+import { StoreShadow } from './shadow.js';
 import { storeStamp } from './stamp.js';
 
 /** users columns in the order the query selects them. Never a private column. */
@@ -48,11 +49,20 @@ export const Col = {
 
 /** Statuses that never publish anything are filtered in SQL, so they cost nothing more. */
 const USERS_SQL = `SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id
-  FROM users WHERE status IS NULL OR status NOT IN ('inactive', 'deleted') ORDER BY id`;
+  FROM users WHERE (status IS NULL OR status NOT IN ('inactive', 'deleted')) ORDER BY id`;
 /** Walks the store's (user_id, position, id) index when it has one; otherwise SQLite sorts once. */
 const SOCIALS_SQL = 'SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id';
 const BADGES_SQL = 'SELECT user_id, badge FROM badges ORDER BY user_id';
 const BANS_SQL = 'SELECT user_id, message, reason, banned_at FROM bans ORDER BY user_id';
+/** The same queries restricted to the users StoreShadow.select named. */
+const SELECTED = 'IN (SELECT id FROM temp.pass_ids)';
+const SELECTED_SQL = {
+  users: USERS_SQL.replace('ORDER BY', `AND id ${SELECTED} ORDER BY`),
+  socials: SOCIALS_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
+  badges: BADGES_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
+  bans: BANS_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
+};
+const ALL_SQL = { users: USERS_SQL, socials: SOCIALS_SQL, badges: BADGES_SQL, bans: BANS_SQL };
 const DECORATIONS_SQL = 'SELECT id, name, file FROM decorations';
 
 const NONE: readonly never[] = [];
@@ -65,6 +75,7 @@ export interface OpenStoreOptions {
 export class ProfileStore {
   readonly file: string;
   private readonly db: Database.Database;
+  private shadowCopy: StoreShadow | undefined;
 
   private constructor(file: string, db: Database.Database) {
     this.file = file;
@@ -96,26 +107,68 @@ export class ProfileStore {
   }
 
   /**
-   * Calls `each` for every candidate user, in id order, all from one read transaction (so every row
-   * and child row belongs to the same snapshot even while the platform writes in WAL mode).
-   * Returns the number of users read.
+   * This connection's copy of a snapshot (see shadow.ts), for a long-lived reader. Its methods must
+   * run inside `inSnapshot`.
    */
-  forEachRow(each: (row: StoreRow) => void): number {
+  get shadow(): StoreShadow {
+    return this.shadowCopy ??= new StoreShadow(this.db);
+  }
+
+  /**
+   * Runs `work` in one read transaction: every read inside it (rows, the shadow's comparisons) sees
+   * the same snapshot even while the platform writes in WAL mode. The transaction is rolled back when
+   * `work` throws, which also undoes whatever it changed in the shadow.
+   */
+  inSnapshot<T>(work: () => T): T {
     const { db, file } = this;
     try {
       db.exec('BEGIN');
+    } catch (cause) {
+      throw translateSqliteError(cause, file);
+    }
+    try {
+      const result = work();
+      db.exec('COMMIT');
+      return result;
+    } catch (cause) {
+      throw translateSqliteError(cause, file);
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  }
+
+  /** Checks the schema again (a long-lived connection outlives many schema changes). */
+  recheckSchema(): void {
+    try {
+      checkSchema(this.db, this.file);
+    } catch (cause) {
+      throw translateSqliteError(cause, this.file);
+    }
+  }
+
+  /**
+   * Calls `each` for every candidate user (with `selected`, only those StoreShadow.select named), in
+   * id order, all from one read transaction (its own unless it runs inside `inSnapshot`), so every
+   * row and child row belongs to the same snapshot. Returns the number of users read.
+   */
+  forEachRow(each: (row: StoreRow) => void, selected = false): number {
+    const { db, file } = this;
+    const sql = selected ? SELECTED_SQL : ALL_SQL;
+    const ownTransaction = !db.inTransaction;
+    try {
+      if (ownTransaction) db.exec('BEGIN');
       try {
         const decorations = new Map<unknown, readonly [unknown, unknown]>();
         for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {
           decorations.set(id, [name, file_]);
         }
-        const socials = db.prepare(SOCIALS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>;
-        const badges = db.prepare(BADGES_SQL).raw().iterate() as IterableIterator<[unknown, unknown]>;
-        const bans = db.prepare(BANS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown, unknown]>;
+        const socials = db.prepare(sql.socials).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>;
+        const badges = db.prepare(sql.badges).raw().iterate() as IterableIterator<[unknown, unknown]>;
+        const bans = db.prepare(sql.bans).raw().iterate() as IterableIterator<[unknown, unknown, unknown, unknown]>;
         let social = socials.next(), badge = badges.next(), ban = bans.next();
         let count = 0;
         try {
-          for (const user of db.prepare(USERS_SQL).raw().iterate() as IterableIterator<UserColumns>) {
+          for (const user of db.prepare(sql.users).raw().iterate() as IterableIterator<UserColumns>) {
             const id = user[0];
             // Child rows of users filtered out (or of no user at all) are skipped on the way.
             while (!social.done && (social.value[0] as number) < id) social = socials.next();
@@ -154,10 +207,10 @@ export class ProfileStore {
           badges.return?.();
           bans.return?.();
         }
-        db.exec('COMMIT');
+        if (ownTransaction) db.exec('COMMIT');
         return count;
       } finally {
-        if (db.inTransaction) db.exec('ROLLBACK');
+        if (ownTransaction && db.inTransaction) db.exec('ROLLBACK');
       }
     } catch (cause) {
       throw translateSqliteError(cause, file);

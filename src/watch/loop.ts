@@ -15,13 +15,14 @@ import { performance } from 'node:perf_hooks';
 import { build, type BuildOptions, type BuildReport } from '../build.js';
 import { fingerprint } from '../render/fingerprint.js';
 import { OutDirLock } from '../publish/lock.js';
+import { StoreSession } from '../session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { errorStatus, formatCycle } from './format.js';
 import { writeStatus, type CycleStatus, type WatchStatus } from './status.js';
 
 export interface WatchOptions {
   /** Everything a build needs but the snapshot time (taken afresh each cycle) and the lock (held). */
-  build: Omit<BuildOptions, 'snapshotMs' | 'reproducible' | 'lock' | 'lockWaitMs' | 'onProgress'>;
+  build: Omit<BuildOptions, 'snapshotMs' | 'reproducible' | 'lock' | 'lockWaitMs' | 'onProgress' | 'session'>;
   intervalMs: number;
   /** The snapshot time of a cycle: the wall clock, or SOURCE_DATE_EPOCH. */
   snapshotTime: () => { ms: number; reproducible: boolean };
@@ -45,6 +46,11 @@ export class Watcher {
   readonly done: Promise<void>;
   readonly lock: OutDirLock;
   private readonly options: WatchOptions;
+  /**
+   * The store connection every cycle reads through, with its copy of the last cycle's snapshot: a
+   * cycle reads only the users whose rows changed since (see session.ts).
+   */
+  private readonly session: StoreSession;
   private readonly exec: ExecRunner | undefined;
   private readonly startedAt = new Date().toISOString();
   private cycles = 0;
@@ -74,6 +80,7 @@ export class Watcher {
   private constructor(options: WatchOptions, lock: OutDirLock) {
     this.options = options;
     this.lock = lock;
+    this.session = new StoreSession(options.build.db, { busyTimeoutMs: options.build.busyTimeoutMs });
     if (options.exec) {
       const { command, env, stdout, stderr, minIntervalMs } = options.exec;
       this.exec = new ExecRunner(command, env, (request) => formatCycle(cycleOf(request.report, request.cycle)), {
@@ -135,6 +142,7 @@ export class Watcher {
       this.state = 'stopped';
       this.nextCycleAt = null;
       this.saveStatus();
+      this.session.close();
       this.lock.release();
     }
   }
@@ -153,7 +161,7 @@ export class Watcher {
       // skip this cycle if another live process holds it now.
       this.lock.verify();
       const time = this.options.snapshotTime();
-      report = build({ ...this.options.build, snapshotMs: time.ms, reproducible: time.reproducible, lock: this.lock });
+      report = build({ ...this.options.build, snapshotMs: time.ms, reproducible: time.reproducible, lock: this.lock, session: this.session });
     } catch (error) {
       failure = error;
     }

@@ -1,0 +1,112 @@
+/**
+ * What a long-lived process (the watcher) keeps between passes so that a pass reads only the users
+ * whose rows changed: one store connection, holding a shadow copy of the snapshot its last pass
+ * published (store/shadow.ts), and what that pass left in the out dir. A pass may skip the other
+ * users only while both still hold: the copy was taken in the same read transaction as the rows that
+ * pass published, and the out dir's manifest is still exactly the one that pass wrote.
+ *
+ * A one-shot `build` has no session: it reads every row (and keeps unchanged ones by their row
+ * signatures instead, see build.ts).
+ */
+import { statSync } from 'node:fs';
+import { manifestStamp } from './publish/manifest.js';
+import type { RowWarning } from './render/user.js';
+import { ProfileStore, type OpenStoreOptions } from './store/read.js';
+
+/** The last published pass, as far as a selective pass needs it. */
+interface Published {
+  outDir: string;
+  /** Tool and base URL it was rendered with (a manifest's renderedBy). */
+  renderedBy: string;
+  /** The manifest as that pass wrote it (inode, size, mtime). */
+  manifest: string;
+  /** Its snapshot time: account ages in the tree are as of then. */
+  snapshotMs: number;
+  /** Users it had warnings for: read again by every pass (they have no row signature either). */
+  warned: ReadonlySet<number>;
+}
+
+/** The users a selective pass reads; every other profile stands as the last pass published it. */
+export interface Selection {
+  users: ReadonlySet<number>;
+  /** Users the last pass had warnings for (a subset of `users`). */
+  warned: ReadonlySet<number>;
+  /** No account age of the other users moves before this time (see StoreShadow.changes). */
+  stableUntilMs: number;
+}
+
+export class StoreSession {
+  private store: ProfileStore | undefined;
+  /** Device and inode of the file the connection opened: another file at the path means reopening. */
+  private identity: string | undefined;
+  private published: Published | undefined;
+
+  constructor(readonly file: string, private readonly options: OpenStoreOptions = {}) {}
+
+  /** The connection, reopened (and the copy dropped) when the path names another file now. */
+  open(): ProfileStore {
+    const identity = fileIdentity(this.file);
+    if (this.store !== undefined && identity !== undefined && identity === this.identity) {
+      this.store.recheckSchema();
+      return this.store;
+    }
+    this.close();
+    this.store = ProfileStore.open(this.file, this.options);
+    this.identity = identity;
+    return this.store;
+  }
+
+  close(): void {
+    this.store?.close();
+    this.store = undefined;
+    this.published = undefined;
+  }
+
+  /**
+   * The users a pass over `outDir` at `snapshotMs` must read, when it may skip the rest: those whose
+   * rows or child rows changed since the last pass, whose account age may have turned over since, and
+   * those that pass had warnings for. Undefined when a pass must read every row. Runs inside the
+   * pass's read transaction.
+   */
+  selection(store: ProfileStore, outDir: string, renderedBy: string, snapshotMs: number): Selection | undefined {
+    // Taken: until a pass records itself again, the next one reads every row (the copy's changes
+    // roll back with a failed pass, but what it knows of them here would not).
+    const last = this.published;
+    const holds = this.holds(store, outDir, renderedBy);
+    this.published = undefined;
+    if (last === undefined || !holds) return undefined;
+    const changes = store.shadow.changes(last.snapshotMs, snapshotMs);
+    if (changes === undefined) return undefined;
+    for (const id of last.warned) changes.users.add(id);
+    return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs };
+  }
+
+  /** Whether the last pass recorded is still the one in `outDir`, as this store's copy knows it. */
+  holds(store: ProfileStore, outDir: string, renderedBy: string): boolean {
+    const last = this.published;
+    return store === this.store && last !== undefined && last.outDir === outDir && last.renderedBy === renderedBy
+      && store.shadow.captured && manifestStamp(outDir) === last.manifest;
+  }
+
+  /**
+   * Records a committed pass whose rows the copy now matches (`store.shadow` was captured or updated
+   * in that pass's read transaction); forgets the last one otherwise.
+   */
+  recordPublished(store: ProfileStore, pass: Omit<Published, 'manifest' | 'warned'> & { warnings: readonly RowWarning[] }): void {
+    this.published = undefined;
+    const manifest = manifestStamp(pass.outDir);
+    const warned = new Set(pass.warnings.map((w) => w.id));
+    // A warning's id past 2^53 is rounded and cannot name its row: such a store is always read whole.
+    if (store !== this.store || !store.shadow.captured || manifest === undefined || ![...warned].every(Number.isSafeInteger)) return;
+    this.published = { outDir: pass.outDir, renderedBy: pass.renderedBy, manifest, snapshotMs: pass.snapshotMs, warned };
+  }
+}
+
+function fileIdentity(file: string): string | undefined {
+  try {
+    const stats = statSync(file, { bigint: true });
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * A long-lived reader's copy of the store snapshot its last pass published, kept in the connection's
+ * temp schema (a file SQLite deletes on close; only the public columns a build reads, never a private
+ * one). With it, finding what changed is SQLite's work alone: each large table is walked once beside
+ * its copy, in C, and only the ids of changed users come back to JavaScript. Reading every row
+ * through better-sqlite3 is what a pass costs otherwise (about 1.3 s of a 100k-user pass went to
+ * marshalling rows, against 0.1 s per table for SQLite to compare them).
+ *
+ * Every method runs inside the caller's read transaction (ProfileStore.inSnapshot), so the copy, the
+ * comparison and the rows read agree on one snapshot; the copy's own changes are rolled back with
+ * that transaction when a pass fails.
+ *
+ * Comparisons are exact for what a build reads: `IS NOT ... COLLATE BINARY` sees NULLs, letter case
+ * (users.username is NOCASE in the store) and storage classes; the copy's columns have no declared
+ * type, so values are copied as stored.
+ */
+import type Database from 'better-sqlite3';
+
+/** The users rows a build reads at all (the same filter as the pass's query). */
+const PUBLISHABLE = "(status IS NULL OR status NOT IN ('inactive', 'deleted'))";
+const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
+const SOCIAL_COLUMNS = ['user_id', 'platform', 'url', 'position'] as const;
+/** Small tables, compared and copied whole. */
+const SMALL_TABLES = {
+  badges: 'user_id, badge',
+  bans: 'user_id, message, reason, banned_at',
+  decorations: 'id, name, file',
+} as const;
+
+const DAY_MS = 86_400_000;
+/**
+ * Slack around the day boundaries computed in SQL. SQLite and the renderer parse created_at alike to
+ * the millisecond for every value the renderer accepts (any other row has a warning and is always
+ * read again), and a second either side only makes the set of rows to read a little larger.
+ */
+const AGE_MARGIN_MS = 1000;
+/** created_at in ms since the epoch, as SQL computes it (NULL for anything SQLite cannot parse). */
+const CREATED_MS = "CAST(unixepoch(created_at, 'subsec') * 1000 AS INTEGER)";
+
+const differs = (columns: readonly string[]) => columns.map((c) => `m.${c} IS NOT o.${c} COLLATE BINARY`).join(' OR ');
+
+/** What changed since the copy was taken: the users whose published documents may differ. */
+export interface StoreChanges {
+  /** Ids of users with a changed, added or removed users row or child row, or an age turning over. */
+  users: Set<number>;
+  /**
+   * No unchanged user's account age moves before this time (a little early, never late): how long
+   * the profiles a pass carries over stand while the store stays as it is.
+   */
+  stableUntilMs: number;
+}
+
+export class StoreShadow {
+  /** Rows in the copy's users and socials tables (equal to the store's after `capture` or `update`). */
+  private counts: { users: number; socials: number } | undefined;
+
+  constructor(private readonly db: Database.Database) {}
+
+  get captured(): boolean {
+    return this.counts !== undefined;
+  }
+
+  /**
+   * Copies the current snapshot. Best effort: a store that breaks the copy's assumptions (ids that are
+   * not integers, duplicate ids) or a full temp disk leaves no copy, and passes simply read every row.
+   */
+  capture(): boolean {
+    this.counts = undefined;
+    return this.savepoint(() => {
+      const { db } = this;
+      db.exec(`
+        DROP TABLE IF EXISTS temp.shadow_users;
+        DROP TABLE IF EXISTS temp.shadow_socials;
+        CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms);
+        CREATE TABLE temp.shadow_socials (id INTEGER PRIMARY KEY, ${SOCIAL_COLUMNS.join(', ')});
+        INSERT INTO temp.shadow_users SELECT id, ${USER_COLUMNS.join(', ')}, ${CREATED_MS} FROM main.users WHERE ${PUBLISHABLE};
+        INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials;
+        CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY);
+      `);
+      for (const table of Object.keys(SMALL_TABLES) as (keyof typeof SMALL_TABLES)[]) this.copySmall(table);
+      const users = db.prepare('SELECT count(*) FROM temp.shadow_users').pluck().get() as number;
+      const socials = db.prepare('SELECT count(*) FROM temp.shadow_socials').pluck().get() as number;
+      this.counts = { users, socials };
+    });
+  }
+
+  /** Forgets the copy (after a pass whose output did not commit, the copy no longer matches it). */
+  discard(): void {
+    this.counts = undefined;
+  }
+
+  /**
+   * The users whose rows or child rows differ from the copy, or whose account age may turn over
+   * between `sinceMs` (the copy's pass) and `atMs`; undefined when there is no copy, or that window
+   * runs backwards or is too wide to be worth it.
+   */
+  changes(sinceMs: number, atMs: number): StoreChanges | undefined {
+    const counts = this.counts;
+    if (counts === undefined || atMs < sinceMs || atMs - sinceMs >= DAY_MS - 2 * AGE_MARGIN_MS) return undefined;
+    const users = new Set<number>();
+    // Child rows whose user_id is not an integer never join a user (the pass matches strictly).
+    const add = (value: unknown) => {
+      if (typeof value === 'number' && Number.isSafeInteger(value)) users.add(value);
+    };
+    const { db } = this;
+    // users: one walk beside the copy finds changed and added rows, counts the matched ones, and
+    // reads the unchanged ones' creation times. An age moves when a boundary created + k days lies
+    // in (since, at]: when (at - created) mod a day is less than at - since. Rows the copy has and
+    // the store no longer publishes (removed, or now inactive) are looked for only when the counts
+    // say some exist.
+    const ages = { at: Math.floor(atMs), day: DAY_MS, margin: AGE_MARGIN_MS, width: Math.ceil(atMs - sinceMs) + 2 * AGE_MARGIN_MS };
+    const sinceBoundary = '((:at - o.created_ms) % :day + :day) % :day';
+    const u = db.prepare(`SELECT count(*), count(o.id),
+        json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),
+        json_group_array(o.id) FILTER (WHERE o.id IS NOT NULL AND (o.created_ms IS NULL OR ((:at - o.created_ms + :margin) % :day + :day) % :day < :width)),
+        min(:at + :day - ${sinceBoundary})
+      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${PUBLISHABLE.replaceAll('status', 'm.status')}`)
+      .raw().get(ages) as [number, number, string, string, number | null];
+    const changedUsers = [...JSON.parse(u[2]) as number[], ...JSON.parse(u[3]) as number[]];
+    if (counts.users > u[1]) {
+      changedUsers.push(...db.prepare(`SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS
+        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${PUBLISHABLE.replaceAll('status', 'm.status')})`).pluck().all() as number[]);
+    }
+    // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
+    if (!changedUsers.every((id) => Number.isSafeInteger(id))) return undefined;
+    for (const id of changedUsers) users.add(id);
+    // socials likewise; a changed row counts for the user it belongs to now and the one it belonged to.
+    const s = db.prepare(`SELECT count(*), count(o.id), json_group_array(json_array(m.id, m.user_id, o.user_id)) FILTER (WHERE o.id IS NULL OR ${differs(SOCIAL_COLUMNS)})
+      FROM main.socials m LEFT JOIN temp.shadow_socials o ON o.id = m.id`).raw().get() as [number, number, string];
+    const changedSocials = JSON.parse(s[2]) as [unknown, unknown, unknown][];
+    if (counts.socials > s[1]) {
+      changedSocials.push(...db.prepare('SELECT o.id, NULL, o.user_id FROM temp.shadow_socials o WHERE NOT EXISTS (SELECT 1 FROM main.socials m WHERE m.id = o.id)').raw().all() as [unknown, unknown, unknown][]);
+    }
+    for (const [, now, before] of changedSocials) {
+      add(now);
+      add(before);
+    }
+    this.pending = { users: u[0], socials: s[0], socialIds: JSON.stringify(changedSocials.map((row) => row[0])), small: [] };
+    for (const [table, columns] of Object.entries(SMALL_TABLES) as [keyof typeof SMALL_TABLES, string][]) {
+      const changed = db.prepare(`SELECT * FROM (SELECT ${columns} FROM main.${table} EXCEPT SELECT ${columns} FROM temp.shadow_${table})
+        UNION ALL SELECT * FROM (SELECT ${columns} FROM temp.shadow_${table} EXCEPT SELECT ${columns} FROM main.${table})`).raw().all() as unknown[][];
+      if (changed.length === 0) continue;
+      this.pending.small.push(table);
+      if (table !== 'decorations') {
+        for (const row of changed) add(row[0]);
+        continue;
+      }
+      // A changed decoration changes every profile wearing it (compared as text: a superset of the
+      // pass's own matching, which is by exact value).
+      const ids = JSON.stringify(changed.map((row) => String(row[0])));
+      for (const id of db.prepare('SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) IN (SELECT value FROM json_each(?))').pluck().iterate(ids)) add(id);
+    }
+    return { users, stableUntilMs: u[4] === null ? Infinity : u[4] - AGE_MARGIN_MS };
+  }
+
+  /** The copy's usernames of these users (those it has). */
+  usernames(ids: Iterable<number>): Map<number, unknown> {
+    const names = new Map<number, unknown>();
+    const select = this.db.prepare('SELECT username FROM temp.shadow_users WHERE id = ?').pluck();
+    for (const id of ids) {
+      const name = select.get(id);
+      if (name !== undefined) names.set(id, name);
+    }
+    return names;
+  }
+
+  /** Ids of the copy's users whose username is `name` ignoring ASCII letter case. */
+  holders(name: string): number[] {
+    return this.db.prepare('SELECT id FROM temp.shadow_users WHERE lower(username) = ?').pluck().all(name) as number[];
+  }
+
+  /** Sets the users the next restricted read returns (ProfileStore.forEachRow with `only`). */
+  select(ids: Iterable<number>): void {
+    const { db } = this;
+    db.exec('DELETE FROM temp.pass_ids');
+    const insert = db.prepare('INSERT OR IGNORE INTO temp.pass_ids (id) VALUES (?)');
+    for (const id of ids) insert.run(id);
+  }
+
+  /**
+   * Brings the copy up to the snapshot for the selected users and the changed tables that `changes`
+   * found, so it again equals the store. Returns false (and forgets the copy) if that failed.
+   */
+  update(): boolean {
+    const pending = this.pending;
+    this.pending = undefined;
+    if (pending === undefined || this.counts === undefined) return false;
+    return this.savepoint(() => {
+      this.db.exec(`
+        DELETE FROM temp.shadow_users WHERE id IN (SELECT id FROM temp.pass_ids);
+        INSERT INTO temp.shadow_users SELECT id, ${USER_COLUMNS.join(', ')}, ${CREATED_MS} FROM main.users
+          WHERE id IN (SELECT id FROM temp.pass_ids) AND ${PUBLISHABLE};
+      `);
+      if (pending.socialIds !== '[]') {
+        this.db.prepare('DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?))').run(pending.socialIds);
+        this.db.prepare(`INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials
+          WHERE id IN (SELECT value FROM json_each(?))`).run(pending.socialIds);
+      }
+      for (const table of pending.small) this.copySmall(table);
+      this.counts = { users: pending.users, socials: pending.socials };
+    });
+  }
+
+  /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
+  private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
+
+  private copySmall(table: keyof typeof SMALL_TABLES): void {
+    this.db.exec(`DROP TABLE IF EXISTS temp.shadow_${table};
+      CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM main.${table}`);
+  }
+
+  /** Runs `work` so that a failure undoes only its own changes; the copy is forgotten then. */
+  private savepoint(work: () => void): boolean {
+    const { db } = this;
+    db.exec('SAVEPOINT shadow');
+    try {
+      work();
+      db.exec('RELEASE shadow');
+      return true;
+    } catch {
+      db.exec('ROLLBACK TO shadow');
+      db.exec('RELEASE shadow');
+      this.counts = undefined;
+      return false;
+    }
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * A long-lived reader (the watcher's StoreSession) reads only the users whose rows changed since its
+ * last pass, found by SQLite comparing the store with the session's copy of the last snapshot, and
+ * carries every other profile over. Whatever it publishes must be exactly what a fresh build of the
+ * same store publishes: each case checks the tree, byte for byte, and the report against one.
+ */
+import { readFileSync, renameSync, copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { BuildOptions, BuildReport } from '../../src/build.js';
+import { StrictWarningsError } from '../../src/errors.js';
+import { StoreSession } from '../../src/session.js';
+import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
+import { profile, publishedFiles } from '../helpers/output.js';
+import { eachTestWorkspace, execSql, SCHEMA_SQL, TestStore, type Workspace } from '../helpers/store.js';
+
+const HOUR = 3_600_000;
+const USERS = 40;
+/** Users the store's filter lets through (inactive and deleted rows are never read). */
+const CANDIDATES = USERS;
+
+let dir: Workspace['dir'];
+let db: string;
+let out: string;
+let session: StoreSession;
+
+/**
+ * A clean store (no warnings), without the UNIQUE NOCASE constraint on usernames (which the contract
+ * allows a store to lack) so that names can collide. Every third user is suspended; names are out of
+ * id order; users are created on the hour, never at midnight (the snapshot time of day).
+ */
+function cleanStore(file: string): void {
+  const store = new TestStore(file, SCHEMA_SQL.replace('TEXT NOT NULL UNIQUE COLLATE NOCASE', 'TEXT NOT NULL'));
+  store.decoration('halo', 'Halo', 'halo.png');
+  for (let id = 1; id <= USERS; id++) {
+    store.user({ id, username: `user${(id * 7) % USERS}x${id}`, bio: `Bio ${id} ✨`, status: id % 3 === 0 ? 'suspended' : 'active', views: id, created_at: `2020-01-${String(1 + (id % 28)).padStart(2, '0')} ${String(1 + (id % 23)).padStart(2, '0')}:00:00`, decoration_id: id % 5 === 0 ? 'halo' : null });
+    if (id % 4 === 0) store.social(id, id, 'GitHub', `https://github.com/u${id}`, 1);
+    if (id % 6 === 0) store.badge(id, 'verified');
+    if (id % 3 === 0) store.ban(id, 'Paused', 'spam', '2024-05-01 00:00:00');
+  }
+  store.close();
+}
+eachTestWorkspace((w) => {
+  ({ dir, db, out } = w);
+  session = new StoreSession(db);
+}, { fill: cleanStore });
+afterEach(() => session.close());
+
+const write = (statement: string) => execSql(db, statement);
+const pass = (options: Partial<BuildOptions> = {}) => buildTo(db, out, { session, storeSettleMs: 60_000, ...options });
+
+/**
+ * The tree and report equal a fresh build's at the same snapshot time: byte for byte, or when some
+ * documents were kept from a pass at an earlier snapshot time (whose meta they keep), all but meta.
+ */
+function expectSameAsFresh(report: BuildReport, snapshotMs = SNAPSHOT_MS): void {
+  const other = join(dir.path, `fresh-${Math.random().toString(36).slice(2)}`);
+  const fresh = buildTo(db, other, { snapshotMs, fullPass: true });
+  const files = publishedFiles(out);
+  expect(files).toEqual(publishedFiles(other));
+  const data = (text: string) => (snapshotMs === SNAPSHOT_MS ? text : { ...JSON.parse(text), meta: undefined });
+  for (const f of files) expect(data(readFileSync(join(out, f), 'utf8')), f).toEqual(data(readFileSync(join(other, f), 'utf8')));
+  for (const key of ['profiles', 'creators', 'skipped', 'warnings'] as const) expect(report[key], key).toEqual(fresh[key]);
+}
+
+describe('selective passes (a session reads only changed users)', () => {
+  it('reads every row once, then only the changed ones, rewriting only their files and the list', () => {
+    const first = pass();
+    expect(first.rowsRead).toBe(CANDIDATES);
+    write('UPDATE users SET views = views + 1 WHERE id IN (2, 7)');
+    const second = pass();
+    expect(second.rowsRead).toBe(2);
+    expect(second.rendered).toBe(2);
+    // Two profiles under both aliases, and the creators list (both are active).
+    expect(second.files).toEqual({ written: 5, unchanged: first.files.written + first.files.unchanged - 5, removed: 0 });
+    expectSameAsFresh(second);
+    const idle = pass();
+    expect(idle.rowsRead).toBe(0);
+    expect(idle.files.written).toBe(0);
+  });
+
+  it('finds changes in every table: socials (moved between users too), badges, bans and decorations', () => {
+    pass();
+    write("UPDATE socials SET url = 'https://github.com/new' WHERE id = 4");
+    let report = pass();
+    expect(report.rowsRead).toBe(1);
+    expectSameAsFresh(report);
+    write('UPDATE socials SET user_id = 9 WHERE id = 8');
+    report = pass();
+    expect(report.rowsRead).toBe(2);
+    expectSameAsFresh(report);
+    write("INSERT INTO badges (user_id, badge) VALUES (11, 'official'); DELETE FROM badges WHERE user_id = 12");
+    report = pass();
+    expect(report.rowsRead).toBe(2);
+    expectSameAsFresh(report);
+    write("UPDATE bans SET reason = 'abuse' WHERE user_id = 15");
+    report = pass();
+    expect(report.rowsRead).toBe(1);
+    expectSameAsFresh(report);
+    // Users 5, 10, ..., 40 wear the halo.
+    write("UPDATE decorations SET name = 'Golden halo' WHERE id = 'halo'");
+    report = pass();
+    expect(report.rowsRead).toBe(8);
+    expect(profile(out, 'user35x5').data.avatarDecoration.name).toBe('Golden halo');
+    expectSameAsFresh(report);
+  });
+
+  it('removes the profiles of deleted, inactive and banned-then-deleted users, and publishes new ones', () => {
+    pass();
+    write("DELETE FROM users WHERE id = 1; UPDATE users SET status = 'inactive' WHERE id = 2; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (99, 'newcomer', 'New', '', '2025-01-01 00:00:00', 0, 'active')");
+    const report = pass();
+    expect(report.rowsRead).toBe(1); // only the new row is there to read
+    expect(report.files.removed).toBe(4);
+    expect(profile(out, 'newcomer').data.username).toBe('newcomer');
+    expectSameAsFresh(report);
+  });
+
+  it('reads again only the users whose account age turns over, when the snapshot moves on', () => {
+    pass();
+    // Users are created on the hour (1 + id % 23): three hours after midnight, those created at
+    // 01:00, 02:00 and 03:00 have turned a day older.
+    const later = SNAPSHOT_MS + 3 * HOUR;
+    const report = pass({ snapshotMs: later });
+    const turning = Array.from({ length: USERS }, (_, i) => i + 1).filter((id) => 1 + (id % 23) <= 3);
+    expect(report.rowsRead).toBe(turning.length);
+    expect(report.rendered).toBe(turning.length);
+    expectSameAsFresh(report, later);
+    // An earlier snapshot than the last pass's: ages may go back, so every row is read.
+    expect(pass({ snapshotMs: SNAPSHOT_MS }).rowsRead).toBe(CANDIDATES);
+  });
+
+  it('a changed user taking the name of an unchanged user with a higher id makes a full pass, as a fresh build would decide', () => {
+    pass();
+    // user 3 ("user21x3") takes the name of user 30 ("user10x30") in other letter case: it now wins.
+    write("UPDATE users SET username = 'USER10X30' WHERE id = 3");
+    const report = pass();
+    expect(report.rowsRead).toBe(CANDIDATES);
+    expect(report.warnings.map((w) => w.id)).toEqual([30]);
+    expectSameAsFresh(report);
+    // And back: 30 is published again (it had a warning, so it is always read).
+    write("UPDATE users SET username = 'user21x3' WHERE id = 3");
+    const back = pass();
+    expect(back.rowsRead).toBe(2);
+    expect(back.warnings).toEqual([]);
+    expectSameAsFresh(back);
+  });
+
+  it('a changed user taking the name of an unchanged user with a lower id is skipped, without a full pass', () => {
+    pass();
+    write("UPDATE users SET username = 'User7x1' WHERE id = 30");
+    const report = pass();
+    expect(report.rowsRead).toBe(1);
+    expect(report.warnings.map((w) => w.id)).toEqual([30]);
+    expectSameAsFresh(report);
+    // User 30 is read by every pass now (it has a warning), but the name stays user 1's.
+    write('UPDATE users SET views = 99 WHERE id = 2');
+    const next = pass();
+    expect(next.rowsRead).toBe(2);
+    expect(profile(out, 'user7x1').data.views).toBe(1);
+    expectSameAsFresh(next);
+  });
+
+  it('sees a username change of letter case only, in a store whose usernames are UNIQUE COLLATE NOCASE', () => {
+    const contractDb = join(dir.path, 'contract.db');
+    new TestStore(contractDb).user({ id: 1, username: 'alice', created_at: '2020-01-01 12:00:00' }).user({ id: 2, username: 'bob', created_at: '2020-01-01 12:00:00' }).close();
+    const contractSession = new StoreSession(contractDb);
+    try {
+      const contractPass = () => buildTo(contractDb, out, { session: contractSession, storeSettleMs: 60_000 });
+      contractPass();
+      execSql(contractDb, "UPDATE users SET username = 'Alice' WHERE id = 1");
+      const report = contractPass();
+      expect(report.rowsRead).toBe(1);
+      expect(profile(out, 'alice').data.username).toBe('Alice');
+    } finally {
+      contractSession.close();
+    }
+  });
+
+  it('rows with warnings are read by every pass, and their warnings reported every time', () => {
+    write("UPDATE users SET bio = x'41' WHERE id = 4; UPDATE users SET username = 'bad name' WHERE id = 8");
+    const first = pass();
+    expect(first.warnings.map((w) => w.id)).toEqual([4, 8]);
+    write('UPDATE users SET views = 1000 WHERE id = 20');
+    const report = pass();
+    expect(report.rowsRead).toBe(3);
+    expect(report.warnings.map((w) => w.id)).toEqual([4, 8]);
+    expectSameAsFresh(report);
+  });
+
+  it('reads every row when the store file was replaced, the tree changed behind it, or a pass failed', () => {
+    pass();
+    // Another file at the path (a restore): the connection is reopened and the copy taken afresh.
+    const copy = join(dir.path, 'copy.db');
+    copyFileSync(db, copy);
+    execSql(copy, 'UPDATE users SET views = 5 WHERE id = 1');
+    renameSync(copy, db);
+    let report = pass();
+    expect(report.rowsRead).toBe(CANDIDATES);
+    expectSameAsFresh(report);
+    // Another writer rebuilt the tree (the manifest is not the one this session's pass wrote).
+    write('UPDATE users SET views = 6 WHERE id = 1');
+    buildTo(db, out);
+    write('UPDATE users SET views = 7 WHERE id = 1');
+    report = pass();
+    expect(report.rowsRead).toBe(CANDIDATES);
+    expectSameAsFresh(report);
+    // A pass that fails (--strict with a warning) writes nothing; the next one reads every row.
+    write("UPDATE users SET bio = x'41' WHERE id = 2");
+    expect(() => pass({ strict: true })).toThrow(StrictWarningsError);
+    write("UPDATE users SET bio = 'fine' WHERE id = 2");
+    report = pass();
+    expect(report.rowsRead).toBe(CANDIDATES);
+    expectSameAsFresh(report);
+  });
+
+  it('a session starting on a tree the last build left standing copies the store then, and reads only changes after', () => {
+    buildTo(db, out, { storeSettleMs: 0 });
+    // Settled: the store's stamp is trusted at once, so this pass reads nothing and copies the store.
+    const adopted = pass({ storeSettleMs: 0 });
+    expect(adopted.storeUnchanged).toBe(true);
+    write('UPDATE users SET views = 1234 WHERE id = 17');
+    const report = pass();
+    expect(report.rowsRead).toBe(1);
+    expectSameAsFresh(report);
+  });
+});

@@ -108,7 +108,9 @@ export class StoreShadow {
     // in (since, at]: when (at - created) mod a day is less than at - since. Rows the copy has and
     // the store no longer publishes (removed, or now inactive) are looked for only when the counts
     // say some exist.
-    const ages = { at: Math.floor(atMs), day: DAY_MS, margin: AGE_MARGIN_MS, width: Math.ceil(atMs - sinceMs) + 2 * AGE_MARGIN_MS };
+    // At the same snapshot time no age can move (the common case with SOURCE_DATE_EPOCH).
+    const width = atMs === sinceMs ? 0 : Math.ceil(atMs - sinceMs) + 2 * AGE_MARGIN_MS;
+    const ages = { at: Math.floor(atMs), day: DAY_MS, margin: AGE_MARGIN_MS, width };
     const sinceBoundary = '((:at - o.created_ms) % :day + :day) % :day';
     const u = db.prepare(`SELECT count(*), count(o.id),
         json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),

@@ -171,7 +171,7 @@ export class Watcher {
       ? { ...cycleOf(report, number), startedAt, startedMonoNs, finishedAt, durationMs }
       : {
           number, startedAt, startedMonoNs, finishedAt, durationMs, ok: false, changed: false,
-          profiles: null, creators: null, skipped: null, rendered: null, warnings: null, files: null, snapshotTime: null,
+          profiles: null, creators: null, skipped: null, rendered: null, rowsRead: null, warnings: null, files: null, snapshotTime: null,
           error: errorStatus(failure),
         };
 
@@ -251,7 +251,7 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
   return {
     number, startedAt: '', startedMonoNs: '0', finishedAt: '', durationMs: Math.round(report.seconds * 1000),
     ok: true, changed: report.files.written + report.files.removed > 0,
-    profiles: report.profiles, creators: report.creators, skipped: report.skipped, rendered: report.rendered, warnings: report.warnings.length,
+    profiles: report.profiles, creators: report.creators, skipped: report.skipped, rendered: report.rendered, rowsRead: report.rowsRead, warnings: report.warnings.length,
     files: report.files, snapshotTime: report.snapshotTime, error: null,
   };
 }

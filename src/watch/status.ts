@@ -30,6 +30,8 @@ export interface CycleStatus {
   skipped: number | null;
   /** Rows rendered; the others were kept unrendered (unchanged since the last cycle). */
   rendered: number | null;
+  /** Users read from the store: only those whose rows changed, unless the cycle read every row. */
+  rowsRead: number | null;
   warnings: number | null;
   files: WriteCounts | null;
   snapshotTime: string | null;

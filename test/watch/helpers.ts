@@ -46,10 +46,8 @@ function stale(): boolean {
     const built = join(ROOT, 'build', relative(join(ROOT, 'src'), path)).replace(/\.ts$/, '.js');
     return !existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs;
   });
-  return walk(join(ROOT, 'src/watch')) || walk(join(ROOT, 'src/publish')) || walk(join(ROOT, 'src/cli')) || walk(join(ROOT, 'src/store'))
-    || stat(join(ROOT, 'src/build.ts'), join(ROOT, 'build/build.js'));
+  return walk(join(ROOT, 'src'));
 }
-const stat = (src: string, built: string) => !existsSync(built) || statSync(built).mtimeMs < statSync(src).mtimeMs;
 
 /** A temp folder for one test (the shared helper, named for this suite). */
 export const tempDir = () => sharedTempDir('ps-watch-');

@@ -86,6 +86,10 @@ describe('watch', () => {
     const written = cycles(watcher).filter((c) => c.number > before7).map((c) => c.files.written);
     // It changed in exactly one cycle (the one that read the update), and every other cycle wrote nothing.
     expect(written.filter((n) => n > 0)).toEqual([3]);
+    // Only the first cycle read every row; later ones read the changed user alone, or nothing.
+    const read = cycles(watcher).map((c) => c.rowsRead);
+    expect(read[0]).toBe(40);
+    expect(read.slice(1).filter((n) => n > 0)).toEqual([1]);
     const rewritten = new Set(['api/v1/users/user00007', 'service-api/v1/users/user00007', 'service-api/v1/creators']);
     expect(publishedFiles(out)).toEqual(files);
     for (const [f, was] of before) {

@@ -12,7 +12,7 @@ import { Col, ProfileStore, type StoreRow } from './store/read.js';
 import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
 import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
-import { OutputTransaction, type WriteCounts } from './publish/tree.js';
+import { OutputTransaction, preloadManifest, type WriteCounts } from './publish/tree.js';
 import { entryHash, hasSignature, isUnsigned, listLength } from './publish/manifest.js';
 import { fingerprint } from './render/fingerprint.js';
 import { OutDirLock } from './publish/lock.js';
@@ -143,10 +143,27 @@ export function build(options: BuildOptions): BuildReport {
     // From here on the tree may change: the record must not vouch for it until the commit is done.
     forgetPass(outDir);
     const env: PassEnv = { options, store, outDir, renderedBy, baseUrl, started };
-    const result = store.inSnapshot(() => {
-      const selection = session && !options.fullPass ? session.selection(store, outDir, renderedBy, options.snapshotMs) : undefined;
-      return (selection && selectivePass(env, selection)) ?? pass(env, undefined);
-    });
+    // The read transaction ends before the output is committed: renaming a million files must not
+    // hold off the platform's writers (in rollback-journal mode a reader blocks every commit).
+    let staged: StagedPass | undefined;
+    try {
+      store.inSnapshot(() => {
+        const selection = options.fullPass ? session?.forget() : session?.selection(store, outDir, renderedBy, options.snapshotMs);
+        staged = (selection && selectivePass(env, selection)) ?? pass(env, undefined);
+      });
+    } catch (error) {
+      staged?.output.abort(); // the transaction's own end failed after the pass was staged
+      throw error;
+    }
+    let files: WriteCounts;
+    try {
+      files = staged!.output.commit();
+    } catch (error) {
+      // The session's copy was brought up to a snapshot the tree does not show.
+      store.shadow.discard();
+      throw error;
+    }
+    const result = { ...staged!, files };
     session?.recordPublished(store, { outDir, renderedBy, snapshotMs: options.snapshotMs, warnings: result.warnings });
     if (conditions.store !== undefined) {
       recordPass(outDir, {
@@ -179,8 +196,15 @@ export function build(options: BuildOptions): BuildReport {
 function adoptUnchanged(session: StoreSession, store: ProfileStore, pass: { outDir: string; renderedBy: string; last: LastPass }, stampHolds: () => boolean): void {
   const { outDir, renderedBy, last } = pass;
   if (session.holds(store, outDir, renderedBy)) return;
-  const copied = store.inSnapshot(() => store.shadow.capture() && stampHolds());
-  if (copied) session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, warnings: last.warnings });
+  try {
+    const copied = store.inSnapshot(() => store.shadow.capture() && stampHolds());
+    if (!copied) return;
+    session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, warnings: last.warnings });
+    // The next pass would otherwise parse the manifest first: read it now, while nothing changed.
+    preloadManifest(outDir);
+  } catch {
+    // Best effort: the build's answer stands; the next pass that changes anything reads every row.
+  }
 }
 
 interface PassEnv {
@@ -192,13 +216,14 @@ interface PassEnv {
   started: number;
 }
 
-interface PassResult {
+/** A pass rendered and staged, its output not committed yet. */
+interface StagedPass {
+  output: OutputTransaction;
   profiles: number;
   creators: number;
   skipped: number;
   rendered: number;
   rowsRead: number;
-  files: WriteCounts;
   warnings: RowWarning[];
   stableUntilMs: number;
 }
@@ -208,7 +233,7 @@ interface PassResult {
  * as the last pass published it, and its list member copied from the last list. Undefined when the
  * last pass's output cannot be carried that way, and a full pass must run instead.
  */
-function selectivePass(env: PassEnv, selection: Selection): PassResult | undefined {
+function selectivePass(env: PassEnv, selection: Selection): StagedPass | undefined {
   try {
     return pass(env, selection);
   } catch (error) {
@@ -226,9 +251,10 @@ class SelectionFallsShort extends Error {}
 
 /**
  * One pass over the snapshot `env.store` is in: every candidate row, or with a `selection`, only
- * those users (everything else carried over). Renders what changed and commits the output.
+ * those users (everything else carried over). Renders and stages what changed, and in a session
+ * brings the session's copy up to this snapshot; the caller commits the output.
  */
-function pass(env: PassEnv, selection: Selection | undefined): PassResult {
+function pass(env: PassEnv, selection: Selection | undefined): StagedPass {
   const { options, store, outDir, renderedBy, started } = env;
   const ctx = { baseUrl: env.baseUrl, snapshotMs: options.snapshotMs };
   const elapsed = (since: number) => (options.reproducible ? 0 : performance.now() - since);
@@ -325,13 +351,12 @@ function pass(env: PassEnv, selection: Selection | undefined): PassResult {
       throw new StrictWarningsError(warnings);
     }
     collectIfGrown();
-    const files = output.commit();
     if (selection !== undefined) {
       store.shadow.update();
     } else if (options.session) {
       store.shadow.capture();
     }
-    return { profiles, creators: creators.size, skipped, rendered, rowsRead, files, warnings, stableUntilMs };
+    return { output, profiles, creators: creators.size, skipped, rendered, rowsRead, warnings, stableUntilMs };
   } catch (error) {
     output.abort();
     throw error;

@@ -12,6 +12,7 @@ import { statSync } from 'node:fs';
 import { manifestStamp } from './publish/manifest.js';
 import type { RowWarning } from './render/user.js';
 import { ProfileStore, type OpenStoreOptions } from './store/read.js';
+import type { StoreChanges } from './store/shadow.js';
 
 /** The last published pass, as far as a selective pass needs it. */
 interface Published {
@@ -75,10 +76,23 @@ export class StoreSession {
     const holds = this.holds(store, outDir, renderedBy);
     this.published = undefined;
     if (last === undefined || !holds) return undefined;
-    const changes = store.shadow.changes(last.snapshotMs, snapshotMs);
+    let changes: StoreChanges | undefined;
+    try {
+      changes = store.shadow.changes(last.snapshotMs, snapshotMs);
+    } catch {
+      // Whatever the comparison tripped on, a pass that reads every row is still right (and takes
+      // the copy afresh).
+      changes = undefined;
+    }
     if (changes === undefined) return undefined;
     for (const id of last.warned) changes.users.add(id);
     return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs };
+  }
+
+  /** Forgets the last pass (a pass is about to change the tree without using it); undefined. */
+  forget(): undefined {
+    this.published = undefined;
+    return undefined;
   }
 
   /** Whether the last pass recorded is still the one in `outDir`, as this store's copy knows it. */

@@ -171,7 +171,7 @@ export class StoreShadow {
     return this.db.prepare('SELECT id FROM temp.shadow_users WHERE lower(username) = ?').pluck().all(name) as number[];
   }
 
-  /** Sets the users the next restricted read returns (ProfileStore.forEachRow with `only`). */
+  /** Sets the users the next restricted read returns (ProfileStore.forEachRow with `selected`). */
   select(ids: Iterable<number>): void {
     const { db } = this;
     db.exec('DELETE FROM temp.pass_ids');

@@ -4,7 +4,7 @@
  * carries every other profile over. Whatever it publishes must be exactly what a fresh build of the
  * same store publishes: each case checks the tree, byte for byte, and the report against one.
  */
-import { readFileSync, renameSync, copyFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BuildOptions, BuildReport } from '../../src/build.js';
@@ -210,6 +210,32 @@ describe('selective passes (a session reads only changed users)', () => {
     write("UPDATE users SET bio = 'fine' WHERE id = 2");
     report = pass();
     expect(report.rowsRead).toBe(CANDIDATES);
+    expectSameAsFresh(report);
+  });
+
+  it('a pass whose output fails to commit, after its read transaction ended, leaves the next pass to read every row', () => {
+    pass();
+    write('UPDATE users SET views = 4242 WHERE id = 6');
+    // A folder where the manifest's temporary file goes: the commit fails before any file moves.
+    const obstacle = join(out, '.profile-snapshot', 'manifest.tmp');
+    mkdirSync(obstacle);
+    expect(() => pass()).toThrow();
+    rmdirSync(obstacle);
+    expect(profile(out, 'user2x6').data.views).toBe(6);
+    const report = pass();
+    expect(report.rowsRead).toBe(CANDIDATES);
+    expect(profile(out, 'user2x6').data.views).toBe(4242);
+    expectSameAsFresh(report);
+  });
+
+  it('a --full pass in a session reads every row and takes the copy afresh; the next pass reads only changes', () => {
+    pass();
+    write('UPDATE users SET views = 500 WHERE id = 3');
+    const full = pass({ fullPass: true });
+    expect(full.rowsRead).toBe(CANDIDATES);
+    write('UPDATE users SET views = 501 WHERE id = 4');
+    const report = pass();
+    expect(report.rowsRead).toBe(1);
     expectSameAsFresh(report);
   });
 

@@ -323,7 +323,7 @@ function pass(env: PassEnv, selection: Selection | undefined): StagedPass {
       // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
       if (output.hasProfile(name)) {
         // A carried-over profile's user was not read: it holds the name rightly only with a lower id.
-        if (selection !== undefined && output.isCarried(name) && !heldByLowerId(store, selection, name, row.user[Col.id])) throw new SelectionFallsShort();
+        if (selection !== undefined && output.carriedEntry(name) !== undefined && !heldByLowerId(store, selection, name, row.user[Col.id])) throw new SelectionFallsShort();
         warnings.push({ id: row.user[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
         skipped++;
         return;

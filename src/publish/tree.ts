@@ -121,15 +121,10 @@ export class OutputTransaction {
     return carried.size;
   }
 
-  /** Whether a profile was carried over by `carryOver` and not published again by this pass. */
-  isCarried(name: string): boolean {
-    return this.claimed !== undefined && !this.claimed.has(name) && this.next.profiles.has(name);
-  }
-
-  /** A carried-over profile's entry (see `carryOver`). */
+  /** The entry of a profile carried over by `carryOver` and not published again by this pass. */
   carriedEntry(name: string): string | undefined {
-    const entry = this.claimed === undefined ? undefined : this.next.profiles.get(name);
-    return entry === undefined || (this.claimed!.size > 0 && this.claimed!.has(name)) ? undefined : entry;
+    const claimed = this.claimed;
+    return claimed === undefined || claimed.has(name) ? undefined : this.next.profiles.get(name);
   }
 
   /**

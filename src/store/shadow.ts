@@ -53,6 +53,8 @@ export interface StoreChanges {
 export class StoreShadow {
   /** Rows in the copy's users and socials tables (equal to the store's after `capture` or `update`). */
   private counts: { users: number; socials: number } | undefined;
+  /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
+  private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
 
   constructor(private readonly db: Database.Database) {}
 
@@ -202,9 +204,6 @@ export class StoreShadow {
       this.counts = { users: pending.users, socials: pending.socials };
     });
   }
-
-  /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
-  private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
 
   private copySmall(table: keyof typeof SMALL_TABLES): void {
     this.db.exec(`DROP TABLE IF EXISTS temp.shadow_${table};

@@ -15,7 +15,7 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { Fingerprint } from '../render/fingerprint.js';
 import type { BufferedFileWriter } from './file-writer.js';
-import { entryHash, type ListOrder } from './manifest.js';
+import type { ListOrder } from './manifest.js';
 import type { OutputTransaction } from './tree.js';
 
 /**
@@ -26,6 +26,7 @@ const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 
 export class CreatorsList {
   private readonly names: string[] = [];
+  /** Each member's data hash, or a manifest entry that starts with it (see HASH_LENGTH). */
   private readonly hashes: string[] = [];
   /** Where a member's JSON is: >= 0, an offset in the scratch file; KEPT, in the last list file. */
   private readonly offsets: number[] = [];
@@ -60,7 +61,10 @@ export class CreatorsList {
     return length;
   }
 
-  /** A member unchanged since the last build, whose `length` bytes of JSON are in the last list file. */
+  /**
+   * A member unchanged since the last build, whose `length` bytes of JSON are in the last list file.
+   * `hash` is its data hash, or its manifest entry (which starts with it: not cut out per member).
+   */
   keep(name: string, hash: string, length: number): void {
     if (!this.canKeep) throw new Error(`bug: ${name} kept without a last list to copy it from`);
     this.names.push(name);
@@ -79,7 +83,7 @@ export class CreatorsList {
     const { names, lengths } = last.members;
     for (let i = 0; i < names.length; i++) {
       const entry = this.tx.carriedEntry(names[i]!);
-      if (entry !== undefined) this.keep(names[i]!, entryHash(entry), lengths[i]!);
+      if (entry !== undefined) this.keep(names[i]!, entry, lengths[i]!);
     }
     return true;
   }
@@ -93,17 +97,19 @@ export class CreatorsList {
     const { names, hashes, offsets, lengths } = this;
     // Lower-case ASCII names: code-unit order is "lower case, ascending".
     const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
-    // Hashed a few hundred at a time: one update per member cost more than the hashing.
+    // Hashed a few hundred at a time (one update per member cost more than the hashing), each
+    // member's hash copied out of its string, which may be a whole manifest entry.
     const members = new Fingerprint();
-    let pending = '';
-    for (let position = 0; position < order.length; position++) {
-      pending += hashes[order[position]!]!;
-      if (position % 256 === 255) {
-        members.update(pending);
-        pending = '';
+    const batch = Buffer.alloc(256 * HASH_LENGTH);
+    let used = 0;
+    for (const i of order) {
+      used += batch.write(hashes[i]!, used, HASH_LENGTH, 'latin1');
+      if (used === batch.length) {
+        members.update(batch);
+        used = 0;
       }
     }
-    members.update(pending);
+    members.update(batch.subarray(0, used));
     const headLength = Buffer.byteLength(head);
     const rewritten = this.tx.streamedFile(this.path, members.digest(), (sink) => {
       sink.write(`${head}[`);
@@ -173,6 +179,9 @@ export class CreatorsList {
     });
   }
 }
+
+/** Characters of a data hash (fingerprint.ts): base64url, so one byte each. */
+const HASH_LENGTH = 16;
 
 /** The offset of a member kept from the last list (found there in `finish`). */
 const KEPT = -1;

@@ -162,7 +162,8 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     const members = manifest.list?.names ?? [];
     for (const key of members) line(`u\t${key}\t${manifest.profiles.get(key) ?? PENDING}\n`);
     for (const [key, entry] of manifest.profiles) {
-      if (members.length === 0 || listLength(entry) === undefined) line(`u\t${key}\t${entry}\n`);
+      // A member's entry ends in its length, any other in a tab (or its hash: format 1).
+      if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || listLength(entry) === undefined) line(`u\t${key}\t${entry}\n`);
     }
     out.write(lines);
     out.close();
@@ -178,6 +179,8 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
   }
   renameSync(temporary, path);
 }
+
+const isDigit = (code: number) => code >= 48 && code <= 57;
 
 /** Identifies one written file (inode, size, mtime): any rewrite, by anyone, changes it. */
 export function fileStamp(path: string): string | undefined {

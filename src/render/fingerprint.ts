@@ -20,7 +20,7 @@ export function fingerprint(text: string): string {
 export class Fingerprint {
   private readonly hash: Hash = createHash('sha1');
 
-  update(text: string): this {
+  update(text: string | Uint8Array): this {
     this.hash.update(text);
     return this;
   }

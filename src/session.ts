@@ -38,7 +38,10 @@ export interface Selection {
 
 export class StoreSession {
   private store: ProfileStore | undefined;
-  /** Device and inode of the file the connection opened: another file at the path means reopening. */
+  /**
+   * Device, inode and birth time of the file the connection opened: another file at the path means
+   * reopening (the birth time tells a new file that was given a freed inode number).
+   */
   private identity: string | undefined;
   private published: Published | undefined;
 
@@ -119,7 +122,7 @@ export class StoreSession {
 function fileIdentity(file: string): string | undefined {
   try {
     const stats = statSync(file, { bigint: true });
-    return `${stats.dev}:${stats.ino}`;
+    return `${stats.dev}:${stats.ino}:${stats.birthtimeNs}`;
   } catch {
     return undefined;
   }

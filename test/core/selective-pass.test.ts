@@ -4,7 +4,7 @@
  * carries every other profile over. Whatever it publishes must be exactly what a fresh build of the
  * same store publishes: each case checks the tree, byte for byte, and the report against one.
  */
-import { copyFileSync, mkdirSync, readFileSync, renameSync, rmdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BuildOptions, BuildReport } from '../../src/build.js';
@@ -195,6 +195,14 @@ describe('selective passes (a session reads only changed users)', () => {
     execSql(copy, 'UPDATE users SET views = 5 WHERE id = 1');
     renameSync(copy, db);
     let report = pass();
+    expect(report.rowsRead).toBe(CANDIDATES);
+    expectSameAsFresh(report);
+    // Deleted and written again in place (the file system may hand the new file the freed inode).
+    copyFileSync(db, copy);
+    execSql(copy, 'UPDATE users SET views = 8 WHERE id = 1');
+    rmSync(db);
+    copyFileSync(copy, db);
+    report = pass();
     expect(report.rowsRead).toBe(CANDIDATES);
     expectSameAsFresh(report);
     // Another writer rebuilt the tree (the manifest is not the one this session's pass wrote).

@@ -15,11 +15,14 @@ export class BufferedFileWriter {
   private readonly buffer = Buffer.allocUnsafe(BUFFER_SIZE);
   private used = 0;
 
-  /** `translate` turns a filesystem error into the caller's own (an output error, say). */
-  constructor(path: string, private readonly translate: (cause: unknown) => Error = (cause) => cause as Error) {
+  /**
+   * `translate` turns a filesystem error into the caller's own (an output error, say); `flags` is
+   * 'w' (a new file) or 'a' (appending to the file as it is).
+   */
+  constructor(path: string, private readonly translate: (cause: unknown) => Error = (cause) => cause as Error, flags: 'w' | 'a' = 'w') {
     this.path = path;
     try {
-      this.fd = openSync(path, 'w');
+      this.fd = openSync(path, flags);
     } catch (cause) {
       throw translate(cause);
     }

@@ -18,7 +18,7 @@ import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
-import { entryHash, fileEntry, fileEntryStamp, fileStamp, manifestStamp, PENDING, profileEntry, readManifest, writeManifest, type ListOrder, type Manifest } from './manifest.js';
+import { entryHash, fileEntry, fileEntryStamp, fileStamp, manifestStamp, PENDING, profileEntry, readManifest, writeClaims, writeManifest, type ListOrder, type Manifest } from './manifest.js';
 
 export interface WriteCounts {
   written: number;
@@ -273,8 +273,11 @@ export class OutputTransaction {
           for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
         }
         for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
-        // The claim is written in plain order: pending members cannot be listed as the list's.
-        writeManifest(outDir, { ...next, list: undefined });
+        // The claim: the manifest on disk (the last build's, which `previous` was read from) with these
+        // files marked pending; with no manifest yet, the whole new one, in plain order (pending
+        // members cannot be listed as the list's).
+        const claims = { profiles: [...stagedNames, ...staleProfiles], files: [...this.stagedFiles.map((s) => s.path), ...staleFiles] };
+        if (!writeClaims(outDir, claims)) writeManifest(outDir, { ...next, list: undefined });
 
         if (this.freshDirs) {
           this.freshDirs.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));

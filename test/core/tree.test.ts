@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { listFiles, profile, publishedFiles, readJson, snapshotTree } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
+import { PENDING, readManifest, writeClaims } from '../../src/publish/manifest.js';
 
 let dir: Workspace['dir'];
 let db: string;
@@ -41,6 +42,22 @@ describe('byte stability', () => {
     expect(changed).toEqual(['api/v1/users/bob', 'service-api/v1/creators', 'service-api/v1/users/bob']);
     for (const [f, entry] of after) if (!changed.includes(f)) expect(entry).toEqual(before.get(f));
     expect(report.files).toEqual({ written: 3, unchanged: before.size - 3, removed: 0 });
+  });
+
+  it('a commit\'s claim marks the files about to change pending on top of the last manifest; a build left there by a crash converges', () => {
+    buildTo(db, out);
+    const before = readManifest(out);
+    const [claimed, kept] = [...before.profiles.keys()];
+    expect(writeClaims(out, { profiles: [claimed!], files: ['service-api/v1/creators'] })).toBe(true);
+    const claimedManifest = readManifest(out);
+    expect(claimedManifest.profiles.get(claimed!)).toBe(PENDING);
+    expect(claimedManifest.files.get('service-api/v1/creators')).toBe(PENDING);
+    expect(claimedManifest.profiles.get(kept!)).toBe(before.profiles.get(kept!));
+    expect(claimedManifest.profiles.size).toBe(before.profiles.size);
+    // A crash right after the claim: the next build rewrites what was claimed and ends as before.
+    const report = buildTo(db, out);
+    expect(report.files.written).toBe(3); // the claimed profile under both aliases, and the list
+    expect(readManifest(out).profiles).toEqual(before.profiles);
   });
 
   it('a suspended user\'s change rewrites the profile but not the creators list', () => {

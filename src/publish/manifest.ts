@@ -12,7 +12,8 @@
  *     member of the creators list, the byte length of its data there. Members come first, in list
  *     order, so where each one's data sits in the list file follows from the lengths before it.
  * The value `-` marks an entry whose file may be half-way through a commit: ours, but to be
- * rewritten. Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
+ * rewritten. A commit claims its files by appending such lines to the last manifest (see
+ * writeClaims): a later line for the same key wins, and blank lines are skipped. Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  */
 import { copyFileSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -136,7 +136,7 @@ export function build(options: BuildOptions): BuildReport {
     if (conditions.store !== undefined && !options.fullPass) {
       const last = currentPass(outDir, { ...conditions, store: conditions.store }, options.snapshotMs);
       if (last !== undefined) {
-        if (session) adoptUnchanged(session, store, { outDir, renderedBy, last }, () => store.stamp(options.storeSettleMs) === conditions.store);
+        if (session) adoptUnchanged(session, store, { outDir, renderedBy, last, storeStamp: conditions.store }, () => store.stamp(options.storeSettleMs) === conditions.store);
         return unchangedReport(last, options, outDir, started);
       }
     }
@@ -148,7 +148,7 @@ export function build(options: BuildOptions): BuildReport {
     let staged: StagedPass | undefined;
     try {
       store.inSnapshot(() => {
-        const selection = options.fullPass ? session?.forget() : session?.selection(store, outDir, renderedBy, options.snapshotMs);
+        const selection = options.fullPass ? session?.forget() : session?.selection(store, outDir, renderedBy, options.snapshotMs, conditions.store);
         staged = (selection && selectivePass(env, selection)) ?? pass(env, undefined);
       });
     } catch (error) {
@@ -164,7 +164,7 @@ export function build(options: BuildOptions): BuildReport {
       throw error;
     }
     const result = { ...staged!, files };
-    session?.recordPublished(store, { outDir, renderedBy, snapshotMs: options.snapshotMs, warnings: result.warnings });
+    session?.recordPublished(store, { outDir, renderedBy, snapshotMs: options.snapshotMs, storeStamp: conditions.store, warnings: result.warnings });
     if (conditions.store !== undefined) {
       recordPass(outDir, {
         ...conditions, store: conditions.store, snapshotMs: options.snapshotMs,
@@ -193,13 +193,13 @@ export function build(options: BuildOptions): BuildReport {
  * the snapshot that pass read, so the session copies it now (once) for later passes to compare with.
  * The copy only counts if the store's stamp did not move while it was taken.
  */
-function adoptUnchanged(session: StoreSession, store: ProfileStore, pass: { outDir: string; renderedBy: string; last: LastPass }, stampHolds: () => boolean): void {
-  const { outDir, renderedBy, last } = pass;
+function adoptUnchanged(session: StoreSession, store: ProfileStore, pass: { outDir: string; renderedBy: string; last: LastPass; storeStamp: string }, stampHolds: () => boolean): void {
+  const { outDir, renderedBy, last, storeStamp } = pass;
   if (session.holds(store, outDir, renderedBy)) return;
   try {
     const copied = store.inSnapshot(() => store.shadow.capture() && stampHolds());
     if (!copied) return;
-    session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, warnings: last.warnings });
+    session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, storeStamp, warnings: last.warnings });
     // The next pass would otherwise parse the manifest first: read it now, while nothing changed.
     preloadManifest(outDir);
   } catch {

@@ -23,6 +23,8 @@ interface Published {
   manifest: string;
   /** Its snapshot time: account ages in the tree are as of then. */
   snapshotMs: number;
+  /** The store's stamp taken before its snapshot was read (see store/stamp.ts), if it was trusted. */
+  storeStamp: string | undefined;
   /** Users it had warnings for: read again by every pass (they have no row signature either). */
   warned: ReadonlySet<number>;
 }
@@ -70,9 +72,10 @@ export class StoreSession {
    * The users a pass over `outDir` at `snapshotMs` must read, when it may skip the rest: those whose
    * rows or child rows changed since the last pass, whose account age may have turned over since, and
    * those that pass had warnings for. Undefined when a pass must read every row. Runs inside the
-   * pass's read transaction.
+   * pass's read transaction. When the store's trusted stamp (`storeStamp`, taken before this
+   * transaction began) is the last pass's, nothing can have changed, and the store is not compared.
    */
-  selection(store: ProfileStore, outDir: string, renderedBy: string, snapshotMs: number): Selection | undefined {
+  selection(store: ProfileStore, outDir: string, renderedBy: string, snapshotMs: number, storeStamp: string | undefined): Selection | undefined {
     // Taken: until a pass records itself again, the next one reads every row (the copy's changes
     // roll back with a failed pass, but what it knows of them here would not).
     const last = this.published;
@@ -81,7 +84,9 @@ export class StoreSession {
     if (last === undefined || !holds) return undefined;
     let changes: StoreChanges | undefined;
     try {
-      changes = store.shadow.changes(last.snapshotMs, snapshotMs);
+      changes = storeStamp !== undefined && storeStamp === last.storeStamp
+        ? store.shadow.agesTurning(last.snapshotMs, snapshotMs)
+        : store.shadow.changes(last.snapshotMs, snapshotMs);
     } catch {
       // Whatever the comparison tripped on, a pass that reads every row is still right (and takes
       // the copy afresh).
@@ -110,12 +115,13 @@ export class StoreSession {
    * in that pass's read transaction); forgets the last one otherwise.
    */
   recordPublished(store: ProfileStore, pass: Omit<Published, 'manifest' | 'warned'> & { warnings: readonly RowWarning[] }): void {
+    const { outDir, renderedBy, snapshotMs, storeStamp } = pass;
     this.published = undefined;
     const manifest = manifestStamp(pass.outDir);
     const warned = new Set(pass.warnings.map((w) => w.id));
     // A warning's id past 2^53 is rounded and cannot name its row: such a store is always read whole.
     if (store !== this.store || !store.shadow.captured || manifest === undefined || ![...warned].every(Number.isSafeInteger)) return;
-    this.published = { outDir: pass.outDir, renderedBy: pass.renderedBy, manifest, snapshotMs: pass.snapshotMs, warned };
+    this.published = { outDir, renderedBy, manifest, snapshotMs, storeStamp, warned };
   }
 }
 

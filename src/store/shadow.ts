@@ -37,6 +37,24 @@ const AGE_MARGIN_MS = 1000;
 /** created_at in ms since the epoch, as SQL computes it (NULL for anything SQLite cannot parse). */
 const CREATED_MS = "CAST(unixepoch(created_at, 'subsec') * 1000 AS INTEGER)";
 
+/**
+ * The SQL parameters of the age window (since, at] for AGE_TURNS and NEXT_AGE_TURN; undefined when it
+ * runs backwards or is too wide to be worth it (every age may have moved).
+ */
+function ageWindow(sinceMs: number, atMs: number): Record<string, number> | undefined {
+  if (atMs < sinceMs || atMs - sinceMs >= DAY_MS - 2 * AGE_MARGIN_MS) return undefined;
+  // At the same snapshot time no age can move (the common case with SOURCE_DATE_EPOCH).
+  const width = atMs === sinceMs ? 0 : Math.ceil(atMs - sinceMs) + 2 * AGE_MARGIN_MS;
+  return { at: Math.floor(atMs), day: DAY_MS, margin: AGE_MARGIN_MS, width };
+}
+/**
+ * Whether copy row `o`'s account age may turn over in the window: it does when a boundary
+ * created + k days lies in (since, at], that is when (at - created) mod a day is less than at - since.
+ */
+const AGE_TURNS = 'o.created_ms IS NULL OR ((:at - o.created_ms + :margin) % :day + :day) % :day < :width';
+/** The first moment after `at` when copy row `o`'s account age turns over. */
+const NEXT_AGE_TURN = ':at + :day - ((:at - o.created_ms) % :day + :day) % :day';
+
 const differs = (columns: readonly string[]) => columns.map((c) => `m.${c} IS NOT o.${c} COLLATE BINARY`).join(' OR ');
 
 /** What changed since the copy was taken: the users whose published documents may differ. */
@@ -98,7 +116,8 @@ export class StoreShadow {
    */
   changes(sinceMs: number, atMs: number): StoreChanges | undefined {
     const counts = this.counts;
-    if (counts === undefined || atMs < sinceMs || atMs - sinceMs >= DAY_MS - 2 * AGE_MARGIN_MS) return undefined;
+    const ages = ageWindow(sinceMs, atMs);
+    if (counts === undefined || ages === undefined) return undefined;
     const users = new Set<number>();
     // Child rows whose user_id is not an integer never join a user (the pass matches strictly).
     const add = (value: unknown) => {
@@ -106,18 +125,12 @@ export class StoreShadow {
     };
     const { db } = this;
     // users: one walk beside the copy finds changed and added rows, counts the matched ones, and
-    // reads the unchanged ones' creation times. An age moves when a boundary created + k days lies
-    // in (since, at]: when (at - created) mod a day is less than at - since. Rows the copy has and
-    // the store no longer publishes (removed, or now inactive) are looked for only when the counts
-    // say some exist.
-    // At the same snapshot time no age can move (the common case with SOURCE_DATE_EPOCH).
-    const width = atMs === sinceMs ? 0 : Math.ceil(atMs - sinceMs) + 2 * AGE_MARGIN_MS;
-    const ages = { at: Math.floor(atMs), day: DAY_MS, margin: AGE_MARGIN_MS, width };
-    const sinceBoundary = '((:at - o.created_ms) % :day + :day) % :day';
+    // finds the unchanged ones whose age turns over (AGE_TURNS). Rows the copy has and the store no
+    // longer publishes (removed, or now inactive) are looked for only when the counts say some exist.
     const u = db.prepare(`SELECT count(*), count(o.id),
         json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),
-        json_group_array(o.id) FILTER (WHERE o.id IS NOT NULL AND (o.created_ms IS NULL OR ((:at - o.created_ms + :margin) % :day + :day) % :day < :width)),
-        min(:at + :day - ${sinceBoundary})
+        json_group_array(o.id) FILTER (WHERE o.id IS NOT NULL AND (${AGE_TURNS})),
+        min(${NEXT_AGE_TURN})
       FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${PUBLISHABLE.replaceAll('status', 'm.status')}`)
       .raw().get(ages) as [number, number, string, string, number | null];
     const changedUsers = [...JSON.parse(u[2]) as number[], ...JSON.parse(u[3]) as number[]];
@@ -155,6 +168,23 @@ export class StoreShadow {
       for (const id of db.prepare('SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) IN (SELECT value FROM json_each(?))').pluck().iterate(ids)) add(id);
     }
     return { users, stableUntilMs: u[4] === null ? Infinity : u[4] - AGE_MARGIN_MS };
+  }
+
+  /**
+   * `changes` for a store known to be exactly as it was when the copy was taken (its stamp says so):
+   * only the users whose account age may turn over, found in the copy alone, with no walk of the
+   * store. This is what a watcher's quiet cycle costs with the wall clock as its snapshot time.
+   */
+  agesTurning(sinceMs: number, atMs: number): StoreChanges | undefined {
+    const counts = this.counts;
+    const ages = ageWindow(sinceMs, atMs);
+    if (counts === undefined || ages === undefined) return undefined;
+    const [turning, next] = this.db.prepare(`SELECT json_group_array(o.id) FILTER (WHERE ${AGE_TURNS}), min(${NEXT_AGE_TURN})
+      FROM temp.shadow_users o`).raw().get(ages) as [string, number | null];
+    const users = JSON.parse(turning) as number[];
+    if (!users.every((id) => Number.isSafeInteger(id))) return undefined;
+    this.pending = { users: counts.users, socials: counts.socials, socialIds: '[]', small: [] };
+    return { users: new Set(users), stableUntilMs: next === null ? Infinity : next - AGE_MARGIN_MS };
   }
 
   /** The copy's usernames of these users (those it has). */

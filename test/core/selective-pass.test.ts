@@ -6,10 +6,11 @@
  */
 import { copyFileSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BuildOptions, BuildReport } from '../../src/build.js';
 import { StrictWarningsError } from '../../src/errors.js';
 import { StoreSession } from '../../src/session.js';
+import { StoreShadow } from '../../src/store/shadow.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { profile, publishedFiles } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, SCHEMA_SQL, TestStore, type Workspace } from '../helpers/store.js';
@@ -127,6 +128,26 @@ describe('selective passes (a session reads only changed users)', () => {
     expectSameAsFresh(report, later);
     // An earlier snapshot than the last pass's: ages may go back, so every row is read.
     expect(pass({ snapshotMs: SNAPSHOT_MS }).rowsRead).toBe(CANDIDATES);
+  });
+
+  it('a store whose trusted stamp did not move is not compared again: only users whose age turns over are read', () => {
+    pass({ storeSettleMs: 0 });
+    const compared = vi.spyOn(StoreShadow.prototype, 'changes');
+    try {
+      const later = SNAPSHOT_MS + 3 * HOUR;
+      const quiet = pass({ storeSettleMs: 0, snapshotMs: later });
+      expect(compared).not.toHaveBeenCalled();
+      expect(quiet.rowsRead).toBe(Array.from({ length: USERS }, (_, i) => i + 1).filter((id) => 1 + (id % 23) <= 3).length);
+      expectSameAsFresh(quiet, later);
+      // A write moves the stamp: the store is compared again.
+      write('UPDATE users SET views = 77 WHERE id = 9');
+      const changed = pass({ storeSettleMs: 0, snapshotMs: later });
+      expect(compared).toHaveBeenCalledTimes(1);
+      expect(changed.rowsRead).toBe(1);
+      expectSameAsFresh(changed, later);
+    } finally {
+      compared.mockRestore();
+    }
   });
 
   it('a changed user taking the name of an unchanged user with a higher id makes a full pass, as a fresh build would decide', () => {

@@ -120,14 +120,29 @@ function waitFor(predicate, timeoutMs, what) {
   });
 }
 
-/** Watch cycles in a long-lived watcher: the idle cycle and the 1%-changed cycle (status durations). */
-async function watchCycles(db, out) {
+/**
+ * Runs `use` against a watcher of `out` (its arguments after --out, its environment), which is stopped
+ * afterwards; `use` reads cycles from the watcher's status file.
+ */
+async function withWatcher(db, out, args, env, use) {
   const statusFile = join(out, '.profile-snapshot/status.json');
   const status = () => { try { return JSON.parse(readFileSync(statusFile, 'utf8')); } catch { return undefined; } };
-  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, '--interval', '3600'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH } });
+  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env });
   let stderr = '';
   watcher.stderr.on('data', (d) => { stderr += d; });
   try {
+    return await use(watcher, status);
+  } catch (error) {
+    throw new Error(`${error.message}\n${stderr}`);
+  } finally {
+    watcher.kill('SIGTERM');
+    await new Promise((r) => watcher.once('exit', r));
+  }
+}
+
+/** Watch cycles in a long-lived watcher: the idle cycle and the 1%-changed cycle (status durations). */
+function watchCycles(db, out) {
+  return withWatcher(db, out, ['--interval', '3600'], { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH }, async (watcher, status) => {
     const cycle = async (n) => (await waitFor(() => { const s = status(); return s?.lastCycle?.number >= n && s.state === 'idle' ? s.lastCycle : undefined; }, 600_000, `watch cycle ${n}`));
     await cycle(1); // warm-up: the first cycle after start
     watcher.kill('SIGHUP');
@@ -138,12 +153,7 @@ async function watchCycles(db, out) {
     // The watcher's peak resident set over its life (its first cycle read every row and copied the store).
     const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${watcher.pid}/status`, 'utf8'));
     return { idle, changed, rssMb: hwm ? Number(hwm[1]) / 1024 : undefined };
-  } catch (error) {
-    throw new Error(`${error.message}\n${stderr}`);
-  } finally {
-    watcher.kill('SIGTERM');
-    await new Promise((r) => watcher.once('exit', r));
-  }
+  });
 }
 
 /**
@@ -152,33 +162,22 @@ async function watchCycles(db, out) {
  * it reads the users whose age turned and rewrites them and the list. The watcher's first cycle builds
  * the tree (from an empty out dir); the slowest of the third to fifth is reported.
  */
-async function wallClockCycle(db, out) {
-  const statusFile = join(out, '.profile-snapshot/status.json');
-  const status = () => { try { return JSON.parse(readFileSync(statusFile, 'utf8')); } catch { return undefined; } };
+function wallClockCycle(db, out) {
   const env = { ...process.env };
   delete env.SOURCE_DATE_EPOCH;
   // From an empty out dir: moving a tree built at the bench's snapshot time to today would rewrite
   // every file beside the old ones, past tmpfs's inode limit at a million users.
   rmSync(out, { recursive: true, force: true });
-  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, '--interval', '1'], { stdio: ['ignore', 'ignore', 'pipe'], env });
-  let stderr = '';
-  watcher.stderr.on('data', (d) => { stderr += d; });
-  try {
-    // The status file of the bench's earlier watcher is still there until this one writes its own.
+  return withWatcher(db, out, ['--interval', '1'], env, async (_watcher, status) => {
     // The slowest of cycles 3 to 5: some find no age turned yet and take the unchanged-store shortcut.
     const seen = [];
     await waitFor(() => {
       const s = status();
-      if (s?.pid === watcher.pid && s.lastCycle?.number >= 3 && !seen.some((c) => c.number === s.lastCycle.number)) seen.push(s.lastCycle);
+      if (s?.lastCycle?.number >= 3 && !seen.some((c) => c.number === s.lastCycle.number)) seen.push(s.lastCycle);
       return seen.length >= 3 ? true : undefined;
     }, 900_000, 'wall-clock watch cycles 3 to 5');
     return seen.reduce((a, b) => (b.durationMs > a.durationMs ? b : a));
-  } catch (error) {
-    throw new Error(`${error.message}\n${stderr}`);
-  } finally {
-    watcher.kill('SIGTERM');
-    await new Promise((r) => watcher.once('exit', r));
-  }
+  });
 }
 
 const rows = [];

@@ -13,7 +13,8 @@
  *     order, so where each one's data sits in the list file follows from the lengths before it.
  * The value `-` marks an entry whose file may be half-way through a commit: ours, but to be
  * rewritten. A commit claims its files by appending such lines to the last manifest (see
- * writeClaims): a later line for the same key wins, and blank lines are skipped. Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
+ * writeClaims): a later line for the same key wins, and blank lines are skipped.
+ * Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  */
 import { copyFileSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -144,19 +145,16 @@ export function readManifest(outDir: string): Manifest {
 
 /** Replaces the manifest atomically (temporary file, then rename), streaming it out. */
 export function writeManifest(outDir: string, manifest: Manifest): void {
-  const path = join(outDir, MANIFEST_FILE);
-  const temporary = `${path}.tmp`;
-  const out = new BufferedFileWriter(temporary);
-  // Lines are handed over a few hundred at a time: one write per line cost more than the text.
-  let lines = '', count = 0;
-  const line = (text: string) => {
-    lines += text;
-    if (++count % 256 === 0) {
-      out.write(lines);
-      lines = '';
-    }
-  };
-  try {
+  replaceManifest(outDir, 'new', (out) => {
+    // Lines are handed over a few hundred at a time: one write per line cost more than the text.
+    let lines = '', count = 0;
+    const line = (text: string) => {
+      lines += text;
+      if (++count % 256 === 0) {
+        out.write(lines);
+        lines = '';
+      }
+    };
     line(`${HEADER}\t${manifest.renderedBy}\n`);
     for (const [key, entry] of manifest.files) line(`f\t${key}\t${entry}\n`);
     // List members first, in list order (see the format above), then every other profile.
@@ -167,18 +165,7 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
       if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || listLength(entry) === undefined) line(`u\t${key}\t${entry}\n`);
     }
     out.write(lines);
-    out.close();
-  } catch (error) {
-    // A failed write (disk full) leaves no partial temporary manifest behind; the real one is intact.
-    try {
-      out.close();
-    } catch {
-      // the write already failed; the descriptor is closed either way
-    }
-    rmSync(temporary, { force: true });
-    throw error;
-  }
-  renameSync(temporary, path);
+  });
 }
 
 const isDigit = (code: number) => code >= 48 && code <= 57;
@@ -190,21 +177,34 @@ const isDigit = (code: number) => code >= 48 && code <= 57;
  * file to extend.
  */
 export function writeClaims(outDir: string, claims: { profiles: readonly string[]; files: readonly string[] }): boolean {
-  const path = join(outDir, MANIFEST_FILE);
-  const temporary = `${path}.tmp`;
-  try {
-    copyFileSync(path, temporary);
-  } catch (cause) {
-    rmSync(temporary, { force: true });
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw cause;
-  }
-  const out = new BufferedFileWriter(temporary, undefined, 'a');
-  try {
+  return replaceManifest(outDir, 'extended', (out) => {
     // A blank line first, in case the file does not end in one (the reader skips blank lines).
     out.write('\n');
     for (const key of claims.files) out.write(`f\t${key}\t${PENDING}\n`);
     for (const key of claims.profiles) out.write(`u\t${key}\t${PENDING}\n`);
+  });
+}
+
+/**
+ * Replaces the manifest atomically: `write` fills a temporary file, a new one or (`extended`) a copy
+ * of the manifest as it is, which is then renamed over it. A failed write (disk full) leaves no
+ * partial temporary file behind, and the manifest intact. False when there is no manifest to extend.
+ */
+function replaceManifest(outDir: string, start: 'new' | 'extended', write: (out: BufferedFileWriter) => void): boolean {
+  const path = join(outDir, MANIFEST_FILE);
+  const temporary = `${path}.tmp`;
+  if (start === 'extended') {
+    try {
+      copyFileSync(path, temporary);
+    } catch (cause) {
+      rmSync(temporary, { force: true });
+      if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw cause;
+    }
+  }
+  const out = new BufferedFileWriter(temporary, undefined, start === 'extended' ? 'a' : 'w');
+  try {
+    write(out);
     out.close();
   } catch (error) {
     try {

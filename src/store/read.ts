@@ -12,7 +12,7 @@
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../errors.js';
-import { checkSchema } from './schema.js';
+import { checkSchema, READ_STATUSES } from './schema.js';
 import { StoreShadow } from './shadow.js';
 import { storeStamp } from './stamp.js';
 
@@ -49,7 +49,7 @@ export const Col = {
 
 /** Statuses that never publish anything are filtered in SQL, so they cost nothing more. */
 const USERS_SQL = `SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id
-  FROM users WHERE (status IS NULL OR status NOT IN ('inactive', 'deleted')) ORDER BY id`;
+  FROM users WHERE ${READ_STATUSES} ORDER BY id`;
 /** Walks the store's (user_id, position, id) index when it has one; otherwise SQLite sorts once. */
 const SOCIALS_SQL = 'SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id';
 const BADGES_SQL = 'SELECT user_id, badge FROM badges ORDER BY user_id';
@@ -148,72 +148,66 @@ export class ProfileStore {
 
   /**
    * Calls `each` for every candidate user (with `selected`, only those StoreShadow.select named), in
-   * id order, all from one read transaction (its own unless it runs inside `inSnapshot`), so every
+   * id order, all from one read transaction (the caller's `inSnapshot`, or one of its own), so every
    * row and child row belongs to the same snapshot. Returns the number of users read.
    */
   forEachRow(each: (row: StoreRow) => void, selected = false): number {
-    const { db, file } = this;
+    const { db } = this;
+    if (!db.inTransaction) return this.inSnapshot(() => this.forEachRow(each, selected));
     const sql = selected ? SELECTED_SQL : ALL_SQL;
-    const ownTransaction = !db.inTransaction;
     try {
-      if (ownTransaction) db.exec('BEGIN');
-      try {
-        const decorations = new Map<unknown, readonly [unknown, unknown]>();
-        for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {
-          decorations.set(id, [name, file_]);
-        }
-        const socials = db.prepare(sql.socials).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>;
-        const badges = db.prepare(sql.badges).raw().iterate() as IterableIterator<[unknown, unknown]>;
-        const bans = db.prepare(sql.bans).raw().iterate() as IterableIterator<[unknown, unknown, unknown, unknown]>;
-        let social = socials.next(), badge = badges.next(), ban = bans.next();
-        let count = 0;
-        try {
-          for (const user of db.prepare(sql.users).raw().iterate() as IterableIterator<UserColumns>) {
-            const id = user[0];
-            // Child rows of users filtered out (or of no user at all) are skipped on the way.
-            while (!social.done && (social.value[0] as number) < id) social = socials.next();
-            let userSocials: [unknown, unknown][] | readonly never[] = NONE;
-            if (!social.done && social.value[0] === id) {
-              userSocials = [];
-              do {
-                (userSocials as [unknown, unknown][]).push([social.value[1], social.value[2]]);
-                social = socials.next();
-              } while (!social.done && social.value[0] === id);
-            }
-            while (!badge.done && (badge.value[0] as number) < id) badge = badges.next();
-            let userBadges: unknown[] | readonly never[] = NONE;
-            if (!badge.done && badge.value[0] === id) {
-              userBadges = [];
-              do {
-                (userBadges as unknown[]).push(badge.value[1]);
-                badge = badges.next();
-              } while (!badge.done && badge.value[0] === id);
-            }
-            while (!ban.done && (ban.value[0] as number) < id) ban = bans.next();
-            let userBan: readonly [unknown, unknown, unknown] | undefined;
-            if (!ban.done && ban.value[0] === id) userBan = [ban.value[1], ban.value[2], ban.value[3]];
-            const decorationId = user[8];
-            each({
-              user,
-              decoration: decorationId === null ? undefined : decorations.get(decorationId),
-              badges: userBadges,
-              socials: userSocials,
-              ban: userBan,
-            });
-            count++;
-          }
-        } finally {
-          socials.return?.();
-          badges.return?.();
-          bans.return?.();
-        }
-        if (ownTransaction) db.exec('COMMIT');
-        return count;
-      } finally {
-        if (ownTransaction && db.inTransaction) db.exec('ROLLBACK');
+      const decorations = new Map<unknown, readonly [unknown, unknown]>();
+      for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {
+        decorations.set(id, [name, file_]);
       }
+      const socials = db.prepare(sql.socials).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>;
+      const badges = db.prepare(sql.badges).raw().iterate() as IterableIterator<[unknown, unknown]>;
+      const bans = db.prepare(sql.bans).raw().iterate() as IterableIterator<[unknown, unknown, unknown, unknown]>;
+      let social = socials.next(), badge = badges.next(), ban = bans.next();
+      let count = 0;
+      try {
+        for (const user of db.prepare(sql.users).raw().iterate() as IterableIterator<UserColumns>) {
+          const id = user[0];
+          // Child rows of users filtered out (or of no user at all) are skipped on the way.
+          while (!social.done && (social.value[0] as number) < id) social = socials.next();
+          let userSocials: [unknown, unknown][] | readonly never[] = NONE;
+          if (!social.done && social.value[0] === id) {
+            userSocials = [];
+            do {
+              (userSocials as [unknown, unknown][]).push([social.value[1], social.value[2]]);
+              social = socials.next();
+            } while (!social.done && social.value[0] === id);
+          }
+          while (!badge.done && (badge.value[0] as number) < id) badge = badges.next();
+          let userBadges: unknown[] | readonly never[] = NONE;
+          if (!badge.done && badge.value[0] === id) {
+            userBadges = [];
+            do {
+              (userBadges as unknown[]).push(badge.value[1]);
+              badge = badges.next();
+            } while (!badge.done && badge.value[0] === id);
+          }
+          while (!ban.done && (ban.value[0] as number) < id) ban = bans.next();
+          let userBan: readonly [unknown, unknown, unknown] | undefined;
+          if (!ban.done && ban.value[0] === id) userBan = [ban.value[1], ban.value[2], ban.value[3]];
+          const decorationId = user[8];
+          each({
+            user,
+            decoration: decorationId === null ? undefined : decorations.get(decorationId),
+            badges: userBadges,
+            socials: userSocials,
+            ban: userBan,
+          });
+          count++;
+        }
+      } finally {
+        socials.return?.();
+        badges.return?.();
+        bans.return?.();
+      }
+      return count;
     } catch (cause) {
-      throw translateSqliteError(cause, file);
+      throw translateSqliteError(cause, this.file);
     }
   }
 

@@ -18,6 +18,12 @@ export const CONTRACT_SCHEMA: Readonly<Record<string, readonly string[]>> = {
   bans: ['user_id', 'message', 'reason', 'banned_at'],
 };
 
+/**
+ * The users rows a build reads at all (SQL condition): statuses that never publish anything (inactive,
+ * deleted) are left in the store. The pass's query and the watcher's copy (shadow.ts) both use it.
+ */
+export const READ_STATUSES = "(status IS NULL OR status NOT IN ('inactive', 'deleted'))";
+
 /** Throws a store error (exit 3) naming every missing table and column. */
 export function checkSchema(db: Database.Database, file: string): void {
   const missing: string[] = [];

@@ -15,9 +15,8 @@
  * type, so values are copied as stored.
  */
 import type Database from 'better-sqlite3';
+import { READ_STATUSES } from './schema.js';
 
-/** The users rows a build reads at all (the same filter as the pass's query). */
-const PUBLISHABLE = "(status IS NULL OR status NOT IN ('inactive', 'deleted'))";
 const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
 const SOCIAL_COLUMNS = ['user_id', 'platform', 'url', 'position'] as const;
 /** Small tables, compared and copied whole. */
@@ -34,8 +33,12 @@ const DAY_MS = 86_400_000;
  * read again), and a second either side only makes the set of rows to read a little larger.
  */
 const AGE_MARGIN_MS = 1000;
-/** created_at in ms since the epoch, as SQL computes it (NULL for anything SQLite cannot parse). */
-const CREATED_MS = "CAST(unixepoch(created_at, 'subsec') * 1000 AS INTEGER)";
+/**
+ * Copies the store's users rows into the copy, created_at also in ms since the epoch as SQL computes
+ * it (NULL for anything SQLite cannot parse). Ends in its WHERE clause, for a caller to narrow.
+ */
+const COPY_USERS = `INSERT INTO temp.shadow_users SELECT id, ${USER_COLUMNS.join(', ')}, CAST(unixepoch(created_at, 'subsec') * 1000 AS INTEGER)
+  FROM main.users WHERE ${READ_STATUSES}`;
 
 /**
  * The SQL parameters of the age window (since, at] for AGE_TURNS and NEXT_AGE_TURN; undefined when it
@@ -54,6 +57,9 @@ function ageWindow(sinceMs: number, atMs: number): Record<string, number> | unde
 const AGE_TURNS = 'o.created_ms IS NULL OR ((:at - o.created_ms + :margin) % :day + :day) % :day < :width';
 /** The first moment after `at` when copy row `o`'s account age turns over. */
 const NEXT_AGE_TURN = ':at + :day - ((:at - o.created_ms) % :day + :day) % :day';
+
+/** StoreChanges.stableUntilMs from the earliest NEXT_AGE_TURN (a little early: see AGE_MARGIN_MS). */
+const stableUntil = (nextTurn: number | null) => (nextTurn === null ? Infinity : nextTurn - AGE_MARGIN_MS);
 
 const differs = (columns: readonly string[]) => columns.map((c) => `m.${c} IS NOT o.${c} COLLATE BINARY`).join(' OR ');
 
@@ -93,7 +99,7 @@ export class StoreShadow {
         DROP TABLE IF EXISTS temp.shadow_socials;
         CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms);
         CREATE TABLE temp.shadow_socials (id INTEGER PRIMARY KEY, ${SOCIAL_COLUMNS.join(', ')});
-        INSERT INTO temp.shadow_users SELECT id, ${USER_COLUMNS.join(', ')}, ${CREATED_MS} FROM main.users WHERE ${PUBLISHABLE};
+        ${COPY_USERS};
         INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials;
         CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY);
       `);
@@ -131,12 +137,12 @@ export class StoreShadow {
         json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),
         json_group_array(o.id) FILTER (WHERE o.id IS NOT NULL AND (${AGE_TURNS})),
         min(${NEXT_AGE_TURN})
-      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${PUBLISHABLE.replaceAll('status', 'm.status')}`)
+      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${READ_STATUSES.replaceAll('status', 'm.status')}`)
       .raw().get(ages) as [number, number, string, string, number | null];
     const changedUsers = [...JSON.parse(u[2]) as number[], ...JSON.parse(u[3]) as number[]];
     if (counts.users > u[1]) {
       changedUsers.push(...db.prepare(`SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS
-        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${PUBLISHABLE.replaceAll('status', 'm.status')})`).pluck().all() as number[]);
+        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES.replaceAll('status', 'm.status')})`).pluck().all() as number[]);
     }
     // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
     if (!changedUsers.every((id) => Number.isSafeInteger(id))) return undefined;
@@ -167,7 +173,7 @@ export class StoreShadow {
       const ids = JSON.stringify(changed.map((row) => String(row[0])));
       for (const id of db.prepare('SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) IN (SELECT value FROM json_each(?))').pluck().iterate(ids)) add(id);
     }
-    return { users, stableUntilMs: u[4] === null ? Infinity : u[4] - AGE_MARGIN_MS };
+    return { users, stableUntilMs: stableUntil(u[4]) };
   }
 
   /**
@@ -184,7 +190,7 @@ export class StoreShadow {
     const users = JSON.parse(turning) as number[];
     if (!users.every((id) => Number.isSafeInteger(id))) return undefined;
     this.pending = { users: counts.users, socials: counts.socials, socialIds: '[]', small: [] };
-    return { users: new Set(users), stableUntilMs: next === null ? Infinity : next - AGE_MARGIN_MS };
+    return { users: new Set(users), stableUntilMs: stableUntil(next) };
   }
 
   /** The copy's usernames of these users (those it has). */
@@ -213,17 +219,19 @@ export class StoreShadow {
 
   /**
    * Brings the copy up to the snapshot for the selected users and the changed tables that `changes`
-   * found, so it again equals the store. Returns false (and forgets the copy) if that failed.
+   * found, so it again equals the store. If that fails, the copy is forgotten.
    */
-  update(): boolean {
+  update(): void {
     const pending = this.pending;
     this.pending = undefined;
-    if (pending === undefined || this.counts === undefined) return false;
-    return this.savepoint(() => {
+    if (pending === undefined || this.counts === undefined) {
+      this.counts = undefined;
+      return;
+    }
+    this.savepoint(() => {
       this.db.exec(`
         DELETE FROM temp.shadow_users WHERE id IN (SELECT id FROM temp.pass_ids);
-        INSERT INTO temp.shadow_users SELECT id, ${USER_COLUMNS.join(', ')}, ${CREATED_MS} FROM main.users
-          WHERE id IN (SELECT id FROM temp.pass_ids) AND ${PUBLISHABLE};
+        ${COPY_USERS} AND id IN (SELECT id FROM temp.pass_ids);
       `);
       if (pending.socialIds !== '[]') {
         this.db.prepare('DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?))').run(pending.socialIds);

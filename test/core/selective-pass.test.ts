@@ -64,17 +64,26 @@ function expectSameAsFresh(report: BuildReport, snapshotMs = SNAPSHOT_MS): void 
   for (const key of ['profiles', 'creators', 'skipped', 'warnings'] as const) expect(report[key], key).toEqual(fresh[key]);
 }
 
+/** Writes `statement`, then runs a pass that must read exactly `rowsRead` users and publish what a fresh build does. */
+function passAfter(statement: string, rowsRead: number): BuildReport {
+  write(statement);
+  const report = pass();
+  expect(report.rowsRead).toBe(rowsRead);
+  expectSameAsFresh(report);
+  return report;
+}
+
+/** Users created at 01:00 to `hours`:00, whose age turns over `hours` after the midnight snapshot. */
+const turningWithin = (hours: number) => Array.from({ length: USERS }, (_, i) => i + 1).filter((id) => 1 + (id % 23) <= hours);
+
 describe('selective passes (a session reads only changed users)', () => {
   it('reads every row once, then only the changed ones, rewriting only their files and the list', () => {
     const first = pass();
     expect(first.rowsRead).toBe(CANDIDATES);
-    write('UPDATE users SET views = views + 1 WHERE id IN (2, 7)');
-    const second = pass();
-    expect(second.rowsRead).toBe(2);
+    const second = passAfter('UPDATE users SET views = views + 1 WHERE id IN (2, 7)', 2);
     expect(second.rendered).toBe(2);
     // Two profiles under both aliases, and the creators list (both are active).
     expect(second.files).toEqual({ written: 5, unchanged: first.files.written + first.files.unchanged - 5, removed: 0 });
-    expectSameAsFresh(second);
     const idle = pass();
     expect(idle.rowsRead).toBe(0);
     expect(idle.files.written).toBe(0);
@@ -82,38 +91,21 @@ describe('selective passes (a session reads only changed users)', () => {
 
   it('finds changes in every table: socials (moved between users too), badges, bans and decorations', () => {
     pass();
-    write("UPDATE socials SET url = 'https://github.com/new' WHERE id = 4");
-    let report = pass();
-    expect(report.rowsRead).toBe(1);
-    expectSameAsFresh(report);
-    write('UPDATE socials SET user_id = 9 WHERE id = 8');
-    report = pass();
-    expect(report.rowsRead).toBe(2);
-    expectSameAsFresh(report);
-    write("INSERT INTO badges (user_id, badge) VALUES (11, 'official'); DELETE FROM badges WHERE user_id = 12");
-    report = pass();
-    expect(report.rowsRead).toBe(2);
-    expectSameAsFresh(report);
-    write("UPDATE bans SET reason = 'abuse' WHERE user_id = 15");
-    report = pass();
-    expect(report.rowsRead).toBe(1);
-    expectSameAsFresh(report);
+    passAfter("UPDATE socials SET url = 'https://github.com/new' WHERE id = 4", 1);
+    passAfter('UPDATE socials SET user_id = 9 WHERE id = 8', 2);
+    passAfter("INSERT INTO badges (user_id, badge) VALUES (11, 'official'); DELETE FROM badges WHERE user_id = 12", 2);
+    passAfter("UPDATE bans SET reason = 'abuse' WHERE user_id = 15", 1);
     // Users 5, 10, ..., 40 wear the halo.
-    write("UPDATE decorations SET name = 'Golden halo' WHERE id = 'halo'");
-    report = pass();
-    expect(report.rowsRead).toBe(8);
+    passAfter("UPDATE decorations SET name = 'Golden halo' WHERE id = 'halo'", 8);
     expect(profile(out, 'user35x5').data.avatarDecoration.name).toBe('Golden halo');
-    expectSameAsFresh(report);
   });
 
-  it('removes the profiles of deleted, inactive and banned-then-deleted users, and publishes new ones', () => {
+  it('removes the profiles of deleted and inactive users, and publishes new ones', () => {
     pass();
-    write("DELETE FROM users WHERE id = 1; UPDATE users SET status = 'inactive' WHERE id = 2; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (99, 'newcomer', 'New', '', '2025-01-01 00:00:00', 0, 'active')");
-    const report = pass();
-    expect(report.rowsRead).toBe(1); // only the new row is there to read
+    // Only the new row is there to read.
+    const report = passAfter("DELETE FROM users WHERE id = 1; UPDATE users SET status = 'inactive' WHERE id = 2; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (99, 'newcomer', 'New', '', '2025-01-01 00:00:00', 0, 'active')", 1);
     expect(report.files.removed).toBe(4);
     expect(profile(out, 'newcomer').data.username).toBe('newcomer');
-    expectSameAsFresh(report);
   });
 
   it('reads again only the users whose account age turns over, when the snapshot moves on', () => {
@@ -122,7 +114,7 @@ describe('selective passes (a session reads only changed users)', () => {
     // 01:00, 02:00 and 03:00 have turned a day older.
     const later = SNAPSHOT_MS + 3 * HOUR;
     const report = pass({ snapshotMs: later });
-    const turning = Array.from({ length: USERS }, (_, i) => i + 1).filter((id) => 1 + (id % 23) <= 3);
+    const turning = turningWithin(3);
     expect(report.rowsRead).toBe(turning.length);
     expect(report.rendered).toBe(turning.length);
     expectSameAsFresh(report, later);
@@ -137,7 +129,7 @@ describe('selective passes (a session reads only changed users)', () => {
       const later = SNAPSHOT_MS + 3 * HOUR;
       const quiet = pass({ storeSettleMs: 0, snapshotMs: later });
       expect(compared).not.toHaveBeenCalled();
-      expect(quiet.rowsRead).toBe(Array.from({ length: USERS }, (_, i) => i + 1).filter((id) => 1 + (id % 23) <= 3).length);
+      expect(quiet.rowsRead).toBe(turningWithin(3).length);
       expectSameAsFresh(quiet, later);
       // A write moves the stamp: the store is compared again.
       write('UPDATE users SET views = 77 WHERE id = 9');
@@ -153,32 +145,20 @@ describe('selective passes (a session reads only changed users)', () => {
   it('a changed user taking the name of an unchanged user with a higher id makes a full pass, as a fresh build would decide', () => {
     pass();
     // user 3 ("user21x3") takes the name of user 30 ("user10x30") in other letter case: it now wins.
-    write("UPDATE users SET username = 'USER10X30' WHERE id = 3");
-    const report = pass();
-    expect(report.rowsRead).toBe(CANDIDATES);
+    const report = passAfter("UPDATE users SET username = 'USER10X30' WHERE id = 3", CANDIDATES);
     expect(report.warnings.map((w) => w.id)).toEqual([30]);
-    expectSameAsFresh(report);
     // And back: 30 is published again (it had a warning, so it is always read).
-    write("UPDATE users SET username = 'user21x3' WHERE id = 3");
-    const back = pass();
-    expect(back.rowsRead).toBe(2);
+    const back = passAfter("UPDATE users SET username = 'user21x3' WHERE id = 3", 2);
     expect(back.warnings).toEqual([]);
-    expectSameAsFresh(back);
   });
 
   it('a changed user taking the name of an unchanged user with a lower id is skipped, without a full pass', () => {
     pass();
-    write("UPDATE users SET username = 'User7x1' WHERE id = 30");
-    const report = pass();
-    expect(report.rowsRead).toBe(1);
+    const report = passAfter("UPDATE users SET username = 'User7x1' WHERE id = 30", 1);
     expect(report.warnings.map((w) => w.id)).toEqual([30]);
-    expectSameAsFresh(report);
     // User 30 is read by every pass now (it has a warning), but the name stays user 1's.
-    write('UPDATE users SET views = 99 WHERE id = 2');
-    const next = pass();
-    expect(next.rowsRead).toBe(2);
+    const next = passAfter('UPDATE users SET views = 99 WHERE id = 2', 2);
     expect(profile(out, 'user7x1').data.views).toBe(1);
-    expectSameAsFresh(next);
   });
 
   it('sees a username change of letter case only, in a store whose usernames are UNIQUE COLLATE NOCASE', () => {
@@ -201,11 +181,8 @@ describe('selective passes (a session reads only changed users)', () => {
     write("UPDATE users SET bio = x'41' WHERE id = 4; UPDATE users SET username = 'bad name' WHERE id = 8");
     const first = pass();
     expect(first.warnings.map((w) => w.id)).toEqual([4, 8]);
-    write('UPDATE users SET views = 1000 WHERE id = 20');
-    const report = pass();
-    expect(report.rowsRead).toBe(3);
+    const report = passAfter('UPDATE users SET views = 1000 WHERE id = 20', 3);
     expect(report.warnings.map((w) => w.id)).toEqual([4, 8]);
-    expectSameAsFresh(report);
   });
 
   it('reads every row when the store file was replaced, the tree changed behind it, or a pass failed', () => {
@@ -229,17 +206,11 @@ describe('selective passes (a session reads only changed users)', () => {
     // Another writer rebuilt the tree (the manifest is not the one this session's pass wrote).
     write('UPDATE users SET views = 6 WHERE id = 1');
     buildTo(db, out);
-    write('UPDATE users SET views = 7 WHERE id = 1');
-    report = pass();
-    expect(report.rowsRead).toBe(CANDIDATES);
-    expectSameAsFresh(report);
+    report = passAfter('UPDATE users SET views = 7 WHERE id = 1', CANDIDATES);
     // A pass that fails (--strict with a warning) writes nothing; the next one reads every row.
     write("UPDATE users SET bio = x'41' WHERE id = 2");
     expect(() => pass({ strict: true })).toThrow(StrictWarningsError);
-    write("UPDATE users SET bio = 'fine' WHERE id = 2");
-    report = pass();
-    expect(report.rowsRead).toBe(CANDIDATES);
-    expectSameAsFresh(report);
+    report = passAfter("UPDATE users SET bio = 'fine' WHERE id = 2", CANDIDATES);
   });
 
   it('a pass whose output fails to commit, after its read transaction ended, leaves the next pass to read every row', () => {
@@ -262,10 +233,7 @@ describe('selective passes (a session reads only changed users)', () => {
     write('UPDATE users SET views = 500 WHERE id = 3');
     const full = pass({ fullPass: true });
     expect(full.rowsRead).toBe(CANDIDATES);
-    write('UPDATE users SET views = 501 WHERE id = 4');
-    const report = pass();
-    expect(report.rowsRead).toBe(1);
-    expectSameAsFresh(report);
+    const report = passAfter('UPDATE users SET views = 501 WHERE id = 4', 1);
   });
 
   it('a session starting on a tree the last build left standing copies the store then, and reads only changes after', () => {
@@ -273,9 +241,6 @@ describe('selective passes (a session reads only changed users)', () => {
     // Settled: the store's stamp is trusted at once, so this pass reads nothing and copies the store.
     const adopted = pass({ storeSettleMs: 0 });
     expect(adopted.storeUnchanged).toBe(true);
-    write('UPDATE users SET views = 1234 WHERE id = 17');
-    const report = pass();
-    expect(report.rowsRead).toBe(1);
-    expectSameAsFresh(report);
+    const report = passAfter('UPDATE users SET views = 1234 WHERE id = 17', 1);
   });
 });

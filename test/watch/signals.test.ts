@@ -72,6 +72,9 @@ describe('signals and regenerate', () => {
     makeStore(db, 5000);
     watcher = watch('--interval', '600');
     await cycleAfter(out, 0, 30_000);
+    // Every user changed, so cycle 2 renders them all and takes a while (a cycle reads only the
+    // users that changed, so on a quiet store it would be over in milliseconds, too soon to watch).
+    sql(db, 'UPDATE users SET views = views + 1');
     // Start cycle 2 and let it get into its read of the store...
     watcher.child.kill('SIGHUP');
     await waitFor('cycle 2 to start', () => status(out)?.state === 'running', 10_000);

@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { normalizeBaseUrl } from './config.js';
-import { StrictWarningsError } from './errors.js';
+import { describeCause, StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore, type StoreRow } from './store/read.js';
@@ -103,8 +103,23 @@ function folderNotices(profiles: number, noticeAt: number): string[] {
   return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: past it, self-host with serve)`);
 }
 
+/**
+ * A session whose copy of the snapshot (store/shadow.ts) could not be taken or kept says so: until
+ * it can, every cycle reads every row, several times slower, and an operator should know why.
+ */
+function copyNotices(store: ProfileStore, session: StoreSession | undefined): string[] {
+  const failure = session ? store.shadow.failure : undefined;
+  if (failure === undefined) return [];
+  const code = String((failure as { code?: unknown } | null)?.code ?? '');
+  const why = `cannot keep the watcher's copy of the store snapshot (${describeCause(failure)}), so every cycle reads every row until it can`;
+  if (/^SQLITE_(FULL|IOERR|CANTOPEN|NOMEM)/.test(code)) {
+    return [`${why}: SQLite keeps the copy in a temporary file of about 0.5 KB per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`];
+  }
+  return [`${why}: the copy needs the store's users.id and socials.id to be unique integers`];
+}
+
 /** The report of a build that found the last pass still standing: the same counts and warnings. */
-function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, started: number): BuildReport {
+function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, started: number, extraNotices: string[]): BuildReport {
   // Under --strict the same rows fail the same way, and nothing is written either.
   if (options.strict && last.warnings.length > 0) throw new StrictWarningsError(last.warnings);
   return {
@@ -113,7 +128,7 @@ function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, 
     profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0, rowsRead: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
     warnings: last.warnings,
-    notices: folderNotices(last.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
+    notices: [...folderNotices(last.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT), ...extraNotices],
     seconds: (performance.now() - started) / 1000,
     storeUnchanged: true,
   };
@@ -137,7 +152,7 @@ export function build(options: BuildOptions): BuildReport {
       const last = currentPass(outDir, { ...conditions, store: conditions.store }, options.snapshotMs);
       if (last !== undefined) {
         if (session) adoptUnchanged(session, store, { outDir, renderedBy, last, storeStamp: conditions.store }, () => store.stamp(options.storeSettleMs) === conditions.store);
-        return unchangedReport(last, options, outDir, started);
+        return unchangedReport(last, options, outDir, started, copyNotices(store, session));
       }
     }
     // From here on the tree may change: the record must not vouch for it until the commit is done.
@@ -178,7 +193,7 @@ export function build(options: BuildOptions): BuildReport {
       snapshotTime: new Date(options.snapshotMs).toISOString(),
       profiles: result.profiles, creators: result.creators, skipped: result.skipped, rendered: result.rendered,
       rowsRead: result.rowsRead, files: result.files, warnings: result.warnings,
-      notices: folderNotices(result.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT),
+      notices: [...folderNotices(result.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT), ...copyNotices(store, session)],
       seconds: (performance.now() - started) / 1000,
       storeUnchanged: false,
     };

@@ -80,6 +80,12 @@ export class StoreShadow {
   /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
   private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
 
+  /**
+   * Why the last `capture` or `update` failed (the copy is gone then), until one succeeds: the
+   * watcher reports it, because without a copy every cycle reads every row.
+   */
+  failure: unknown;
+
   constructor(private readonly db: Database.Database) {}
 
   get captured(): boolean {
@@ -255,11 +261,13 @@ export class StoreShadow {
     try {
       work();
       db.exec('RELEASE shadow');
+      this.failure = undefined;
       return true;
-    } catch {
+    } catch (cause) {
       db.exec('ROLLBACK TO shadow');
       db.exec('RELEASE shadow');
       this.counts = undefined;
+      this.failure = cause;
       return false;
     }
   }

@@ -35,7 +35,9 @@ export interface WatchOptions {
 export type WatchEvent =
   | { type: 'cycle'; cycle: CycleStatus; report: BuildReport | undefined; consecutiveFailures: number;
       /** The build's warnings differ from the previous successful cycle's (print them again). */
-      warningsChanged: boolean; nextInMs: number }
+      warningsChanged: boolean;
+      /** The build's notices (advice about the whole tree or the watcher) differ from the previous successful cycle's. */
+      noticesChanged: boolean; nextInMs: number }
   | { type: 'exec-start'; request: ExecRequest }
   | { type: 'exec-finish'; result: ExecResult; consecutiveFailures: number }
   | { type: 'status-failed'; message: string }
@@ -62,6 +64,7 @@ export class Watcher {
   private nextCycleAt: string | null = null;
   private state: WatchStatus['state'] = 'idle';
   private warningsSignature: string | undefined;
+  private noticesSignature: string | undefined;
   private stopping = false;
   private forced = false;
   private regenerateRequested = false;
@@ -175,7 +178,7 @@ export class Watcher {
           error: errorStatus(failure),
         };
 
-    let warningsChanged = false;
+    let warningsChanged = false, noticesChanged = false;
     if (report) {
       this.consecutiveFailures = 0;
       this.lastSuccessAt = finishedAt;
@@ -183,6 +186,9 @@ export class Watcher {
       const signature = fingerprint(report.warnings.map((w) => `${w.id}\t${w.reason}`).join('\n'));
       warningsChanged = signature !== this.warningsSignature;
       this.warningsSignature = signature;
+      const notices = report.notices.join('\n');
+      noticesChanged = notices !== this.noticesSignature;
+      this.noticesSignature = notices;
     } else {
       this.consecutiveFailures++;
       this.lastFailureAt = finishedAt;
@@ -192,7 +198,7 @@ export class Watcher {
     const nextInMs = Math.max(0, startedMs + this.options.intervalMs - performance.now());
     this.nextCycleAt = new Date(Date.now() + nextInMs).toISOString();
     this.saveStatus();
-    this.options.onEvent({ type: 'cycle', cycle, report, consecutiveFailures: this.consecutiveFailures, warningsChanged, nextInMs });
+    this.options.onEvent({ type: 'cycle', cycle, report, consecutiveFailures: this.consecutiveFailures, warningsChanged, noticesChanged, nextInMs });
     if (report && cycle.changed) this.exec?.request(number, report);
   }
 

@@ -68,6 +68,31 @@ describe('watch', () => {
     expect(watcher.stderr()).toMatch(/cycle \d+: 39 profiles \(38 creators\)/);
   });
 
+  it('a watcher that cannot keep its copy of the snapshot says why, once, and still publishes every change', async () => {
+    // socials.id without its PRIMARY KEY, and one id used twice: the store still builds, but the
+    // watcher's copy (keyed by id) cannot be taken, so every cycle must read every row.
+    sql(db, `ALTER TABLE socials RENAME TO socials_keyed;
+      CREATE TABLE socials (id INTEGER, user_id INTEGER NOT NULL, platform TEXT NOT NULL, url TEXT NOT NULL, position INTEGER NOT NULL);
+      INSERT INTO socials SELECT id, user_id, platform, url, position FROM socials_keyed;
+      DROP TABLE socials_keyed;
+      INSERT INTO socials (id, user_id, platform, url, position) VALUES (1, 9, 'GitHub', 'https://github.com/twice', 5);`);
+    watcher = watch('--json');
+    await cycleAfter(out, 2);
+    const before = lastCycle(out);
+    sql(db, `UPDATE users SET views = 123456 WHERE id = 7`);
+    await cycleAfter(out, before + 1);
+    expect(readJson(profilePath(out, 'user00007')).data.views).toBe(123456);
+    // Every cycle that read the store read all 40 users: there is no copy to compare with. (A cycle
+    // that finds the store unchanged since the last pass reads nothing at all.)
+    const read = cycles(watcher).map((c) => c.rowsRead).filter((n) => n > 0);
+    expect(read.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(read)).toEqual(new Set([40]));
+    const notices = watcher.stderr().split('\n').filter((line) => line.includes('warning: cannot keep the watcher\'s copy'));
+    // Printed when it first appeared, not again every cycle.
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/UNIQUE constraint failed.*every cycle reads every row until it can: the copy needs the store's users\.id and socials\.id to be unique integers/);
+  });
+
   it('never rewrites unchanged files: bytes, mtime and inode stay across cycles', async () => {
     watcher = watch('--json');
     await cycleAfter(out, 0);

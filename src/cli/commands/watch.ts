@@ -73,6 +73,8 @@ function report(event: WatchEvent, io: Io, log: (line: string) => void, json: bo
       const { cycle, report: buildReport } = event;
       // Warnings repeat every cycle; print them in full only when they change.
       if (buildReport && event.warningsChanged) io.stderr.write(formatWarnings(buildReport.warnings));
+      // Notices too: a Netlify folder limit passed, or a watcher that cannot keep its copy of the snapshot.
+      if (buildReport && event.noticesChanged) for (const notice of buildReport.notices) log(`warning: ${notice}`);
       const next = `next in ${(event.nextInMs / 1000).toFixed(1)} s`;
       log(`${formatCycle(cycle, event.consecutiveFailures)}; ${next}`);
       if (cycle.error?.stack && event.consecutiveFailures === 1) io.stderr.write(`${cycle.error.stack}\n`);

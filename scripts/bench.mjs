@@ -11,6 +11,8 @@
  * ratio to it. Results go to stdout and BENCHMARKS.md.
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
+ *        [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ * (the last three let a test run it small, away from the real stores and BENCHMARKS.md).
  */
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
@@ -27,16 +29,22 @@ const flag = (name) => args.includes(name);
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 
 const sizes = value('--sizes', flag('--1m') ? '10000,100000,1000000' : '10000,100000').split(',').map(Number);
-const storeDir = join(repo, '.bench/stores');
-const targets = [{ name: 'tmpfs', root: '/dev/shm/profile-snapshot-bench' }];
+const storeDir = value('--store-dir', join(repo, '.bench/stores'));
+const targets = [{ name: 'tmpfs', root: value('--tmpfs-dir', '/dev/shm/profile-snapshot-bench') }];
 if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', join(repo, '.bench/disk')) });
-if (!existsSync('/dev/shm')) targets.shift();
+if (!existsSync(dirname(targets[0].root))) targets.shift();
 
 const fmt = (n, digits = 2) => n.toFixed(digits);
 // A fixed snapshot time: between two runs minutes apart some accounts would otherwise turn a day
 // older, and "no change" would rewrite their profiles. Every scenario then changes exactly what it says.
 const SNAPSHOT_EPOCH = '1767225600';
 const log = (line) => process.stdout.write(`${line}\n`);
+/**
+ * The environment of every run: the caller's, with the settings a build reads from it pinned, so the
+ * figures never depend on them (a BASE_URL, PROFILE_OUT or PROFILE_DB set for other work).
+ */
+const ENV = { ...process.env, BASE_URL: 'http://localhost:3000', SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH }; // the CLI's default
+for (const name of ['URL', 'PROFILE_OUT', 'PROFILE_DB']) delete ENV[name];
 
 /** A seeded store per size, kept between runs (seeding 1M takes most of a minute). */
 function store(users) {
@@ -52,7 +60,7 @@ function store(users) {
 /** Runs the CLI in a new process; returns seconds (wall, process included), its JSON report and peak RSS. */
 function cli(cliArgs) {
   const started = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, [child, ...cliArgs], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH } });
+  const r = spawnSync(process.execPath, [child, ...cliArgs], { encoding: 'utf8', maxBuffer: 1 << 26, env: ENV });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   if (r.status !== 0) throw new Error(`profile-snapshot ${cliArgs.join(' ')} failed: ${r.stderr}`);
   const bench = JSON.parse(r.stderr.split('\nBENCH ').at(-1));
@@ -142,7 +150,7 @@ async function withWatcher(db, out, args, env, use) {
 
 /** Watch cycles in a long-lived watcher: the idle cycle and the 1%-changed cycle (status durations). */
 function watchCycles(db, out) {
-  return withWatcher(db, out, ['--interval', '3600'], { ...process.env, SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH }, async (watcher, status) => {
+  return withWatcher(db, out, ['--interval', '3600'], ENV, async (watcher, status) => {
     const cycle = async (n) => (await waitFor(() => { const s = status(); return s?.lastCycle?.number >= n && s.state === 'idle' ? s.lastCycle : undefined; }, 600_000, `watch cycle ${n}`));
     await cycle(1); // warm-up: the first cycle after start
     watcher.kill('SIGHUP');
@@ -163,7 +171,7 @@ function watchCycles(db, out) {
  * the tree (from an empty out dir); the slowest of the third to fifth is reported.
  */
 function wallClockCycle(db, out) {
-  const env = { ...process.env };
+  const env = { ...ENV };
   delete env.SOURCE_DATE_EPOCH;
   // From an empty out dir: moving a tree built at the bench's snapshot time to today would rewrite
   // every file beside the old ones, past tmpfs's inode limit at a million users.
@@ -265,7 +273,7 @@ for (const t of goals) log(`target ${t.ok ? 'MET   ' : 'MISSED'} ${t.what}: ${t.
 
 const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds, r.seconds < 0.1 ? 3 : 2)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${r.written ?? ''} | ${r.rendered ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
 // The load and soak figures (npm run load) live in their own marked section: keep it.
-const benchmarksFile = join(repo, 'BENCHMARKS.md');
+const benchmarksFile = value('--report', join(repo, 'BENCHMARKS.md'));
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
 const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)?.[0] ?? '';
 writeFileSync(benchmarksFile, `# Benchmarks
@@ -306,4 +314,4 @@ ${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
 ${loadSection ? `\n${loadSection}\n` : ''}`);
-log('wrote BENCHMARKS.md');
+log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);

@@ -13,7 +13,7 @@ import { afterEach, beforeAll, expect, it } from 'vitest';
 import { ensureCompiled, ROOT } from '../watch/helpers.js';
 
 const SCENARIOS = [
-  'floor', 'cold build', 'no-change build', 'no-change build, --full', '1% changed build', '10% changed build',
+  'floor', 'floor, async writes', 'cold build', 'no-change build', 'no-change build, --full', '1% changed build', '10% changed build',
   'watch cycle, idle', 'watch cycle, 1% changed', 'watch cycle, quiet, wall clock',
 ];
 

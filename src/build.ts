@@ -10,7 +10,7 @@ import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, suc
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore, type StoreRow } from './store/read.js';
 import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
-import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
+import { BUILD_NOTICE_PROFILES_PER_DIR, NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, preloadManifest, type WriteCounts } from './publish/tree.js';
 import { entryHash, hasSignature, isUnsigned, listLength } from './publish/manifest.js';
@@ -95,8 +95,6 @@ export interface BuildReport {
 
 const PROGRESS_EVERY = 10_000;
 
-/** Where the build starts warning about Netlify's 54,000-files-per-folder limit. */
-export const FOLDER_NOTICE_AT = 50_000;
 
 function folderNotices(profiles: number, noticeAt: number): string[] {
   if (profiles <= noticeAt) return [];
@@ -128,7 +126,7 @@ function unchangedReport(last: LastPass, options: BuildOptions, outDir: string, 
     profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0, rowsRead: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
     warnings: last.warnings,
-    notices: [...folderNotices(last.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT), ...extraNotices],
+    notices: [...folderNotices(last.profiles, options.folderNoticeAt ?? BUILD_NOTICE_PROFILES_PER_DIR), ...extraNotices],
     seconds: (performance.now() - started) / 1000,
     storeUnchanged: true,
   };
@@ -193,7 +191,7 @@ export function build(options: BuildOptions): BuildReport {
       snapshotTime: new Date(options.snapshotMs).toISOString(),
       profiles: result.profiles, creators: result.creators, skipped: result.skipped, rendered: result.rendered,
       rowsRead: result.rowsRead, files: result.files, warnings: result.warnings,
-      notices: [...folderNotices(result.profiles, options.folderNoticeAt ?? FOLDER_NOTICE_AT), ...copyNotices(store, session)],
+      notices: [...folderNotices(result.profiles, options.folderNoticeAt ?? BUILD_NOTICE_PROFILES_PER_DIR), ...copyNotices(store, session)],
       seconds: (performance.now() - started) / 1000,
       storeUnchanged: false,
     };

@@ -11,8 +11,17 @@ import { join, relative } from 'node:path';
 import { describeCause, outputError } from '../errors.js';
 
 export const NETLIFY_MAX_FILES_PER_DIR = 54_000;
-/** Warn from 90 % of the limit: time to plan the move before deploys start failing. */
+/**
+ * `verify --netlify` and `netlify check` count every folder's files and warn from 90 % of the limit:
+ * time to plan the move before deploys start failing.
+ */
 export const NETLIFY_WARN_FILES_PER_DIR = 48_600;
+/**
+ * `build` (and each watch cycle) counts published profiles, one file per profile in each users
+ * folder, and warns past 50,000 (issue 5): a round figure an operator can remember, still 4,000
+ * profiles short of failing deploys.
+ */
+export const BUILD_NOTICE_PROFILES_PER_DIR = 50_000;
 
 export interface FolderCount { dir: string; entries: number }
 export interface LimitReport { over: FolderCount[]; near: FolderCount[]; largest: FolderCount | undefined }

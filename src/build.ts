@@ -95,7 +95,6 @@ export interface BuildReport {
 
 const PROGRESS_EVERY = 10_000;
 
-
 function folderNotices(profiles: number, noticeAt: number): string[] {
   if (profiles <= noticeAt) return [];
   return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: past it, self-host with serve)`);
@@ -113,7 +112,10 @@ function copyNotices(store: ProfileStore, session: StoreSession | undefined): st
   if (/^SQLITE_(FULL|IOERR|CANTOPEN|NOMEM)/.test(code)) {
     return [`${why}: SQLite keeps the copy in a temporary file of about 0.5 KB per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`];
   }
-  return [`${why}: the copy needs the store's users.id and socials.id to be unique integers`];
+  if (/^SQLITE_(CONSTRAINT|MISMATCH)/.test(code)) {
+    return [`${why}: the copy needs the store's users.id and socials.id to be unique integers`];
+  }
+  return [why];
 }
 
 /** The report of a build that found the last pass still standing: the same counts and warnings. */

@@ -280,8 +280,6 @@ const at = (users) => {
   const label = users.toLocaleString('en-US');
   if (users === 100_000) {
     target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
-    const peak = Math.max(...rows.filter((r) => r.users === users && r.rssMb && !r.scenario.startsWith('watch')).map((r) => r.rssMb));
-    target(`peak RSS of build, ${label}`, 'at most 150 MB', `${fmt(peak, 0)} MB`, peak <= 150);
     const same = find(users, 'tmpfs', 'no-change build');
     target(`no-change build, ${label}, new process`, 'at most 1.0 s, zero files rewritten', `${fmt(same.seconds)} s, ${same.written} rewritten`, same.seconds <= 1 && same.written === 0);
     const idle = find(users, 'tmpfs', 'watch cycle, idle');
@@ -294,8 +292,12 @@ const at = (users) => {
   }
   if (users === 1_000_000) {
     target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
-    target(`peak RSS of build, ${label}`, 'at most 400 MB', `${fmt(cold.rssMb, 0)} MB`, cold.rssMb <= 400);
   }
+  // Every build of the size counts (cold, no-change, --full, 1% and 10% changed), as at 100k.
+  const builds = rows.filter((r) => r.users === users && r.rssMb && !r.scenario.startsWith('watch'));
+  const peak = builds.reduce((a, b) => (b.rssMb > a.rssMb ? b : a), builds[0]);
+  const limit = users === 100_000 ? 150 : users === 1_000_000 ? 400 : undefined;
+  if (peak && limit) target(`peak RSS of build, ${label}`, `at most ${limit} MB`, `${fmt(peak.rssMb, 0)} MB (${peak.fs}, ${peak.scenario})`, peak.rssMb <= limit);
 };
 for (const users of sizes) at(users);
 for (const t of goals) log(`target ${t.ok ? 'MET   ' : 'MISSED'} ${t.what}: ${t.goal}; measured ${t.figure}`);

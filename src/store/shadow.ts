@@ -61,6 +61,9 @@ const NEXT_AGE_TURN = ':at + :day - ((:at - o.created_ms) % :day + :day) % :day'
 /** StoreChanges.stableUntilMs from the earliest NEXT_AGE_TURN (a little early: see AGE_MARGIN_MS). */
 const stableUntil = (nextTurn: number | null) => (nextTurn === null ? Infinity : nextTurn - AGE_MARGIN_MS);
 
+/** READ_STATUSES for the store's users table, aliased `m` beside its copy `o`. */
+const READ_STATUSES_M = READ_STATUSES.replaceAll('status', 'm.status');
+
 const differs = (columns: readonly string[]) => columns.map((c) => `m.${c} IS NOT o.${c} COLLATE BINARY`).join(' OR ');
 
 /** What changed since the copy was taken: the users whose published documents may differ. */
@@ -143,12 +146,12 @@ export class StoreShadow {
         json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),
         json_group_array(o.id) FILTER (WHERE o.id IS NOT NULL AND (${AGE_TURNS})),
         min(${NEXT_AGE_TURN})
-      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${READ_STATUSES.replaceAll('status', 'm.status')}`)
+      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${READ_STATUSES_M}`)
       .raw().get(ages) as [number, number, string, string, number | null];
     const changedUsers = [...JSON.parse(u[2]) as number[], ...JSON.parse(u[3]) as number[]];
     if (counts.users > u[1]) {
       changedUsers.push(...db.prepare(`SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS
-        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES.replaceAll('status', 'm.status')})`).pluck().all() as number[]);
+        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES_M})`).pluck().all() as number[]);
     }
     // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
     if (!changedUsers.every((id) => Number.isSafeInteger(id))) return undefined;

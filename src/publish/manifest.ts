@@ -95,21 +95,31 @@ export function fileEntry(hash: string, stamp: string | undefined): string {
 
 export function readManifest(outDir: string): Manifest {
   const path = join(outDir, MANIFEST_FILE);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
     throw outputError(`cannot read the tool's manifest ${path}`, 'check the out dir\'s permissions', cause);
   }
   // Scanned in place rather than split into lines: at 100k profiles the line strings were megabytes
-  // of garbage promoted to the old generation, raising the build's peak memory.
+  // of garbage promoted to the old generation, raising the build's peak memory. Past the header every
+  // byte is ASCII (names and paths are, by the store's rules and ours), so one latin1 character per
+  // byte: positions found in the text are positions in the bytes.
+  const text = bytes.toString('latin1');
   const headerEnd = text.indexOf('\n') === -1 ? text.length : text.indexOf('\n');
-  const header = text.slice(0, headerEnd).split('\t');
-  if (header[0] !== HEADER && text.slice(0, headerEnd) !== HEADER_V1) {
+  const headerLine = bytes.toString('utf8', 0, headerEnd);
+  const header = headerLine.split('\t');
+  if (header[0] !== HEADER && headerLine !== HEADER_V1) {
     throw outputError(`unrecognised manifest ${path}`,
       `it was not written by this version of profile-snapshot; delete the out dir's ${MANIFEST_FILE} and the files it listed, then rebuild`);
   }
+  // Keys and values must be strings of their own. V8 makes a slice of 13 characters or more a view
+  // that keeps its whole parent alive, and every kept entry is carried into the next manifest: the
+  // whole text (44 MB at a million profiles) stayed alive to the end of the build. Shorter ones are
+  // copies anyway. Measured at 1M: 22 MB less live, 0.3 s more reading, and a 10%-changed rebuild
+  // peaked at 340-346 MB instead of 379-387.
+  const own = (from: number, to: number) => (to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to));
   const manifest = emptyManifest();
   manifest.renderedBy = header[0] === HEADER ? header.slice(1).join('\t') : '';
   // List members come first, in list order; any that do not are not used as a list.
@@ -121,7 +131,7 @@ export function readManifest(outDir: string): Manifest {
     // Names and paths never hold a tab: the key ends at the second one, the value is the rest.
     const a = text.indexOf('\t', start), b = a === -1 ? -1 : text.indexOf('\t', a + 1);
     if (a !== -1 && b !== -1 && b < end) {
-      const kind = text.charCodeAt(start), key = text.slice(a + 1, b), value = text.slice(b + 1, end);
+      const kind = text.charCodeAt(start), key = own(a + 1, b), value = own(b + 1, end);
       if (a === start + 1 && kind === 117 /* u */) {
         manifest.profiles.set(key, value);
         const length = membersInOrder ? listLength(value) : undefined;

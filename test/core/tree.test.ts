@@ -9,6 +9,7 @@ import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { listFiles, profile, publishedFiles, readJson, snapshotTree } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
 import { PENDING, readManifest, writeClaims } from '../../src/publish/manifest.js';
+import { MANIFEST_FILE } from '../../src/publish/layout.js';
 
 let dir: Workspace['dir'];
 let db: string;
@@ -58,6 +59,22 @@ describe('byte stability', () => {
     const report = buildTo(db, out);
     expect(report.files.written).toBe(3); // the claimed profile under both aliases, and the list
     expect(readManifest(out).profiles).toEqual(before.profiles);
+  });
+
+  it('the manifest reads back exactly as written, for names shorter and longer than 13 characters', () => {
+    // readManifest copies keys and values of 13 characters or more out of the bytes (not slices of
+    // the text): every length around that edge, up to the 64 a username may have.
+    const names = [2, 11, 12, 13, 14, 30, 64].map((length, i) => `u${i}`.padEnd(length, 'x'));
+    const sqlUsers = names.map((name, i) => `(${1000 + i}, '${name}', 'N', '', NULL, '2020-01-01 00:00:00', 0, 'active', NULL)`);
+    sql(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id) VALUES ${sqlUsers.join(', ')}`);
+    buildTo(db, out);
+    const text = readFileSync(join(out, MANIFEST_FILE), 'utf8');
+    const lines = text.split('\n').slice(1).filter(Boolean).map((line) => line.split('\t'));
+    const manifest = readManifest(out);
+    const expected = (kind: string) => new Map(lines.filter((f) => f[0] === kind).map((f) => [f[1], f.slice(2).join('\t')]));
+    expect(manifest.profiles).toEqual(expected('u'));
+    expect(manifest.files).toEqual(expected('f'));
+    for (const name of names) expect(manifest.profiles.has(name)).toBe(true);
   });
 
   it('a suspended user\'s change rewrites the profile but not the creators list', () => {

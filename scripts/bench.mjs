@@ -11,7 +11,8 @@
  * ratio to it. Results go to stdout and BENCHMARKS.md.
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
- *        [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ *        [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ * (--repeats: runs of the cold build and the floor below a million users, 3 by default; the medians count)
  * (the last three let a test run it small, away from the real stores and BENCHMARKS.md).
  */
 import Database from 'better-sqlite3';
@@ -214,6 +215,15 @@ function wallClockCycle(db, out) {
   });
 }
 
+/**
+ * Runs of the cold build and of the floor per size, below a million users (where one cold build takes
+ * about a minute, and runs once): their medians are the figures.
+ */
+const REPEATS = Number(value('--repeats', '3'));
+if (!Number.isInteger(REPEATS) || REPEATS < 1) throw new Error(`--repeats must be a whole number of runs, 1 or more; got ${value('--repeats')}`);
+const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
+/** Each size's separate runs, for the report. */
+const runs = [];
 const rows = [];
 const row = (users, fs, scenario, seconds, floorSeconds, written, rssMb, rendered) => {
   rows.push({ users, fs, scenario, seconds, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, rendered });
@@ -232,21 +242,36 @@ for (const users of sizes) {
     copyFileSync(seeded, db);
     await settle();
     const out = join(target.root, 'dist');
-    const cold = cli(['build', '--db', db, '--out', out, '--json']);
-    const files = readTree(out);
-    const bytes = files.reduce((n, [, b]) => n + b.length, 0);
-    const fileCount = files.length;
-    // tmpfs counts every file and hard link against its inode limit (3M here): a million users' tree
-    // and the floor's copy do not fit side by side. So the tree goes while the floor is measured, and
-    // is then built again (cold, as before) for the scenarios that follow.
-    rmSync(out, { recursive: true, force: true });
-    const floorSeconds = floor(files, join(target.root, 'floor'));
-    rmSync(join(target.root, 'floor'), { recursive: true, force: true });
+    // The cold build and the floor, one after the other, `repeats` times: each is the median of its
+    // runs, so one noisy minute on a shared machine moves neither (single runs of the same ratio
+    // measured 2.0x and 3.2x on one day). tmpfs counts every file and hard link against its inode
+    // limit (3M here): a million users' tree and the floor's copy do not fit side by side, so the
+    // tree goes while the floor is measured, and is built again for the scenarios that follow.
+    const repeats = users < 1_000_000 ? REPEATS : 1;
+    const colds = [], floors = [];
+    let files, bytes, fileCount;
+    for (let i = 0; i < repeats; i++) {
+      rmSync(out, { recursive: true, force: true });
+      colds.push(cli(['build', '--db', db, '--out', out, '--json']));
+      if (i === 0) {
+        files = readTree(out);
+        bytes = files.reduce((n, [, b]) => n + b.length, 0);
+        fileCount = files.length;
+      }
+      rmSync(out, { recursive: true, force: true });
+      floors.push(floor(files, join(target.root, 'floor')));
+      rmSync(join(target.root, 'floor'), { recursive: true, force: true });
+    }
+    const floorSeconds = median(floors);
+    // The median run's time, and the highest peak RSS of all of them (the memory target is a maximum).
+    const cold = { ...colds.toSorted((a, b) => a.seconds - b.seconds)[colds.length >> 1], rssMb: Math.max(...colds.map((c) => c.rssMb)) };
+    const eachRun = `floor ${floors.map((f) => fmt(f)).join(', ')} s; cold build ${colds.map((c) => fmt(c.seconds)).join(', ')} s`;
+    if (repeats > 1) runs.push(`${users.toLocaleString('en-US')} users, ${target.name}: ${eachRun}`);
     const asyncSeconds = await asyncFloor(files, join(target.root, 'floor'));
     rmSync(join(target.root, 'floor'), { recursive: true, force: true });
     files.length = 0;
     cli(['build', '--db', db, '--out', out, '--json']);
-    log(`${String(users).padStart(8)} ${target.name.padEnd(5)} floor                    ${fmt(floorSeconds).padStart(7)} s  (${fileCount} files, ${fmt(bytes / 2 ** 20, 0)} MiB)`);
+    log(`${String(users).padStart(8)} ${target.name.padEnd(5)} floor                    ${fmt(floorSeconds).padStart(7)} s  (${fileCount} files, ${fmt(bytes / 2 ** 20, 0)} MiB${repeats > 1 ? `; medians of ${repeats} runs: ${eachRun}` : ''})`);
     row(users, target.name, 'floor', floorSeconds, floorSeconds, fileCount, undefined);
     row(users, target.name, 'floor, async writes', asyncSeconds, floorSeconds, fileCount, undefined);
     row(users, target.name, 'cold build', cold.seconds, floorSeconds, cold.report.files.written, cold.rssMb, cold.report.rendered);
@@ -338,7 +363,11 @@ whether the build should write asynchronously: it writes synchronously.
 |---|---|---|---|---|---|---|---|
 ${table}
 
-Targets (issue 5: 2-core machine, tmpfs, checked against the figures above):
+${runs.length > 0 ? `The floor and the cold build are each the median of ${REPEATS} runs, one after the other, below a
+million users (the cold build's peak RSS is the highest of them); at a million, one run each. Runs:
+${runs.map((r) => `- ${r}`).join('\n')}
+
+` : ''}Targets (issue 5: 2-core machine, tmpfs, checked against the figures above):
 
 | target | goal | measured | |
 |---|---|---|---|

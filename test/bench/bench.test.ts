@@ -48,6 +48,8 @@ it('runs every scenario small, prints each with its ratio to the floor, and writ
   const cold = /\| 500 \| tmpfs \| cold build \| [\d.]+ \| [\d.]+x \| (\d+) \| (\d+) \|/.exec(written);
   expect(cold, written).not.toBeNull();
   expect(Number(cold![1])).toBeGreaterThan(2 * 350);
+  // The floor and the cold build ran three times each; the report lists every run.
+  expect(written).toMatch(/^- 500 users, tmpfs: floor [\d.]+, [\d.]+, [\d.]+ s; cold build [\d.]+, [\d.]+, [\d.]+ s$/m);
   expect(written).toContain('<!-- load:start -->\nload figures\n<!-- load:end -->');
   expect(written).not.toContain('old\n');
 }, 180_000);

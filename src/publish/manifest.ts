@@ -16,7 +16,7 @@
  * writeClaims): a later line for the same key wins, and blank lines are skipped.
  * Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  */
-import { copyFileSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../errors.js';
 import { BufferedFileWriter } from './file-writer.js';
@@ -25,6 +25,8 @@ import { MANIFEST_FILE } from './layout.js';
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';
 export const PENDING = '-';
+/** Bytes of the manifest read at a time: at a million profiles it is 44 MB, never held whole. */
+const LINE_CHUNK = 512 * 1024;
 
 export interface Manifest {
   /** toolIdentity() and base URL of the build that wrote it ('' when unknown: format 1). */
@@ -93,64 +95,110 @@ export function fileEntry(hash: string, stamp: string | undefined): string {
   return stamp === undefined ? hash : `${hash}\t${stamp}`;
 }
 
-export function readManifest(outDir: string): Manifest {
+/** Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary). */
+export function readManifest(outDir: string, chunkBytes = LINE_CHUNK): Manifest {
   const path = join(outDir, MANIFEST_FILE);
-  let bytes: Buffer;
+  let fd: number;
   try {
-    bytes = readFileSync(path);
+    fd = openSync(path, 'r');
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
-    throw outputError(`cannot read the tool's manifest ${path}`, 'check the out dir\'s permissions', cause);
+    throw unreadable(path, cause);
   }
-  // Scanned in place rather than split into lines: at 100k profiles the line strings were megabytes
-  // of garbage promoted to the old generation, raising the build's peak memory. Past the header every
-  // byte is ASCII (names and paths are, by the store's rules and ours), so one latin1 character per
-  // byte: positions found in the text are positions in the bytes.
-  const text = bytes.toString('latin1');
-  const headerEnd = text.indexOf('\n') === -1 ? text.length : text.indexOf('\n');
-  const headerLine = bytes.toString('utf8', 0, headerEnd);
-  const header = headerLine.split('\t');
-  if (header[0] !== HEADER && headerLine !== HEADER_V1) {
-    throw outputError(`unrecognised manifest ${path}`,
-      `it was not written by this version of profile-snapshot; delete the out dir's ${MANIFEST_FILE} and the files it listed, then rebuild`);
+  try {
+    return parseManifest(fd, path, chunkBytes);
+  } finally {
+    closeSync(fd);
   }
-  // Keys and values must be strings of their own. V8 makes a slice of 13 characters or more a view
-  // that keeps its whole parent alive, and every kept entry is carried into the next manifest: the
-  // whole text (44 MB at a million profiles) stayed alive to the end of the build. Shorter ones are
-  // copies anyway. Measured at 1M: 22 MB less live, 0.3 s more reading, and a 10%-changed rebuild
-  // peaked at 340-346 MB instead of 379-387.
-  const own = (from: number, to: number) => (to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to));
+}
+
+const unreadable = (path: string, cause: unknown) => outputError(`cannot read the tool's manifest ${path}`, 'check the out dir\'s permissions', cause);
+
+function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
   const manifest = emptyManifest();
-  manifest.renderedBy = header[0] === HEADER ? header.slice(1).join('\t') : '';
   // List members come first, in list order; any that do not are not used as a list.
   const list: ListOrder = { names: [], lengths: [] };
-  let membersInOrder = manifest.renderedBy !== '', membersEnded = false;
-  for (let start = headerEnd + 1; start < text.length;) {
-    let end = text.indexOf('\n', start);
-    if (end === -1) end = text.length;
+  let header = true, membersInOrder = false, membersEnded = false;
+  forEachLine(fd, path, chunkBytes, (text, bytes, start, end) => {
+    if (header) {
+      header = false;
+      const headerLine = bytes.toString('utf8', start, end);
+      const fields = headerLine.split('\t');
+      if (fields[0] !== HEADER && headerLine !== HEADER_V1) throw unrecognised(path);
+      manifest.renderedBy = fields[0] === HEADER ? fields.slice(1).join('\t') : '';
+      membersInOrder = manifest.renderedBy !== '';
+      return;
+    }
     // Names and paths never hold a tab: the key ends at the second one, the value is the rest.
     const a = text.indexOf('\t', start), b = a === -1 ? -1 : text.indexOf('\t', a + 1);
-    if (a !== -1 && b !== -1 && b < end) {
-      const kind = text.charCodeAt(start), key = own(a + 1, b), value = own(b + 1, end);
-      if (a === start + 1 && kind === 117 /* u */) {
-        manifest.profiles.set(key, value);
-        const length = membersInOrder ? listLength(value) : undefined;
-        if (length === undefined) {
-          membersEnded = true;
-        } else if (membersEnded || (list.names.length > 0 && !(list.names[list.names.length - 1]! < key))) {
-          membersInOrder = false;
-        } else {
-          list.names.push(key);
-          list.lengths.push(length);
-        }
-      } else if (a === start + 1 && kind === 102 /* f */) {
-        manifest.files.set(key, value);
+    if (a === -1 || b === -1 || b >= end) return;
+    const kind = text.charCodeAt(start), key = own(text, bytes, a + 1, b), value = own(text, bytes, b + 1, end);
+    if (a === start + 1 && kind === 117 /* u */) {
+      manifest.profiles.set(key, value);
+      const length = membersInOrder ? listLength(value) : undefined;
+      if (length === undefined) {
+        membersEnded = true;
+      } else if (membersEnded || (list.names.length > 0 && !(list.names[list.names.length - 1]! < key))) {
+        membersInOrder = false;
+      } else {
+        list.names.push(key);
+        list.lengths.push(length);
       }
+    } else if (a === start + 1 && kind === 102 /* f */) {
+      manifest.files.set(key, value);
     }
-    start = end + 1;
-  }
+  });
+  if (header) throw unrecognised(path); // an empty file
   manifest.list = membersInOrder ? list : undefined;
   return manifest;
+}
+
+/**
+ * `text.slice(from, to)` as a string of its own. V8 makes a slice of 13 characters or more a view that
+ * keeps its whole parent alive, and every kept entry is carried into the next manifest: sliced from
+ * one text, they kept it all (44 MB at a million profiles) alive to the end of the build. Shorter
+ * slices are copies anyway. Measured at 1M: 22 MB less live, and a 10%-changed rebuild peaked at
+ * 340-346 MB instead of 379-387.
+ */
+const own = (text: string, bytes: Buffer, from: number, to: number) => (to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to));
+
+const unrecognised = (path: string) => outputError(`unrecognised manifest ${path}`,
+  `it was not written by this version of profile-snapshot; delete the out dir's ${MANIFEST_FILE} and the files it listed, then rebuild`);
+
+/**
+ * Calls `line` for each line of the file (its last one too, if it has no newline) with `[start, end)`
+ * in `text`, which is `bytes` read one latin1 character per byte, so positions in one are positions
+ * in the other. Past the header every byte is ASCII (names and paths are, by the store's rules and
+ * ours). Lines are scanned in place, a chunk at a time: at 100k profiles one string per line was
+ * megabytes of garbage promoted to the old generation, and the whole file as one string (and its
+ * bytes beside it) was as large again as the manifest's entries at their peak.
+ */
+function forEachLine(fd: number, path: string, chunkBytes: number, line: (text: string, bytes: Buffer, start: number, end: number) => void): void {
+  let bytes = Buffer.allocUnsafe(chunkBytes);
+  let held = 0; // the start of a line the last chunk ended in, moved to the front
+  for (;;) {
+    // A line longer than a chunk (not one the tool writes) grows it.
+    if (held === bytes.length) bytes = Buffer.concat([bytes, Buffer.allocUnsafe(bytes.length)]);
+    let read: number;
+    try {
+      read = readSync(fd, bytes, held, bytes.length - held, null);
+    } catch (cause) {
+      throw unreadable(path, cause);
+    }
+    const filled = held + read;
+    const text = bytes.toString('latin1', 0, filled);
+    let start = 0;
+    for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
+      line(text, bytes, start, end);
+      start = end + 1;
+    }
+    if (read === 0) {
+      if (start < filled) line(text, bytes, start, filled);
+      return;
+    }
+    bytes.copy(bytes, 0, start, filled);
+    held = filled - start;
+  }
 }
 
 /** Replaces the manifest atomically (temporary file, then rename), streaming it out. */

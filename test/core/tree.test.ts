@@ -61,7 +61,7 @@ describe('byte stability', () => {
     expect(readManifest(out).profiles).toEqual(before.profiles);
   });
 
-  it('the manifest reads back exactly as written, for names shorter and longer than 13 characters', () => {
+  it('the manifest reads back exactly as written, in chunks of any size, for names shorter and longer than 13 characters', () => {
     // readManifest copies keys and values of 13 characters or more out of the bytes (not slices of
     // the text): every length around that edge, up to the 64 a username may have.
     const names = [2, 11, 12, 13, 14, 30, 64].map((length, i) => `u${i}`.padEnd(length, 'x'));
@@ -75,6 +75,18 @@ describe('byte stability', () => {
     expect(manifest.profiles).toEqual(expected('u'));
     expect(manifest.files).toEqual(expected('f'));
     for (const name of names) expect(manifest.profiles.has(name)).toBe(true);
+    // Read a few bytes at a time, every line crosses a chunk's end (and some are longer than a chunk).
+    for (const chunkBytes of [1, 7, 64, 1000]) {
+      const chunked = readManifest(out, chunkBytes);
+      expect(chunked.profiles, `${chunkBytes}-byte chunks`).toEqual(manifest.profiles);
+      expect(chunked.files).toEqual(manifest.files);
+      expect(chunked.list).toEqual(manifest.list);
+      expect(chunked.renderedBy).toBe(manifest.renderedBy);
+    }
+    expect(manifest.list?.names.length).toBeGreaterThan(names.length);
+    // A last line without its newline (a file cut short) still counts.
+    writeFileSync(join(out, MANIFEST_FILE), text.slice(0, -1));
+    for (const chunkBytes of [7, 1000, undefined]) expect(readManifest(out, chunkBytes).profiles).toEqual(manifest.profiles);
   });
 
   it('a suspended user\'s change rewrites the profile but not the creators list', () => {

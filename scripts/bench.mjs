@@ -12,8 +12,8 @@
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
  *        [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
- * (--repeats: runs of the cold build and the floor below a million users, 3 by default; the medians count)
- * (the last three let a test run it small, away from the real stores and BENCHMARKS.md).
+ * (--repeats: runs of the cold build and the floor below a million users, 3 by default; the medians
+ * count. The last three let a test run it small, away from the real stores and BENCHMARKS.md.)
  */
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';

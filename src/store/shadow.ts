@@ -257,7 +257,10 @@ export class StoreShadow {
       CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM main.${table}`);
   }
 
-  /** Runs `work` so that a failure undoes only its own changes; the copy is forgotten then. */
+  /**
+   * Runs `work` so that a failure undoes only its own changes; the copy is forgotten then. Called at
+   * the end of a pass (capture, update), once every row of the pass's snapshot has been read.
+   */
   private savepoint(work: () => void): boolean {
     const { db } = this;
     db.exec('SAVEPOINT shadow');
@@ -267,8 +270,15 @@ export class StoreShadow {
       this.failure = undefined;
       return true;
     } catch (cause) {
-      db.exec('ROLLBACK TO shadow');
-      db.exec('RELEASE shadow');
+      if (db.inTransaction) {
+        db.exec('ROLLBACK TO shadow');
+        db.exec('RELEASE shadow');
+      } else {
+        // On some errors (SQLITE_FULL from a full temporary folder, IOERR, NOMEM) SQLite ends the
+        // whole transaction, savepoint included: rolling back to it failed, and with it every cycle.
+        // The pass has read all its rows, so a new transaction only lets the caller end its own.
+        db.exec('BEGIN');
+      }
       this.counts = undefined;
       this.failure = cause;
       return false;

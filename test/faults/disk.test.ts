@@ -7,25 +7,12 @@
  * with mount rights, as on this project's CI machines); injected faults at the write layer always
  * (fixtures/inject.mjs: ENOSPC after N bytes, EROFS, EACCES), since root ignores permission bits.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, tempDir, treeBytes } from './helpers.js';
+import { canMount, sh } from '../helpers/mount.js';
 
-const sh = (cmd: string, ...args: string[]) => spawnSync(cmd, args, { encoding: 'utf8' });
-/** Whether this machine lets the tests mount (root with CAP_SYS_ADMIN, outside a locked-down container). */
-const canMount = (() => {
-  if (process.getuid?.() !== 0) return false;
-  const dir = tempDir();
-  try {
-    const ok = sh('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir.path).status === 0;
-    if (ok) sh('umount', dir.path);
-    return ok;
-  } finally {
-    dir.cleanup();
-  }
-})();
 
 let dir: ReturnType<typeof tempDir>;
 const mounts: string[] = [];

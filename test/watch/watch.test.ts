@@ -4,7 +4,7 @@
  * --exec runs once per changing cycle and never for an idle one, the health status tells a monitor
  * what it needs, and a bad cycle never kills the watcher.
  */
-import { appendFileSync, existsSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,6 +12,7 @@ import {
   type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
+import { canMount, sh } from '../helpers/mount.js';
 
 let dir: Workspace['dir'];
 let db: string;
@@ -91,6 +92,33 @@ describe('watch', () => {
     // Printed when it first appeared, not again every cycle.
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatch(/UNIQUE constraint failed.*every cycle reads every row until it can: the copy needs the store's users\.id and socials\.id to be unique integers/);
+  });
+
+  it.skipIf(!canMount)('a watcher whose SQLite temporary folder is full says so, names SQLITE_TMPDIR, and still publishes', async () => {
+    // The copy goes to SQLite's temporary database, which spills to a file in SQLITE_TMPDIR once it
+    // outgrows its 16 MB cache: 40 bios of 600 KB do, and a 1 MB tmpfs cannot hold the file.
+    sql(db, 'UPDATE users SET bio = hex(zeroblob(300000))');
+    const tmp = join(dir.path, 'sqlite-tmp');
+    mkdirSync(tmp);
+    expect(sh('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', tmp).status).toBe(0);
+    try {
+      watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1'], { SOURCE_DATE_EPOCH: '1767225600', SQLITE_TMPDIR: tmp });
+      const s = await cycleAfter(out, 2, 60_000);
+      expect(s.lastCycle).toMatchObject({ ok: true, profiles: 40 });
+      expect(readJson(profilePath(out, 'user00001')).data.bio).toHaveLength(600_000);
+      // SQLite ended the whole read transaction on SQLITE_FULL; the cycles went on regardless.
+      const before = lastCycle(out);
+      sql(db, 'UPDATE users SET views = 654321 WHERE id = 7');
+      expect((await cycleAfter(out, before + 1, 60_000)).lastCycle).toMatchObject({ ok: true });
+      expect(readJson(profilePath(out, 'user00007')).data.views).toBe(654321);
+      const notices = watcher.stderr().split('\n').filter((line) => line.includes('warning: cannot keep the watcher\'s copy'));
+      expect(notices, watcher.stderr()).toHaveLength(1);
+      expect(notices[0]).toMatch(/\(.*full.*\).*point SQLITE_TMPDIR at a folder with that much room/);
+    } finally {
+      await stop(watcher);
+      watcher = undefined;
+      sh('umount', '-l', tmp);
+    }
   });
 
   it('never rewrites unchanged files: bytes, mtime and inode stay across cycles', async () => {

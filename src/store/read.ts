@@ -160,13 +160,22 @@ export class ProfileStore {
       for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {
         decorations.set(id, [name, file_]);
       }
-      const socials = db.prepare(sql.socials).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>;
-      const badges = db.prepare(sql.badges).raw().iterate() as IterableIterator<[unknown, unknown]>;
-      const bans = db.prepare(sql.bans).raw().iterate() as IterableIterator<[unknown, unknown, unknown, unknown]>;
-      let social = socials.next(), badge = badges.next(), ban = bans.next();
+      // Every open iterator keeps the connection busy (it cannot even be closed): each one is ended
+      // in `finally`, also when an earlier one failed on its first step (a sort that found SQLite's
+      // temporary folder full, say).
+      const open: Iterator<unknown>[] = [];
+      const iterate = <Row>(query: string) => {
+        const rows = db.prepare(query).raw().iterate() as IterableIterator<Row>;
+        open.push(rows);
+        return rows;
+      };
       let count = 0;
       try {
-        for (const user of db.prepare(sql.users).raw().iterate() as IterableIterator<UserColumns>) {
+        const socials = iterate<[unknown, unknown, unknown]>(sql.socials);
+        const badges = iterate<[unknown, unknown]>(sql.badges);
+        const bans = iterate<[unknown, unknown, unknown, unknown]>(sql.bans);
+        let social = socials.next(), badge = badges.next(), ban = bans.next();
+        for (const user of iterate<UserColumns>(sql.users)) {
           const id = user[0];
           // Child rows of users filtered out (or of no user at all) are skipped on the way.
           while (!social.done && (social.value[0] as number) < id) social = socials.next();
@@ -201,9 +210,7 @@ export class ProfileStore {
           count++;
         }
       } finally {
-        socials.return?.();
-        badges.return?.();
-        bans.return?.();
+        for (const rows of open) rows.return?.();
       }
       return count;
     } catch (cause) {
@@ -239,6 +246,11 @@ function translateSqliteError(cause: unknown, file: string): unknown {
   }
   if (code === 'SQLITE_NOTADB') {
     return storeError(`not a SQLite database: ${file}`, 'pass --db <file> pointing at the profile store', cause);
+  }
+  if (code === 'SQLITE_FULL') {
+    // The store is opened read-only: only SQLite's temporary files (sorts, the watcher's copy) grow.
+    return storeError(`SQLite's temporary folder is full while reading the profile store ${file}`,
+      'free space there, or point SQLITE_TMPDIR at a folder with room (SQLite uses /var/tmp or /tmp otherwise)', cause);
   }
   if (code.startsWith('SQLITE_CORRUPT')) {
     return storeError(`profile store is corrupt: ${file}`, 'restore the store from a backup or a fresh copy', cause);

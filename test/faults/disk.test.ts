@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, tempDir, treeBytes } from './helpers.js';
 import { canMount, sh } from '../helpers/mount.js';
+import { execSql } from '../helpers/store.js';
 
 
 let dir: ReturnType<typeof tempDir>;
@@ -125,6 +126,27 @@ describe('disk full', () => {
     expect(outcomes.map((o, i) => (expected[i] === 'previous' ? o : expected[i]))).toEqual(expected);
     expect(outcomes.filter((o) => o === 'previous').length).toBeGreaterThanOrEqual(3);
     expectConverged(out, db);
+  });
+});
+
+describe("SQLite's temporary folder full", () => {
+  it.skipIf(!canMount)('a real 1 MB tmpfs as SQLITE_TMPDIR: exit 3 naming it with a fix, never an internal error; the tree untouched', () => {
+    const db = join(dir.path, 'profiles.db');
+    makeStore(db, 300);
+    const out = join(dir.path, 'out');
+    expect(cli(buildArgs(db, out)).code).toBe(0);
+    const before = treeBytes(out);
+    // Without its index the socials are sorted in a temporary file: 300 URLs of 40 KB outgrow both
+    // the read's 2 MB cache and the 1 MB folder.
+    execSql(db, "DROP INDEX socials_by_user; UPDATE socials SET url = 'https://example.com/' || hex(zeroblob(20000))");
+    const tmp = join(dir.path, 'sqlite-tmp');
+    mkdirSync(tmp);
+    expect(sh('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', tmp).status).toBe(0);
+    mounts.push(tmp);
+    const r = cli(buildArgs(db, out), undefined, { SQLITE_TMPDIR: tmp });
+    expect(r.code, r.stderr).toBe(3);
+    expect(expectClearError(r.stderr, /SQLite's temporary folder is full .*SQLITE_FULL.*point SQLITE_TMPDIR at a folder with room/)).toEqual([]);
+    expectUntouched(out, before);
   });
 });
 

@@ -14,7 +14,6 @@ import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, 
 import { canMount, sh } from '../helpers/mount.js';
 import { execSql } from '../helpers/store.js';
 
-
 let dir: ReturnType<typeof tempDir>;
 const mounts: string[] = [];
 beforeEach(() => {

@@ -221,7 +221,8 @@ function wallClockCycle(db, out) {
  */
 const REPEATS = Number(value('--repeats', '3'));
 if (!Number.isInteger(REPEATS) || REPEATS < 1) throw new Error(`--repeats must be a whole number of runs, 1 or more; got ${value('--repeats')}`);
-const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
+/** The middle one of `items` by `key` (the upper middle of an even count). */
+const medianBy = (items, key) => items.toSorted((a, b) => key(a) - key(b))[items.length >> 1];
 /** Each size's separate runs, for the report. */
 const runs = [];
 const rows = [];
@@ -262,9 +263,9 @@ for (const users of sizes) {
       floors.push(floor(files, join(target.root, 'floor')));
       rmSync(join(target.root, 'floor'), { recursive: true, force: true });
     }
-    const floorSeconds = median(floors);
+    const floorSeconds = medianBy(floors, (f) => f);
     // The median run's time, and the highest peak RSS of all of them (the memory target is a maximum).
-    const cold = { ...colds.toSorted((a, b) => a.seconds - b.seconds)[colds.length >> 1], rssMb: Math.max(...colds.map((c) => c.rssMb)) };
+    const cold = { ...medianBy(colds, (c) => c.seconds), rssMb: Math.max(...colds.map((c) => c.rssMb)) };
     const eachRun = `floor ${floors.map((f) => fmt(f)).join(', ')} s; cold build ${colds.map((c) => fmt(c.seconds)).join(', ')} s`;
     if (repeats > 1) runs.push(`${users.toLocaleString('en-US')} users, ${target.name}: ${eachRun}`);
     const asyncSeconds = await asyncFloor(files, join(target.root, 'floor'));

@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { normalizeBaseUrl } from './config.js';
-import { describeCause, StrictWarningsError } from './errors.js';
+import { StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore, type StoreRow } from './store/read.js';
@@ -100,22 +100,10 @@ function folderNotices(profiles: number, noticeAt: number): string[] {
   return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in one folder (see "The 54,000-files-per-folder limit" in the README: past it, self-host with serve)`);
 }
 
-/**
- * A session whose copy of the snapshot (store/shadow.ts) could not be taken or kept says so: until
- * it can, every cycle reads every row, several times slower, and an operator should know why.
- */
+/** A session whose copy of the snapshot (store/shadow.ts) could not be kept says why. */
 function copyNotices(store: ProfileStore, session: StoreSession | undefined): string[] {
-  const failure = session ? store.shadow.failure : undefined;
-  if (failure === undefined) return [];
-  const code = String((failure as { code?: unknown } | null)?.code ?? '');
-  const why = `cannot keep the watcher's copy of the store snapshot (${describeCause(failure)}), so every cycle reads every row until it can`;
-  if (/^SQLITE_(FULL|IOERR|CANTOPEN|NOMEM)/.test(code)) {
-    return [`${why}: SQLite keeps the copy in a temporary file of about 0.5 KB per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`];
-  }
-  if (/^SQLITE_(CONSTRAINT|MISMATCH)/.test(code)) {
-    return [`${why}: the copy needs the store's users.id and socials.id to be unique integers`];
-  }
-  return [why];
+  const notice = session ? store.shadow.failureNotice() : undefined;
+  return notice === undefined ? [] : [notice];
 }
 
 /** The report of a build that found the last pass still standing: the same counts and warnings. */

@@ -16,7 +16,7 @@ import { runInNewContext } from 'node:vm';
  * A collection runs once the heap has grown by a quarter of what the last one left live, and by at
  * least this much: a few per pass at any size, each marking about what is live, so they cost a small
  * share of the pass (a full collection is proportional to the live heap). A quarter, not half: a
- * rebuild at a million profiles holds about 200 MB live, and letting garbage grow by half on top of
+ * rebuild at a million profiles holds about 190 MB live, and letting garbage grow by half on top of
  * that took its peak past 400 MB.
  */
 const MIN_STEP = 16 * 2 ** 20;

@@ -15,6 +15,7 @@
  * type, so values are copied as stored.
  */
 import type Database from 'better-sqlite3';
+import { describeCause } from '../errors.js';
 import { READ_STATUSES } from './schema.js';
 
 const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
@@ -90,6 +91,22 @@ export class StoreShadow {
   failure: unknown;
 
   constructor(private readonly db: Database.Database) {}
+
+  /**
+   * What an operator should read while the copy cannot be kept (see `failure`): until it can, every
+   * cycle reads every row, several times slower. The cause, and its fix where SQLite's code names one.
+   */
+  failureNotice(): string | undefined {
+    const failure = this.failure;
+    if (failure === undefined) return undefined;
+    const code = String((failure as { code?: unknown } | null)?.code ?? '');
+    const why = `cannot keep the watcher's copy of the store snapshot (${describeCause(failure)}), so every cycle reads every row until it can`;
+    if (/^SQLITE_(FULL|IOERR|CANTOPEN|NOMEM)/.test(code)) {
+      return `${why}: SQLite keeps the copy in a temporary file of about 0.5 KB per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`;
+    }
+    if (/^SQLITE_(CONSTRAINT|MISMATCH)/.test(code)) return `${why}: the copy needs the store's users.id and socials.id to be unique integers`;
+    return why;
+  }
 
   get captured(): boolean {
     return this.counts !== undefined;

@@ -7,11 +7,11 @@
  * with mount rights, as on this project's CI machines); injected faults at the write layer always
  * (fixtures/inject.mjs: ENOSPC after N bytes, EROFS, EACCES), since root ignores permission bits.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, tempDir, treeBytes } from './helpers.js';
-import { canMount, sh } from '../helpers/mount.js';
+import { canMount, mountTmpfs, sh } from '../helpers/mount.js';
 import { execSql } from '../helpers/store.js';
 
 let dir: ReturnType<typeof tempDir>;
@@ -56,9 +56,7 @@ describe('disk full', () => {
   it.skipIf(!canMount)('on a real 4 MB tmpfs: exit 5 naming ENOSPC, previous output intact; freeing space lets the next build converge', () => {
     const db = join(dir.path, 'profiles.db');
     makeStore(db, 300, { bioBytes: 2000 });
-    const mnt = join(dir.path, 'mnt');
-    mkdirSync(mnt);
-    expect(sh('mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt).status).toBe(0);
+    const mnt = mountTmpfs(join(dir.path, 'mnt'), '4m');
     mounts.push(mnt);
     const out = join(mnt, 'out');
     const first = cli(buildArgs(db, out));
@@ -138,9 +136,7 @@ describe("SQLite's temporary folder full", () => {
     // Without its index the socials are sorted in a temporary file: 300 URLs of 40 KB outgrow both
     // the read's 2 MB cache and the 1 MB folder.
     execSql(db, "DROP INDEX socials_by_user; UPDATE socials SET url = 'https://example.com/' || hex(zeroblob(20000))");
-    const tmp = join(dir.path, 'sqlite-tmp');
-    mkdirSync(tmp);
-    expect(sh('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', tmp).status).toBe(0);
+    const tmp = mountTmpfs(join(dir.path, 'sqlite-tmp'), '1m');
     mounts.push(tmp);
     const r = cli(buildArgs(db, out), undefined, { SQLITE_TMPDIR: tmp });
     expect(r.code, r.stderr).toBe(3);

@@ -4,7 +4,7 @@
  * --exec runs once per changing cycle and never for an idle one, the health status tells a monitor
  * what it needs, and a bad cycle never kills the watcher.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,7 +12,7 @@ import {
   type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
-import { canMount, sh } from '../helpers/mount.js';
+import { canMount, mountTmpfs, sh } from '../helpers/mount.js';
 
 let dir: Workspace['dir'];
 let db: string;
@@ -98,9 +98,7 @@ describe('watch', () => {
     // The copy goes to SQLite's temporary database, which spills to a file in SQLITE_TMPDIR once it
     // outgrows its 16 MB cache: 40 bios of 600 KB do, and a 1 MB tmpfs cannot hold the file.
     sql(db, 'UPDATE users SET bio = hex(zeroblob(300000))');
-    const tmp = join(dir.path, 'sqlite-tmp');
-    mkdirSync(tmp);
-    expect(sh('mount', '-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', tmp).status).toBe(0);
+    const tmp = mountTmpfs(join(dir.path, 'sqlite-tmp'), '1m');
     try {
       watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1'], { SOURCE_DATE_EPOCH: '1767225600', SQLITE_TMPDIR: tmp });
       const s = await cycleAfter(out, 2, 60_000);

@@ -1,24 +1,21 @@
 /**
- * CORS where it matters: a real headless Chromium (Debian's `chromium`, driven by playwright-core)
- * loads a page from one origin that fetches profiles, a 404 and the creators list from the origin
- * server on another port, and reads the JSON. A control request to a path without CORS headers must
- * be blocked, proving the browser really enforces CORS in this test.
+ * CORS where it matters: a real headless Chromium (driven by playwright-core) loads a page from one
+ * origin that fetches profiles, a 404 and the creators list from the origin server on another port,
+ * and reads the JSON. A control request to a path without CORS headers must be blocked, proving the
+ * browser really enforces CORS in this test.
  *
- * Chromium is installed by .ci/run (apt-get install chromium). When it is missing this test fails:
- * it never skips, and nothing downloads a browser.
+ * The browser comes from npm (@sparticuz/chromium) or CHROMIUM_PATH (see browser.ts). When none can
+ * start this test fails: it never skips, and nothing downloads a browser.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { launchBrowser } from './browser.js';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-// As root on a CI machine with a closed network: no sandbox, no GPU, no background connections.
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 let snapshot: Snapshot;
 let api: Server;
@@ -52,9 +49,6 @@ async function listenOn(server: Server): Promise<string> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does it). This test never skips.`);
-  }
   snapshot = buildSampleSnapshot();
   api = createOrigin({ out: snapshot.out }).server;
   const address = await listen(api, 0, '127.0.0.1');
@@ -66,7 +60,7 @@ beforeAll(async () => {
   pageOrigin = await listenOn(page);
   expect(pageOrigin).not.toBe(apiOrigin);
   profileDir = mkdtempSync(join(tmpdir(), 'profile-snapshot-chromium-'));
-  context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true });
+  context = await launchBrowser(profileDir);
 }, 60_000);
 
 afterAll(async () => {

@@ -9,7 +9,8 @@ import { StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore, type StoreRow } from './store/read.js';
-import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
+import { CREATORS_FILE, errorFile, PROFILE_DIRS, STATE_DIR } from './publish/layout.js';
+import { missingFolders, removeEmptyFolders } from './publish/folders.js';
 import { BUILD_NOTICE_PROFILES_PER_DIR, NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, preloadManifest, type WriteCounts } from './publish/tree.js';
@@ -129,29 +130,36 @@ export function build(options: BuildOptions): BuildReport {
   const { session } = options;
   const store = session ? session.open() : ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   let ownLock: OutDirLock | undefined;
+  // A build that fails leaves a fresh out dir as it found it: the folders it made for its lock and
+  // staging go again (a watcher, which holds the lock, keeps its out dir).
+  const newFolders = options.lock === undefined ? missingFolders(options.out, STATE_DIR) : [];
+  let built = false;
   try {
     // Taken after the store opened (a bad --db fails fast, creating nothing) and before the snapshot
     // is read, so the tree is brought to a snapshot no older than the previous writer's.
     if (options.lock === undefined) ownLock = OutDirLock.acquire(options.out, { command: 'build', waitMs: options.lockWaitMs });
-    const conditions = { tool: toolIdentity(), store: store.stamp(options.storeSettleMs), baseUrl };
+    const stamp = store.stamp(options.storeSettleMs);
+    const conditions = { tool: toolIdentity(), store: stamp.value, baseUrl };
+    // Only a settled stamp may say the store is as the last pass read it (see store/stamp.ts).
+    const trustedStamp = stamp.settled ? stamp.value : undefined;
     const outDir = resolve(options.out);
     const renderedBy = `${conditions.tool}\t${baseUrl}`;
-    if (conditions.store !== undefined && !options.fullPass) {
-      const last = currentPass(outDir, { ...conditions, store: conditions.store }, options.snapshotMs);
+    if (trustedStamp !== undefined && !options.fullPass) {
+      const last = currentPass(outDir, conditions, options.snapshotMs);
       if (last !== undefined) {
-        if (session) adoptUnchanged(session, store, { outDir, renderedBy, last, storeStamp: conditions.store }, () => store.stamp(options.storeSettleMs) === conditions.store);
-        return unchangedReport(last, options, outDir, started, copyNotices(store, session));
+        if (session) adoptUnchanged(session, store, { outDir, renderedBy, last, storeStamp: stamp.value }, () => store.stamp(options.storeSettleMs).value === stamp.value);
+        const report = unchangedReport(last, options, outDir, started, copyNotices(store, session));
+        built = true;
+        return report;
       }
     }
-    // From here on the tree may change: the record must not vouch for it until the commit is done.
-    forgetPass(outDir);
     const env: PassEnv = { options, store, outDir, renderedBy, baseUrl, started };
     // The read transaction ends before the output is committed: renaming a million files must not
     // hold off the platform's writers (in rollback-journal mode a reader blocks every commit).
     let staged: StagedPass | undefined;
     try {
       store.inSnapshot(() => {
-        const selection = options.fullPass ? session?.forget() : session?.selection(store, outDir, renderedBy, options.snapshotMs, conditions.store);
+        const selection = options.fullPass ? session?.forget() : session?.selection(store, outDir, renderedBy, options.snapshotMs, trustedStamp);
         staged = (selection && selectivePass(env, selection)) ?? pass(env, undefined);
       });
     } catch (error) {
@@ -160,22 +168,24 @@ export function build(options: BuildOptions): BuildReport {
     }
     let files: WriteCounts;
     try {
+      // From here on the tree changes: the record must not vouch for it until the commit is done.
+      forgetPass(outDir);
       files = staged!.output.commit();
     } catch (error) {
+      staged!.output.abort(); // when the record could not be removed: nothing was committed
       // The session's copy was brought up to a snapshot the tree does not show.
       store.shadow.discard();
       throw error;
     }
+    built = true;
     const result = { ...staged!, files };
-    session?.recordPublished(store, { outDir, renderedBy, snapshotMs: options.snapshotMs, storeStamp: conditions.store, warnings: result.warnings });
-    if (conditions.store !== undefined) {
-      recordPass(outDir, {
-        ...conditions, store: conditions.store, snapshotMs: options.snapshotMs,
-        stableUntilMs: result.stableUntilMs === Infinity ? null : result.stableUntilMs,
-        profiles: result.profiles, creators: result.creators, skipped: result.skipped,
-        files: result.files.written + result.files.unchanged, warnings: result.warnings,
-      });
-    }
+    session?.recordPublished(store, { outDir, renderedBy, snapshotMs: options.snapshotMs, storeStamp: stamp.value, warnings: result.warnings });
+    recordPass(outDir, {
+      ...conditions, snapshotMs: options.snapshotMs,
+      stableUntilMs: result.stableUntilMs === Infinity ? null : result.stableUntilMs,
+      profiles: result.profiles, creators: result.creators, skipped: result.skipped,
+      files: result.files.written + result.files.unchanged, warnings: result.warnings,
+    });
     return {
       out: outDir,
       snapshotTime: new Date(options.snapshotMs).toISOString(),
@@ -187,6 +197,7 @@ export function build(options: BuildOptions): BuildReport {
     };
   } finally {
     ownLock?.release();
+    if (!built) removeEmptyFolders(newFolders);
     if (!session) store.close();
   }
 }

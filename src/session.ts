@@ -23,7 +23,10 @@ interface Published {
   manifest: string;
   /** Its snapshot time: account ages in the tree are as of then. */
   snapshotMs: number;
-  /** The store's stamp taken before its snapshot was read (see store/stamp.ts), if it was trusted. */
+  /**
+   * The store's stamp taken before its snapshot was read, settled or not (see store/stamp.ts): a
+   * later settled stamp equal to it says nothing was committed since.
+   */
   storeStamp: string | undefined;
   /** Users it had warnings for: read again by every pass (they have no row signature either). */
   warned: ReadonlySet<number>;
@@ -72,7 +75,7 @@ export class StoreSession {
    * The users a pass over `outDir` at `snapshotMs` must read, when it may skip the rest: those whose
    * rows or child rows changed since the last pass, whose account age may have turned over since, and
    * those that pass had warnings for. Undefined when a pass must read every row. Runs inside the
-   * pass's read transaction. When the store's trusted stamp (`storeStamp`, taken before this
+   * pass's read transaction. When the store's settled stamp (`storeStamp`, taken before this
    * transaction began) is the last pass's, nothing can have changed, and the store is not compared.
    */
   selection(store: ProfileStore, outDir: string, renderedBy: string, snapshotMs: number, storeStamp: string | undefined): Selection | undefined {

@@ -3,8 +3,8 @@
  * transaction, the lock): folders are created only as real folders, never through a symlink below
  * the out dir, and filesystem errors become output errors (exit 5) with a hint.
  */
-import { lstatSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, mkdirSync, rmdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../errors.js';
 
 /** mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. */
@@ -28,6 +28,39 @@ export function prepareDir(outDir: string, dir: string): void {
     if (!stats.isDirectory() && !(current === outDir && stats.isSymbolicLink())) {
       throw outputError(`${current} exists and is not a folder`, 'move it away or choose another --out');
     }
+  }
+}
+
+/**
+ * The folders from `outDir/sub` up that do not exist yet, deepest first: what writing there would
+ * create, noted beforehand so that a failed write can take them away again.
+ */
+export function missingFolders(outDir: string, sub: string): string[] {
+  const missing: string[] = [];
+  for (let dir = join(resolve(outDir), sub); !exists(dir); dir = dirname(dir)) {
+    missing.push(dir);
+    if (dirname(dir) === dir) break;
+  }
+  return missing;
+}
+
+/** Removes each folder that is empty, in order; anything that holds a file stays, untouched. */
+export function removeEmptyFolders(folders: readonly string[]): void {
+  for (const dir of folders) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // Not empty (something was published, or someone else wrote there), or gone already: kept.
+    }
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    lstatSync(path);
+    return true;
+  } catch (cause) {
+    return (cause as NodeJS.ErrnoException).code !== 'ENOENT';
   }
 }
 

@@ -19,7 +19,7 @@ export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
 export interface PassConditions {
   /** toolIdentity() of the tool that made the pass. */
   tool: string;
-  /** The store's stamp, taken before the pass read its snapshot. */
+  /** The store's stamp, taken before the pass read its snapshot (settled or not: see store/stamp.ts). */
   store: string;
   baseUrl: string;
 }
@@ -42,7 +42,10 @@ export interface LastPass extends PassConditions, PassResult {
   manifest: string;
 }
 
-/** The record, when it exists and still holds for these conditions at this snapshot time. */
+/**
+ * The record, when it exists and still holds for these conditions at this snapshot time. The
+ * store's stamp in `conditions` must be settled: only then may an equal one vouch for the store.
+ */
 export function currentPass(outDir: string, conditions: PassConditions, snapshotMs: number): LastPass | undefined {
   let record: LastPass;
   try {

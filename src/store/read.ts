@@ -14,7 +14,7 @@ import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../errors.js';
 import { checkSchema, READ_STATUSES } from './schema.js';
 import { StoreShadow } from './shadow.js';
-import { storeStamp } from './stamp.js';
+import { storeStamp, type StoreStamp } from './stamp.js';
 
 /** users columns in the order the query selects them. Never a private column. */
 export type UserColumns = readonly [
@@ -219,10 +219,10 @@ export class ProfileStore {
   }
 
   /**
-   * A stamp that changes with every commit to the store (see stamp.ts); undefined while the files are
-   * too freshly written to trust. Take it before `forEachRow`, so the rows read are never older.
+   * A stamp that changes with every commit to the store, and whether it is settled enough to vouch
+   * for an unchanged store (see stamp.ts). Take it before `forEachRow`, so the rows read are never older.
    */
-  stamp(settleMs?: number): string | undefined {
+  stamp(settleMs?: number): StoreStamp {
     try {
       return storeStamp(this.file, { settleMs });
     } catch (cause) {

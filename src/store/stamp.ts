@@ -10,9 +10,14 @@
  * - anything else (a file replaced, restored, copied over): inode, size, mtime and ctime.
  * The -wal file's ctime is left out: SQLite re-owns that file whenever a connection opens it as root,
  * which moves its ctime without a write.
- * Like racy-git, a stamp is only trusted when the files were last modified at least `settleMs`
- * before it was taken: a write landing in the same timestamp tick as the stamp could otherwise leave
- * size, times and (in WAL mode after a checkpoint) headers looking the same.
+ *
+ * Like racy-git, a stamp only vouches for an unchanged store when the files were last modified at
+ * least `settleMs` before it was taken (`settled`): a change landing in the same timestamp tick as an
+ * earlier one leaves the times as they were, and a change made outside SQLite (a file copied over in
+ * place) may keep the size and the header too. A pass records its stamp even when it is not settled
+ * yet (a store written moments before the build): the next build trusts that record once its own
+ * stamp is settled and still the same. Nothing moved in between: every commit changes bytes the
+ * stamp reads (the header's change counter, or the -wal file's size or salts), whatever the clock.
  */
 import { closeSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
 import { fingerprint } from '../render/fingerprint.js';
@@ -20,11 +25,18 @@ import { fingerprint } from '../render/fingerprint.js';
 /** Files modified more recently than this before the stamp are not trusted to show every change. */
 export const STORE_SETTLE_MS = 2000;
 
-/** The stamp, or undefined when the store's files changed too recently to be told apart. */
-export function storeStamp(file: string, options: { nowMs?: number; settleMs?: number } = {}): string | undefined {
+export interface StoreStamp {
+  /** Changes with every commit to the store. */
+  value: string;
+  /** Whether the files were left alone for the settling time when it was taken: only then may it vouch. */
+  settled: boolean;
+}
+
+export function storeStamp(file: string, options: { nowMs?: number; settleMs?: number } = {}): StoreStamp {
   const nowNs = BigInt(Math.floor(options.nowMs ?? Date.now())) * 1_000_000n;
   const settleNs = BigInt(options.settleMs ?? STORE_SETTLE_MS) * 1_000_000n;
   const parts: string[] = [];
+  let settled = true;
   for (const [path, headerBytes, withCtime] of [[file, 100, true], [`${file}-wal`, 32, false]] as const) {
     const stats = statIfPresent(path);
     if (stats === undefined) {
@@ -33,10 +45,10 @@ export function storeStamp(file: string, options: { nowMs?: number; settleMs?: n
     }
     const ctimeNs = withCtime ? stats.ctimeNs : 0n;
     const changedNs = stats.mtimeNs > ctimeNs ? stats.mtimeNs : ctimeNs;
-    if (changedNs > nowNs - settleNs) return undefined;
+    if (changedNs > nowNs - settleNs) settled = false;
     parts.push(`${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${ctimeNs}:${header(path, headerBytes)}`);
   }
-  return fingerprint(parts.join('|'));
+  return { value: fingerprint(parts.join('|')), settled };
 }
 
 function statIfPresent(path: string): BigIntStats | undefined {

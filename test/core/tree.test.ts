@@ -162,7 +162,7 @@ describe('nothing outside --out', () => {
     sql("UPDATE users SET views = 1 WHERE id = 1");
     buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
     expect(siblings()).toEqual([...before, 'dist'].sort());
-    expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual(['.profile-snapshot/manifest']);
+    expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual(['.profile-snapshot/last-pass.json', '.profile-snapshot/manifest']);
     expect(publishedFiles(out).every((f) => /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f))).toBe(true);
   });
 });

@@ -162,21 +162,78 @@ describe('every change is seen', () => {
   });
 });
 
-describe('the record is never trusted beyond what it proves', () => {
-  it('a store written less than the settling time before the build leaves no record: the next build reads everything', () => {
-    // The store was written moments ago: well inside a settling time of a minute (the default is 2 s,
-    // which a loaded machine can outlast between writing the store and building).
-    buildTo(db, out, { storeSettleMs: 60_000 });
-    expect(existsSync(join(out, LAST_PASS_FILE))).toBe(false);
-    expect(buildTo(db, out, settled).storeUnchanged).toBe(false);
+describe('a store written moments before the build', () => {
+  /** Never settled within a test: the store was written moments ago. */
+  const fresh = { storeSettleMs: 60_000 } as const;
+  const rowsRead = (options: Parameters<typeof buildTo>[2]) => {
+    const counts: number[] = [];
+    const report = buildTo(db, out, { ...options, onProgress: (rows) => counts.push(rows) });
+    return { report, rows: counts.at(-1) ?? 0 };
+  };
+
+  it('is read whole while its files are fresh, and skipped by the next build once they settled unchanged', () => {
+    const first = rowsRead(fresh);
+    expect(first.report.storeUnchanged).toBe(false);
+    expect(first.rows).toBeGreaterThan(0);
+    // The stamp is not trusted yet: the next build reads every row again (and keeps each unrendered).
+    const soon = rowsRead(fresh);
+    expect(soon.report.storeUnchanged).toBe(false);
+    expect(soon.rows).toBe(first.rows);
+    // Settled, and the same stamp the pass recorded: nothing moved since, so nothing is read.
+    const later = rowsRead(settled);
+    expect(later.report.storeUnchanged).toBe(true);
+    expect(later.rows).toBe(0);
+    expect(later.report.files).toEqual({ written: 0, unchanged: first.report.files.written, removed: 0 });
   });
 
-  it('a pass that fails removes the record first, so it never vouches for a tree it did not finish', () => {
+  for (const journal of ['delete', 'wal'] as const) {
+    it(`${journal === 'wal' ? 'WAL' : 'rollback-journal'} mode: a write right after that build is seen, however soon it came`, () => {
+      write(`PRAGMA journal_mode = ${journal}`);
+      buildTo(db, out, fresh);
+      write("UPDATE users SET views = 4242 WHERE username = 'bob'");
+      const report = buildTo(db, out, settled);
+      expect(report.storeUnchanged).toBe(false);
+      expect(profile(out, 'bob').data.views).toBe(4242);
+    });
+  }
+
+  it('a write committed while the pass reads (WAL) is not vouched for: the next build reads it', () => {
+    write('PRAGMA journal_mode = WAL');
+    const writer = new Database(db);
+    try {
+      // onProgress runs inside the pass's read transaction, after its last row: the pass does not
+      // see this write, so its record must not cover it.
+      let wrote = false;
+      buildTo(db, out, {
+        ...fresh,
+        onProgress: () => {
+          if (!wrote) writer.exec("UPDATE users SET views = 777 WHERE username = 'bob'");
+          wrote = true;
+        },
+      });
+      expect(wrote).toBe(true);
+      expect(profile(out, 'bob').data.views).not.toBe(777);
+    } finally {
+      writer.close();
+    }
+    const report = buildTo(db, out, settled);
+    expect(report.storeUnchanged).toBe(false);
+    expect(profile(out, 'bob').data.views).toBe(777);
+  });
+});
+
+describe('a pass that fails', () => {
+  it('leaves the tree and the record as they were, and the record does not vouch for the changed store', () => {
     buildTo(db, out, settled);
-    expect(existsSync(join(out, LAST_PASS_FILE))).toBe(true);
-    write("UPDATE users SET views = views + 1 WHERE username = 'bob'");
+    const record = readFileSync(join(out, LAST_PASS_FILE), 'utf8');
+    const before = snapshotTree(out);
+    write("UPDATE users SET views = 5151 WHERE username = 'bob'");
     expect(() => buildTo(db, out, { ...settled, strict: true })).toThrow(StrictWarningsError);
-    expect(existsSync(join(out, LAST_PASS_FILE))).toBe(false);
+    expect(readFileSync(join(out, LAST_PASS_FILE), 'utf8')).toBe(record);
+    expect(snapshotTree(out)).toEqual(before);
+    const report = buildTo(db, out, settled);
+    expect(report.storeUnchanged).toBe(false);
+    expect(profile(out, 'bob').data.views).toBe(5151);
   });
 });
 

@@ -63,14 +63,14 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
   const check = (out: string, report: BuildReport, snapshotMs: number, nonce: string): string[] => {
     const problems: string[] = [];
     const fail = (what: string) => problems.push(what);
-    // Exactly the expected files, and the bookkeeping folder holds only the manifest.
+    // Exactly the expected files, and the bookkeeping folder holds only the manifest and the pass's record.
     const files = publishedFiles(out);
     const expectedFiles = new Set(['service-api/v1/creators', 'api/v1/openapi.json']);
     for (const name of published.keys()) for (const dir of ['api/v1/users', 'service-api/v1/users']) expectedFiles.add(`${dir}/${name}`);
     for (const f of files) if (!expectedFiles.has(f) && !/^_errors\/[a-z-]+\.json$/.test(f)) fail(`unexpected file ${JSON.stringify(f)}`);
     for (const f of expectedFiles) if (!files.includes(f)) fail(`missing file ${f}`);
     const bookkeeping = listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'));
-    if (bookkeeping.join() !== '.profile-snapshot/manifest') fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
+    if (bookkeeping.join() !== '.profile-snapshot/last-pass.json,.profile-snapshot/manifest') fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
     if (problems.length > 0) return problems;
     problems.push(...validateTree(out));
 

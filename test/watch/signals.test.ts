@@ -132,7 +132,7 @@ describe('signals and regenerate', () => {
       expect(s.state).toBe('stopped');
       expect(s.lastCycle).toMatchObject({ number: 1, ok: true, profiles: 5000 });
       expect(existsSync(profilePath(out, 'user05000'))).toBe(true);
-      expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['manifest', 'status.json']);
+      expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['last-pass.json', 'manifest', 'status.json']);
       expect(watcher.stderr()).toMatch(/cycle 1: 5,000 profiles[\s\S]*stopping after the current cycle[\s\S]*stopped\n$/);
     });
   }

@@ -7,6 +7,8 @@ import { main } from '../build/cli/main.js';
 
 const code = await main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env });
 const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-const maxRssKb = hwm ? Number(hwm[1]) : process.resourceUsage().maxRSS;
-process.stderr.write(`\nBENCH ${JSON.stringify({ code, maxRssKb })}\n`);
+const usage = process.resourceUsage();
+const maxRssKb = hwm ? Number(hwm[1]) : usage.maxRSS;
+// CPU time of the whole process (start-up included), as the floor's (bench-floor.mjs) is counted.
+process.stderr.write(`\nBENCH ${JSON.stringify({ code, maxRssKb, userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000 })}\n`);
 process.exitCode = code;

@@ -101,16 +101,15 @@ function publishedFiles(tree) {
   return entries;
 }
 
-/** Files, bytes and distinct inodes (files less hard links) of a tree's published files. */
-function shapeOf(tree) {
-  const entries = publishedFiles(tree);
+/** Files, bytes and distinct inodes (files less hard links) of published files: a tree's shape. */
+function shapeOf(entries) {
   return `${entries.length} files, ${entries.reduce((n, e) => n + e.size, 0)} bytes, ${new Set(entries.map((e) => e.ino)).size} inodes`;
 }
 
 /**
  * The layout of a built tree for the floor: every distinct published file's bytes in one blob, and
  * an index that writes each once and then hard-links its other paths, as the build does (files
- * sharing an inode are one profile under its aliases). Returns the tree's file count and bytes.
+ * sharing an inode are one profile under its aliases). Returns the tree's file count, bytes and shape.
  */
 function writeLayout(tree, layout) {
   const entries = publishedFiles(tree);
@@ -128,7 +127,7 @@ function writeLayout(tree, layout) {
     closeSync(blob);
   }
   writeFileSync(`${layout}.index`, `${index.join('\n')}\n`);
-  return { fileCount: entries.length, bytes: entries.reduce((n, e) => n + e.size, 0) };
+  return { fileCount: entries.length, bytes: entries.reduce((n, e) => n + e.size, 0), shape: shapeOf(entries) };
 }
 
 /**
@@ -237,7 +236,8 @@ const row = (users, fs, scenario, floorSeconds, run) => {
   const written = run.written ?? run.report?.files.written;
   const rendered = run.rendered ?? run.report?.rendered;
   const { seconds, userS, systemS, rssMb } = run;
-  rows.push({ users, fs, scenario, seconds, userS, systemS, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, rendered });
+  const storeUnchanged = run.report?.storeUnchanged;
+  rows.push({ users, fs, scenario, seconds, userS, systemS, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, rendered, storeUnchanged });
   const cpu = userS === undefined ? '' : `cpu ${fmt(userS)} user ${fmt(systemS)} sys`;
   log(`${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(36)} ${fmt(seconds, 3).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${cpu.padEnd(25)} ${String(written ?? '').padStart(9)} written  ${String(rendered ?? '').padStart(8)} rendered  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''}`);
 };
@@ -256,13 +256,14 @@ function coldAndFloor(db, root) {
   for (let i = 0; i < REPEATS; i++) {
     const coldOut = join(root, `cold-${i}`);
     colds.push(cli(['build', '--db', db, '--out', coldOut, '--json']));
-    const shape = i === 0 ? shapeOf(coldOut) : undefined;
+    const first = tree === undefined;
     tree ??= writeLayout(coldOut, layout);
     rmSync(coldOut, { recursive: true, force: true });
     const floorOut = join(root, `floor-${i}`);
     floors.push(floor(layout, floorOut));
     // The floor must have written the build's tree: as many files, bytes and hard links.
-    if (shape !== undefined && shapeOf(floorOut) !== shape) throw new Error(`the floor wrote ${shapeOf(floorOut)}; the build ${shape}`);
+    const floorShape = first ? shapeOf(publishedFiles(floorOut)) : tree.shape;
+    if (floorShape !== tree.shape) throw new Error(`the floor wrote ${floorShape}; the build ${tree.shape}`);
     rmSync(floorOut, { recursive: true, force: true });
   }
   const asyncOut = join(root, 'floor-async');
@@ -307,9 +308,7 @@ for (const users of sizes) {
     // build may skip the store once its files have settled (src/store/stamp.ts).
     await touch(db, 0.01, 3, { settled: false });
     row(users, target.name, '1% changed build, store just written', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
-    const again = cli(['build', '--db', db, '--out', out, '--json']);
-    row(users, target.name, 'no-change build after that', floorSeconds, again);
-    rows.at(-1).storeUnchanged = again.report.storeUnchanged;
+    row(users, target.name, 'no-change build after that', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
     await settle();
     const watch = await watchCycles(db, out);
     const quiet = await wallClockCycle(db, out);

@@ -9,8 +9,7 @@ import { StrictWarningsError } from './errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore, type StoreRow } from './store/read.js';
-import { CREATORS_FILE, errorFile, PROFILE_DIRS, STATE_DIR } from './publish/layout.js';
-import { missingFolders, removeEmptyFolders } from './publish/folders.js';
+import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
 import { BUILD_NOTICE_PROFILES_PER_DIR, NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, preloadManifest, type WriteCounts } from './publish/tree.js';
@@ -130,9 +129,8 @@ export function build(options: BuildOptions): BuildReport {
   const { session } = options;
   const store = session ? session.open() : ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   let ownLock: OutDirLock | undefined;
-  // A build that fails leaves a fresh out dir as it found it: the folders it made for its lock and
-  // staging go again (a watcher, which holds the lock, keeps its out dir).
-  const newFolders = options.lock === undefined ? missingFolders(options.out, STATE_DIR) : [];
+  // A build that fails leaves a new out dir as it found it: the folders its lock made go again (a
+  // watcher, which holds the lock, keeps its out dir).
   let built = false;
   try {
     // Taken after the store opened (a bad --db fails fast, creating nothing) and before the snapshot
@@ -196,8 +194,7 @@ export function build(options: BuildOptions): BuildReport {
       storeUnchanged: false,
     };
   } finally {
-    ownLock?.release();
-    if (!built) removeEmptyFolders(newFolders);
+    ownLock?.release({ removeCreatedFolders: !built });
     if (!session) store.close();
   }
 }

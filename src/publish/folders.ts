@@ -4,12 +4,16 @@
  * the out dir, and filesystem errors become output errors (exit 5) with a hint.
  */
 import { lstatSync, mkdirSync, rmdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../errors.js';
 
-/** mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. */
-export function prepareDir(outDir: string, dir: string): void {
+/**
+ * mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. Returns the folders
+ * it created, outermost first (the out dir's missing parents included).
+ */
+export function prepareDir(outDir: string, dir: string): string[] {
   const relative = dir === outDir ? [] : dir.slice(outDir.length + 1).split(/[\\/]/);
+  const created: string[] = [];
   let current = outDir;
   for (const segment of ['', ...relative]) {
     current = segment === '' ? current : join(current, segment);
@@ -18,7 +22,8 @@ export function prepareDir(outDir: string, dir: string): void {
       stats = lstatSync(current);
     } catch (cause) {
       if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw asOutputError(cause, `cannot use the out dir ${outDir}`);
-      guard(`cannot create ${current}`, () => mkdirSync(current, { recursive: true }));
+      const first = guard(`cannot create ${current}`, () => mkdirSync(current, { recursive: true }));
+      if (first !== undefined) created.push(...foldersFrom(first, current));
       continue;
     }
     // The out dir itself may be a symlink (the operator chose it); nothing below it may be.
@@ -29,38 +34,24 @@ export function prepareDir(outDir: string, dir: string): void {
       throw outputError(`${current} exists and is not a folder`, 'move it away or choose another --out');
     }
   }
+  return created;
 }
 
-/**
- * The folders from `outDir/sub` up that do not exist yet, deepest first: what writing there would
- * create, noted beforehand so that a failed write can take them away again.
- */
-export function missingFolders(outDir: string, sub: string): string[] {
-  const missing: string[] = [];
-  for (let dir = join(resolve(outDir), sub); !exists(dir); dir = dirname(dir)) {
-    missing.push(dir);
-    if (dirname(dir) === dir) break;
-  }
-  return missing;
+/** `first` (what a recursive mkdir reports it created first) and each folder below it down to `last`. */
+function foldersFrom(first: string, last: string): string[] {
+  const folders = [last];
+  while (folders[0] !== first && dirname(folders[0]!) !== folders[0]) folders.unshift(dirname(folders[0]!));
+  return folders;
 }
 
-/** Removes each folder that is empty, in order; anything that holds a file stays, untouched. */
+/** Removes each folder that is empty, innermost first; anything that holds a file stays, untouched. */
 export function removeEmptyFolders(folders: readonly string[]): void {
-  for (const dir of folders) {
+  for (const dir of [...folders].reverse()) {
     try {
       rmdirSync(dir);
     } catch {
       // Not empty (something was published, or someone else wrote there), or gone already: kept.
     }
-  }
-}
-
-function exists(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch (cause) {
-    return (cause as NodeJS.ErrnoException).code !== 'ENOENT';
   }
 }
 

@@ -17,7 +17,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describeCause, outputError } from '../errors.js';
-import { prepareDir } from './folders.js';
+import { prepareDir, removeEmptyFolders } from './folders.js';
 import { STATE_DIR } from './layout.js';
 
 export const LOCK_FILE = `${STATE_DIR}/lock`;
@@ -51,6 +51,8 @@ export class OutDirLock {
   readonly path: string;
   readonly holder: LockHolder;
   private released = false;
+  /** The folders `acquire` created for the lock (the out dir's included when it was new). */
+  private createdFolders: string[] = [];
 
   private constructor(outDir: string, holder: LockHolder) {
     this.outDir = outDir;
@@ -77,16 +79,21 @@ export class OutDirLock {
       token: randomBytes(12).toString('hex'),
     };
     const lock = new OutDirLock(dir, holder);
-    prepareDir(dir, join(dir, STATE_DIR));
-    for (;;) {
-      const other = lock.tryTake();
-      if (other === undefined) {
-        heldHere.add(holder.token);
-        removeLeftovers(dir);
-        return lock;
+    lock.createdFolders = prepareDir(dir, join(dir, STATE_DIR));
+    try {
+      for (;;) {
+        const other = lock.tryTake();
+        if (other === undefined) {
+          heldHere.add(holder.token);
+          removeLeftovers(dir);
+          return lock;
+        }
+        if (performance.now() >= deadline) throw lockedError(dir, other);
+        sleepSync(Math.min(100, Math.max(1, deadline - performance.now())));
       }
-      if (performance.now() >= deadline) throw lockedError(dir, other);
-      sleepSync(Math.min(100, Math.max(1, deadline - performance.now())));
+    } catch (error) {
+      removeEmptyFolders(lock.createdFolders); // not taken: the out dir stays as it was
+      throw error;
     }
   }
 
@@ -110,8 +117,11 @@ export class OutDirLock {
     if (other !== undefined) throw lockedError(this.outDir, other);
   }
 
-  /** Removes the lock file if it is still ours. Idempotent. */
-  release(): void {
+  /**
+   * Removes the lock file if it is still ours. Idempotent. With `removeCreatedFolders` (a build that
+   * failed), the folders `acquire` created go too while empty, so a new out dir is left as it was.
+   */
+  release(options: { removeCreatedFolders?: boolean } = {}): void {
     if (this.released) return;
     this.released = true;
     heldHere.delete(this.holder.token);
@@ -120,6 +130,7 @@ export class OutDirLock {
     } catch {
       // Already gone (the out dir was removed): nothing to release.
     }
+    if (options.removeCreatedFolders) removeEmptyFolders(this.createdFolders);
   }
 
   /** One attempt: undefined when we now hold the lock, else the live holder in the way. */

@@ -5,7 +5,7 @@
  * from what this module renders, so nobody can hand-edit them out of sync with the table.
  *
  * Netlify facts this relies on (checked against netlify-redirector, Netlify's production rule engine,
- * in test/hosting; see "How the hosting is tested" in the README for the sources):
+ * in test/hosting; see "How the hosting is tested" in docs/hosting.md for the sources):
  *   - a non-forced rule never shadows an existing file, so `<users>/*` -> USER_NOT_FOUND only
  *     answers names without a file;
  *   - `query = {username = ""}` matches only an empty (or bare) parameter, `":username"` is skipped
@@ -69,7 +69,7 @@ export function renderNetlifyToml(table: RouteTable = ROUTES): string {
   const lines: string[] = [];
   lines.push(...GENERATED.split('\n').map((l) => `# ${l}`), '');
   lines.push('# The build fails, and Netlify keeps the previous deploy, unless `profile-snapshot verify --netlify`');
-  lines.push('# passes on the snapshot (package.json: build:netlify; see "Gate deploys with verify" in the README).');
+  lines.push('# passes on the snapshot (package.json: build:netlify; see "Gate deploys with verify" in docs/verify.md).');
   lines.push('[build]');
   lines.push(`  command = ${str(BUILD_COMMAND)}`);
   lines.push(`  publish = ${str(PUBLISH_DIR)}`, '');

@@ -38,7 +38,7 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
       if (report.over.length > 0) {
         const list = report.over.map((o) => `${o.dir} (${o.entries.toLocaleString('en-US')})`).join(', ');
         throw outputError(`Netlify would reject this deploy: more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in ${list}`,
-          'serve the snapshot with profile-snapshot serve behind a CDN instead (see "Self-host behind a CDN" in the README)');
+          'serve the snapshot with profile-snapshot serve behind a CDN instead (see "Self-host behind a CDN" in docs/hosting.md)');
       }
       io.stderr.write(`profile-snapshot: within Netlify's limits (largest folder: ${report.largest?.dir ?? '.'}, ${(report.largest?.entries ?? 0).toLocaleString('en-US')} files)\n`);
     })));

@@ -10,10 +10,12 @@ export const ExitCode = {
   store: 3,
   strictWarnings: 4,
   output: 5,
+  remote: 6,
+  deletionGuard: 7,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-export type SnapshotErrorKind = 'usage' | 'store' | 'strictWarnings' | 'output';
+export type SnapshotErrorKind = 'usage' | 'store' | 'strictWarnings' | 'output' | 'remote' | 'deletionGuard';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -50,6 +52,9 @@ export const storeError = (message: string, hint?: string, cause?: unknown) =>
   new SnapshotError('store', message, { hint, cause });
 export const outputError = (message: string, hint?: string, cause?: unknown) =>
   new SnapshotError('output', message, { hint, cause });
+/** The object store cannot be used (unreachable, no bucket, access denied, retries exhausted): exit 6. */
+export const remoteError = (message: string, hint?: string, cause?: unknown) =>
+  new SnapshotError('remote', message, { hint, cause });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

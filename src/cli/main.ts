@@ -23,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<CommandFactory>> = {
   build: async () => (await import('./commands/build.js')).buildCommand,
   watch: async () => (await import('./commands/watch.js')).watchCommand,
   regenerate: async () => (await import('./commands/regenerate.js')).regenerateCommand,
+  publish: async () => (await import('./commands/publish.js')).publishCommand,
   serve: async () => (await import('./commands/serve.js')).serveCommand,
   verify: async () => (await import('./commands/verify.js')).verifyCommand,
   netlify: async () => (await import('./commands/netlify.js')).netlifyCommand,

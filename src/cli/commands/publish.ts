@@ -1,0 +1,77 @@
+/**
+ * `profile-snapshot publish`: uploads the built tree to an S3 bucket (AWS S3, R2, GCS, MinIO), only
+ * what changed since the last publish, in an order that never shows readers a broken API.
+ */
+import { Command, Option } from 'commander';
+import { positiveInteger } from '../../config.js';
+import { usageError } from '../../errors.js';
+import { publish, type PublishReport } from '../../remote/publish.js';
+import type { CliState, Io } from '../io.js';
+import { outOption, resolveOutDir } from '../options.js';
+import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';
+import { ProgressLine } from '../report.js';
+
+interface PublishFlags extends RemoteFlags {
+  out?: string;
+  to?: string;
+  full: boolean;
+  dryRun: boolean;
+  json: boolean;
+  wait: string;
+}
+
+export function publishCommand(io: Io, state: CliState): Command {
+  return addRemoteOptions(
+    new Command('publish')
+      .description('Upload the built snapshot to an S3 bucket (AWS S3, Cloudflare R2, Google Cloud Storage, MinIO) behind a CDN: '
+        + 'only new and changed objects, each with the contract\'s Content-Type and Cache-Control; profiles before the creators list, '
+        + 'deletions last, so readers never see a list naming a missing profile. Compares with the state it keeps in the bucket '
+        + '(no listing); without one, lists the prefix and compares by content.')
+      .addOption(outOption('the built snapshot to publish'))
+      .addOption(new Option('--to <s3-url>', 's3://<bucket>[/<prefix>] [env: PROFILE_PUBLISH_TO]')),
+  )
+    .option('--full', 'ignore the state kept in the bucket: list the prefix and compare every object by content', false)
+    .option('--dry-run', 'decide and print what would change; write nothing', false)
+    .option('--json', 'print the report (counts, requests by method) as JSON on stdout', false)
+    .addOption(new Option('--wait <ms>', 'how long to wait for a running build\'s commit to finish').default('30000'))
+    .addHelpText('after', `${REMOTE_ENV_HELP}
+
+Exit codes:
+  0 published, or nothing to do    2 usage error    5 out dir unusable or not publishable
+  6 the bucket is unusable (unreachable, missing, access denied, retries exhausted)
+  7 refused by the deletion guard (nothing changed)    1 a bug in profile-snapshot
+`)
+    .action(async (flags: PublishFlags) => {
+      state.json = flags.json;
+      const to = flags.to ?? io.env.PROFILE_PUBLISH_TO;
+      if (to === undefined || to === '') throw usageError('no bucket to publish to', 'pass --to s3://<bucket>[/<prefix>] or set PROFILE_PUBLISH_TO');
+      const remote = resolveRemoteOptions(to, flags.to !== undefined ? '--to' : 'PROFILE_PUBLISH_TO', flags, io);
+      const progress = new ProgressLine(io.stderr);
+      let report: PublishReport;
+      try {
+        report = await publish({
+          out: resolveOutDir(flags, io.env), remote, ...resolveGuard(flags), full: flags.full, dryRun: flags.dryRun,
+          waitMs: positiveInteger(flags.wait, '--wait'),
+          onProgress: ({ phase, done, total }) => progress.update(`${phase === 'upload' ? 'uploaded' : 'deleted'} ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} objects`),
+        });
+      } finally {
+        progress.clear();
+      }
+      io.stderr.write(`${formatPublishSummary(report)}\n`);
+      if (flags.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    });
+}
+
+const count = (n: number) => n.toLocaleString('en-US');
+
+/** e.g. "profile-snapshot: published dist to s3://b/p at http://...: 12 objects put (5 profiles, the creators list), 2 deleted, 40 unchanged; 13 requests; 0.21 s" */
+export function formatPublishSummary(report: PublishReport): string {
+  const { objects, profiles } = report;
+  const requests = Object.values(report.requests).reduce((a, b) => a + b, 0);
+  const cost = `${count(requests)} requests${report.retries > 0 ? ` (${count(report.retries)} retried)` : ''}; ${report.seconds.toFixed(2)} s`;
+  const what = `${count(objects.put)} objects put (${count(profiles.put)} profiles${report.list ? ', the creators list' : ''}), ${count(objects.deleted)} deleted (${count(profiles.deleted)} profiles), ${count(objects.unchanged)} unchanged`;
+  const compared = report.compared === 'listing' ? ', compared by listing the prefix' : '';
+  if (report.dryRun) return `profile-snapshot: dry run, nothing written: ${report.where} would get ${what}${compared}; ${cost}`;
+  if (!report.changed) return `profile-snapshot: ${report.where} is up to date (${count(objects.unchanged)} objects${compared}); ${cost}`;
+  return `profile-snapshot: published ${report.out} to ${report.where}: ${what}, ${(report.bytes / 1e6).toFixed(1)} MB${compared}; ${cost}`;
+}

@@ -1,0 +1,62 @@
+/**
+ * The options that name a bucket and how to reach it, shared by `publish` and `watch --publish`:
+ * each flag first, then its environment variable. Credentials are never options: the AWS SDK's own
+ * chain finds them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles...).
+ */
+import { Command, Option } from 'commander';
+import { positiveInteger } from '../config.js';
+import { usageError } from '../errors.js';
+import type { RemoteOptions } from '../remote/client.js';
+import { parseTarget } from '../remote/target.js';
+import type { Io } from './io.js';
+
+export const DEFAULT_CONCURRENCY = 32;
+
+export interface RemoteFlags {
+  endpoint?: string;
+  region?: string;
+  pathStyle?: boolean;
+  concurrency?: string;
+  maxDeletes?: string;
+  force?: boolean;
+}
+
+export function addRemoteOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--endpoint <url>', 'S3-compatible endpoint (MinIO, R2, GCS...) [env: AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL] (default: AWS S3)'))
+    .addOption(new Option('--region <name>', 'the bucket\'s region [env: AWS_REGION, AWS_DEFAULT_REGION, or the AWS profile\'s] (default with --endpoint: us-east-1)'))
+    .option('--path-style', 'path-style requests (endpoint/bucket/key), as MinIO-like servers want', false)
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once').default(String(DEFAULT_CONCURRENCY)))
+    .addOption(new Option('--max-deletes <n>', 'objects a publish may delete (default: 10% of the live profile objects, at least 100)'))
+    .option('--force', 'no deletion guard: delete whatever the tree no longer has', false);
+}
+
+export const REMOTE_ENV_HELP = `
+Credentials come from the AWS SDK's chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
+AWS_SESSION_TOKEN), AWS_PROFILE, or a role. They never appear in output, logs or status files.`;
+
+/** The bucket and the way to it. `to` is the s3:// URL, `toSource` where it came from (for errors). */
+export function resolveRemoteOptions(to: string, toSource: string, flags: RemoteFlags, io: Io): RemoteOptions {
+  // The pinned SDK release supports Node 20; its notice about later releases is not the user's business.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const endpoint = flags.endpoint ?? nonEmpty(io.env.AWS_ENDPOINT_URL_S3) ?? nonEmpty(io.env.AWS_ENDPOINT_URL);
+  if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
+    throw usageError(`the endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`, 'pass e.g. --endpoint https://<account>.r2.cloudflarestorage.com');
+  }
+  const concurrency = positiveInteger(flags.concurrency ?? String(DEFAULT_CONCURRENCY), '--concurrency');
+  if (concurrency < 1 || concurrency > 1024) throw usageError('--concurrency must be between 1 and 1024');
+  return {
+    ...parseTarget(to, toSource),
+    endpoint,
+    region: flags.region ?? nonEmpty(io.env.AWS_REGION) ?? nonEmpty(io.env.AWS_DEFAULT_REGION),
+    pathStyle: Boolean(flags.pathStyle),
+    concurrency,
+  };
+}
+
+/** The deletion guard's flags. */
+export function resolveGuard(flags: RemoteFlags): { maxDeletes: number | undefined; force: boolean } {
+  return { maxDeletes: flags.maxDeletes === undefined ? undefined : positiveInteger(flags.maxDeletes, '--max-deletes'), force: Boolean(flags.force) };
+}
+
+const nonEmpty = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);

@@ -1,0 +1,143 @@
+/**
+ * The S3 client a publish talks through: the AWS SDK's own (credential chain, signing, retries with
+ * backoff and jitter), set up for S3-compatible servers, counting every HTTP request it sends, and
+ * turning the SDK's failures into one typed error (exit 6) that names endpoint, bucket and cause.
+ */
+import { S3Client } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { remoteError, SnapshotError, usageError } from '../errors.js';
+import { describeEndpoint, describeTarget, type RemoteTarget } from './target.js';
+
+/** HTTP requests sent, by kind (retries included): what a publish cost. */
+export interface RequestCounts {
+  GET: number;
+  HEAD: number;
+  PUT: number;
+  POST: number;
+  DELETE: number;
+  /** GETs that list the bucket (ListObjectsV2), counted apart from GET. */
+  LIST: number;
+}
+
+export interface RemoteOptions extends RemoteTarget {
+  /** Requests in flight at once. */
+  concurrency: number;
+  /** Attempts per request (the first included) before giving up: throttling, 5xx, dropped connections. */
+  maxAttempts?: number;
+}
+
+export const DEFAULT_MAX_ATTEMPTS = 6;
+
+/** The SDK's HTTP handler, counting each request it sends. */
+class CountingHandler extends NodeHttpHandler {
+  constructor(options: ConstructorParameters<typeof NodeHttpHandler>[0], private readonly counts: RequestCounts) {
+    super(options);
+  }
+
+  override handle(request: Parameters<NodeHttpHandler['handle']>[0], options?: Parameters<NodeHttpHandler['handle']>[1]) {
+    const list = request.method === 'GET' && request.query?.['list-type'] !== undefined;
+    const kind = list ? 'LIST' : (request.method as keyof RequestCounts);
+    if (kind in this.counts) this.counts[kind]++;
+    return super.handle(request, options);
+  }
+}
+
+export class Remote {
+  readonly client: S3Client;
+  readonly counts: RequestCounts = { GET: 0, HEAD: 0, PUT: 0, POST: 0, DELETE: 0, LIST: 0 };
+  /** Requests sent again after a failure (throttling, 5xx, a dropped connection). */
+  retries = 0;
+  readonly where: string;
+
+  constructor(readonly options: RemoteOptions, region: string) {
+    const sockets = { keepAlive: true, maxSockets: options.concurrency };
+    this.client = new S3Client({
+      region,
+      ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
+      forcePathStyle: Boolean(options.pathStyle),
+      maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      retryMode: 'standard',
+      // S3-compatible servers (R2, GCS, MinIO, older releases) do not all take the SDK's default
+      // checksum headers or aws-chunked bodies; S3 itself needs neither.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: new CountingHandler({
+        connectionTimeout: 10_000,
+        requestTimeout: 120_000,
+        httpAgent: new HttpAgent(sockets),
+        httpsAgent: new HttpsAgent(sockets),
+      }, this.counts),
+    });
+    this.where = `${describeTarget(options)} at ${describeEndpoint(options.endpoint, region)}`;
+  }
+
+  /** Resolves the region (flag, then the SDK's chain; an endpoint of our own may go without one). */
+  static async open(options: RemoteOptions): Promise<Remote> {
+    let region = options.region;
+    if (region === undefined) {
+      try {
+        region = await new S3Client({}).config.region();
+      } catch {
+        region = undefined;
+      }
+    }
+    if (!region) {
+      // S3-compatible servers (MinIO, R2, moto) accept any region; AWS itself needs the right one.
+      if (options.endpoint === undefined) throw usageError('no AWS region for the bucket', 'pass --region, or set AWS_REGION or a region in your AWS profile');
+      region = 'us-east-1';
+    }
+    return new Remote(options, region);
+  }
+
+  /**
+   * Runs one SDK call (`() => remote.client.send(...)`), counting its retries; any failure becomes a
+   * remote error naming `action`.
+   */
+  async call<T extends { $metadata?: { attempts?: number } }>(send: () => Promise<T>, action: string): Promise<T> {
+    try {
+      const output = await send();
+      this.retries += Math.max(0, (output.$metadata?.attempts ?? 1) - 1);
+      return output;
+    } catch (error) {
+      this.retries += Math.max(0, ((error as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) - 1);
+      throw this.failure(error, action);
+    }
+  }
+
+  /** A failure of `action` as a typed error (exit 6), unless it is one already. */
+  failure(error: unknown, action: string): SnapshotError {
+    if (error instanceof SnapshotError) return error;
+    const { reason, hint } = explain(error);
+    return remoteError(`cannot ${action} (${this.where}): ${reason}`, hint, error);
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+/** What went wrong, in words, and how to fix it. Never the request's headers or credentials. */
+export function explain(error: unknown): { reason: string; hint: string } {
+  const e = error as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number; attempts?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  const attempts = e.$metadata?.attempts;
+  const tried = attempts !== undefined && attempts > 1 ? ` after ${attempts} attempts` : '';
+  const name = e.name ?? '';
+  if (name === 'NoSuchBucket') return { reason: 'the bucket does not exist', hint: 'create the bucket, or fix the bucket name in --to / PROFILE_PUBLISH_TO' };
+  if (name === 'CredentialsProviderError' || /credential/i.test(e.message ?? '') && status === undefined) {
+    return { reason: 'no AWS credentials found', hint: 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE' };
+  }
+  if (status === 403 || ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken'].includes(name)) {
+    return { reason: `access denied (${name || status})`, hint: 'check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may read, write and delete objects in the bucket' };
+  }
+  const network = e.code ?? (/(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EPIPE|socket hang up)/.exec(e.message ?? '')?.[1]);
+  if (network !== undefined || name === 'TimeoutError' || name === 'RequestTimeout') {
+    return { reason: `the endpoint did not answer (${network ?? name})${tried}`, hint: 'check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; the next publish retries' };
+  }
+  if (status !== undefined && (status >= 500 || status === 429 || name === 'SlowDown')) {
+    return { reason: `the server kept failing (HTTP ${status}${name ? ` ${name}` : ''})${tried}`, hint: 'the store is throttling or failing; the next publish retries, and uploads only what is still missing' };
+  }
+  return { reason: `${name || 'error'}${status ? ` (HTTP ${status})` : ''}: ${e.message ?? String(error)}`, hint: 'check the bucket, the endpoint and the credentials' };
+}

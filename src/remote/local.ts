@@ -1,0 +1,71 @@
+/**
+ * The built tree a publish uploads, as its manifest describes it: every profile (under each alias
+ * folder) and every other document, each with its data hash. Only a complete tree is publishable:
+ * one that `verify` would refuse for its structure (no manifest, entries left pending by an
+ * interrupted build, a document missing) never reaches the bucket.
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { outputError } from '../errors.js';
+import { ERRORS, type ErrorCode } from '../render/documents.js';
+import { CREATORS_FILE, errorFile, MANIFEST_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { OutDirLock, sleepSync } from '../publish/lock.js';
+import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../publish/manifest.js';
+import { OPENAPI_FILE } from '../verify/contract.js';
+
+export interface LocalTree {
+  outDir: string;
+  /** Lower-case username -> the manifest entry (its data hash first: see entryHash). */
+  profiles: Map<string, string>;
+  /** Path relative to the out dir -> the manifest entry (hash, then the file's stamp). */
+  files: Map<string, string>;
+  /** The manifest's stamp when it was read: a build that commits meanwhile changes it. */
+  manifestStamp: string | undefined;
+}
+
+/** Documents every snapshot has besides the profiles. */
+export const REQUIRED_FILES = [CREATORS_FILE, OPENAPI_FILE, ...(Object.keys(ERRORS) as ErrorCode[]).map(errorFile)];
+
+const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
+
+/**
+ * Reads the tree's manifest. Entries pending while a build or watcher is committing are waited for
+ * (up to `waitMs`); pending with no live writer means an interrupted build: not publishable (exit 5).
+ */
+export function readLocalTree(outDir: string, waitMs: number): LocalTree {
+  const out = resolve(outDir);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const stamp = manifestStamp(out);
+    if (stamp === undefined) {
+      throw outputError(`${out} holds no snapshot (no ${MANIFEST_FILE})`, `${REBUILD}; --out names the folder build wrote`);
+    }
+    const manifest = readManifest(out);
+    const pending = countPending(manifest);
+    if (pending === 0) return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp });
+    if (OutDirLock.holderOf(out) === undefined || Date.now() >= deadline) {
+      throw outputError(`${out} is not publishable: ${pending} entries of its manifest are pending (an interrupted or unfinished build)`, REBUILD);
+    }
+    sleepSync(100);
+  }
+}
+
+function countPending(manifest: Manifest): number {
+  let pending = 0;
+  for (const entry of manifest.profiles.values()) if (entry === PENDING) pending++;
+  for (const entry of manifest.files.values()) if (entry === PENDING) pending++;
+  return pending;
+}
+
+function checked(tree: LocalTree): LocalTree {
+  const missing = REQUIRED_FILES.filter((path) => !tree.files.has(path) || !existsSync(join(tree.outDir, path)));
+  if (missing.length > 0) throw outputError(`${tree.outDir} is not publishable: ${missing.join(', ')} missing`, REBUILD);
+  return tree;
+}
+
+export const profileHash = (tree: LocalTree, name: string) => entryHash(tree.profiles.get(name)!);
+export const fileHash = (tree: LocalTree, path: string) => entryHash(tree.files.get(path)!);
+export const fileStampOf = (tree: LocalTree, path: string) => fileEntryStamp(tree.files.get(path)!);
+
+/** The file a profile's objects are uploaded from (every alias file holds the same bytes). */
+export const profileFile = (tree: LocalTree, name: string) => join(tree.outDir, PROFILE_DIRS[0], name);

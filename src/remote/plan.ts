@@ -1,0 +1,77 @@
+/**
+ * What a publish does, decided before it touches anything: the tree's hashes against what is live.
+ * The deletion guard is applied here too, so a refused publish changes nothing.
+ */
+import { SnapshotError } from '../errors.js';
+import { CREATORS_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { profileHash, fileHash, type LocalTree } from './local.js';
+import type { LiveSet } from './state.js';
+
+export interface PublishPlan {
+  /** Profiles to upload (each under every alias), new or changed. */
+  profiles: string[];
+  /** Other documents to upload, new or changed, the creators list apart. */
+  files: string[];
+  /** Whether the creators list is new or changed. */
+  list: boolean;
+  /** Profiles to delete (every alias), no longer in the tree. */
+  deleteProfiles: string[];
+  /** Documents to delete and stray keys, relative to the prefix. */
+  deleteKeys: string[];
+  /** Objects already live with the tree's content. */
+  unchanged: number;
+  /** Profile objects live before this publish (the guard's base). */
+  liveProfileObjects: number;
+}
+
+const ALIASES = PROFILE_DIRS.length;
+
+export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
+  const plan: PublishPlan = { profiles: [], files: [], list: false, deleteProfiles: [], deleteKeys: [], unchanged: 0, liveProfileObjects: live.profiles.size * ALIASES };
+  for (const name of tree.profiles.keys()) {
+    if (live.profiles.get(name) === profileHash(tree, name)) plan.unchanged += ALIASES;
+    else plan.profiles.push(name);
+  }
+  for (const path of tree.files.keys()) {
+    if (live.files.get(path) === fileHash(tree, path)) plan.unchanged++;
+    else if (path === CREATORS_FILE) plan.list = true;
+    else plan.files.push(path);
+  }
+  for (const name of live.profiles.keys()) if (!tree.profiles.has(name)) plan.deleteProfiles.push(name);
+  for (const path of live.files.keys()) if (!tree.files.has(path)) plan.deleteKeys.push(path);
+  // A key an interrupted publish meant to delete may be part of the tree again: uploaded, not deleted.
+  for (const key of live.strays) if (!isTreeKey(tree, key)) plan.deleteKeys.push(key);
+  return plan;
+}
+
+function isTreeKey(tree: LocalTree, key: string): boolean {
+  const slash = key.lastIndexOf('/');
+  return tree.files.has(key) || ((PROFILE_DIRS as readonly string[]).includes(key.slice(0, slash)) && tree.profiles.has(key.slice(slash + 1)));
+}
+
+export const uploadCount = (plan: PublishPlan) => plan.profiles.length * ALIASES + plan.files.length + (plan.list ? 1 : 0);
+export const deleteCount = (plan: PublishPlan) => plan.deleteProfiles.length * ALIASES + plan.deleteKeys.length;
+export const isEmptyPlan = (plan: PublishPlan) => uploadCount(plan) === 0 && deleteCount(plan) === 0;
+
+/** Deletions allowed without --force: 10% of the live profile objects, and never fewer than 100. */
+export function defaultMaxDeletes(liveProfileObjects: number): number {
+  return Math.max(100, Math.floor(liveProfileObjects / 10));
+}
+
+export class DeletionGuardError extends SnapshotError {
+  constructor(readonly deletes: number, readonly allowed: number, liveProfileObjects: number, where: string) {
+    const share = liveProfileObjects > 0 ? ` (${Math.round((deletes / liveProfileObjects) * 100)}% of the ${liveProfileObjects.toLocaleString('en-US')} live profile objects)` : '';
+    super('deletionGuard',
+      `refused to publish to ${where}: it would delete ${deletes.toLocaleString('en-US')} objects${share}, more than the ${allowed.toLocaleString('en-US')} allowed; nothing was changed`,
+      { hint: `check that the store is complete; if those profiles are really gone, publish with --max-deletes ${deletes} (or --force)` });
+    this.name = 'DeletionGuardError';
+  }
+}
+
+/** Throws (exit 7) when the plan deletes more than allowed: a truncated or wrong store must not empty the CDN. */
+export function guardDeletions(plan: PublishPlan, options: { maxDeletes?: number | undefined; force?: boolean | undefined }, where: string): void {
+  if (options.force) return;
+  const allowed = options.maxDeletes ?? defaultMaxDeletes(plan.liveProfileObjects);
+  const deletes = deleteCount(plan);
+  if (deletes > allowed) throw new DeletionGuardError(deletes, allowed, plan.liveProfileObjects, where);
+}

@@ -1,0 +1,216 @@
+/**
+ * `publish`: brings a bucket (S3, R2, GCS, MinIO) to exactly the built tree, touching only what
+ * changed. Readers of the bucket never see a broken API, whenever the publish stops:
+ *
+ *   1. decide (tree against what is live: the remote state, or a listing) and apply the deletion
+ *      guard, before anything is written;
+ *   2. record the intent (what may change), so a publish killed half-way is finished by the next;
+ *   3. upload new and changed profiles and documents, then the creators list (so every user the live
+ *      list names has its profile objects), then delete what the tree no longer has;
+ *   4. record the new state.
+ *
+ * Any failure stops the publish where it is: nothing is deleted after a failed upload.
+ */
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { existsSync, fstatSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { outputError } from '../errors.js';
+import { CREATORS_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { entryHash, manifestStamp } from '../publish/manifest.js';
+import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
+import { fileStampOf, profileFile, readLocalTree, type LocalTree } from './local.js';
+import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
+import { listLive } from './reconcile.js';
+import { applyIntent, newPublishId, parseIntent, parseState, REMOTE_INTENT, REMOTE_STATE, serializeIntent, serializeState, type LiveSet, type RemoteIntent } from './state.js';
+import { describeTarget, objectKey } from './target.js';
+import { closeFile, deleteObjects, inPool, openFile, putFile, putObject } from './upload.js';
+
+export interface PublishOptions {
+  out: string;
+  remote: RemoteOptions;
+  /** Objects a publish may delete; default 10% of the live profile objects, at least 100. */
+  maxDeletes?: number | undefined;
+  /** No deletion guard. */
+  force?: boolean | undefined;
+  /** Ignore the remote state: list the bucket and compare by content. */
+  full?: boolean | undefined;
+  /** Decide and report, write nothing. */
+  dryRun?: boolean | undefined;
+  /** How long to wait for a running build's commit to end (default 30 s). */
+  waitMs?: number | undefined;
+  onProgress?: ((progress: PublishProgress) => void) | undefined;
+}
+
+export interface PublishProgress { phase: 'upload' | 'delete'; done: number; total: number }
+
+export interface PublishReport {
+  out: string;
+  to: string;
+  /** Bucket and endpoint, as in messages (no credentials). */
+  where: string;
+  dryRun: boolean;
+  /** How what is live was found: the remote state, or a listing of the prefix. */
+  compared: 'state' | 'listing';
+  /** Whether anything was (or, in a dry run, would be) written. */
+  changed: boolean;
+  profiles: { put: number; deleted: number };
+  objects: { put: number; deleted: number; unchanged: number };
+  /** Whether the creators list was uploaded. */
+  list: boolean;
+  bytes: number;
+  requests: RequestCounts;
+  retries: number;
+  /** More than 1 when a build committed meanwhile and the publish started over on the new tree. */
+  attempts: number;
+  seconds: number;
+}
+
+/** A build committed while the publish read the tree: start over on the new one. */
+class TreeChanged extends Error {}
+
+const MAX_ATTEMPTS = 3;
+
+export async function publish(options: PublishOptions): Promise<PublishReport> {
+  const started = performance.now();
+  const remote = await Remote.open(options.remote);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const report = await publishOnce(remote, options);
+        return { ...report, attempts: attempt, requests: { ...remote.counts }, retries: remote.retries, seconds: (performance.now() - started) / 1000 };
+      } catch (error) {
+        if (!(error instanceof TreeChanged)) throw error;
+        if (attempt === MAX_ATTEMPTS) {
+          throw outputError(`the tree in ${options.out} changed under ${MAX_ATTEMPTS} publishes in a row (a build kept committing)`, 'publish from the watcher (watch --publish), or between builds');
+        }
+      }
+    }
+  } finally {
+    remote.close();
+  }
+}
+
+type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds'>;
+
+async function publishOnce(remote: Remote, options: PublishOptions): Promise<Outcome> {
+  const tree = readLocalTree(options.out, options.waitMs ?? 30_000);
+  const recorded = options.full ? undefined : await readRecord(remote);
+  const live = recorded?.live ?? await listLive(remote, tree);
+  const plan = planPublish(tree, live);
+  guardDeletions(plan, options, remote.where);
+  const outcome: Outcome = {
+    out: tree.outDir, to: describeTarget(remote.options), where: remote.where, dryRun: Boolean(options.dryRun),
+    compared: recorded ? 'state' : 'listing', changed: !isEmptyPlan(plan),
+    profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
+    objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
+    list: plan.list, bytes: 0,
+  };
+  // Nothing to write, and the state already says so (a listing leaves a state for next time).
+  if (options.dryRun || (recorded?.settled && isEmptyPlan(plan))) return outcome;
+  assertPresent(tree, plan);
+  const id = newPublishId();
+  // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
+  await putObject(remote, REMOTE_INTENT, serializeIntent(intentOf(id, plan)));
+  outcome.bytes = await upload(remote, tree, plan, options);
+  const deletions = [...plan.deleteProfiles.flatMap((name) => PROFILE_DIRS.map((dir) => `${dir}/${name}`)), ...plan.deleteKeys];
+  let deleted = 0;
+  await deleteObjects(remote, deletions, remote.options.concurrency, (count) => options.onProgress?.({ phase: 'delete', done: deleted += count, total: deletions.length }));
+  await putObject(remote, REMOTE_STATE, serializeState(id, hashes(tree.profiles), hashes(tree.files)));
+  return outcome;
+}
+
+/** The state and intent in the bucket; undefined when there is no usable state (list instead). */
+async function readRecord(remote: Remote): Promise<{ live: LiveSet; settled: boolean } | undefined> {
+  const [stateBytes, intentBytes] = await Promise.all([readObject(remote, REMOTE_STATE), readObject(remote, REMOTE_INTENT)]);
+  if (stateBytes === undefined) return undefined;
+  let state: ReturnType<typeof parseState>, intent: RemoteIntent | undefined;
+  try {
+    state = parseState(stateBytes);
+    intent = intentBytes === undefined ? undefined : parseIntent(intentBytes);
+  } catch {
+    return undefined; // unreadable (another version, damaged): the listing tells what is there
+  }
+  const unresolved = intent !== undefined && intent.id !== state.id;
+  if (unresolved) applyIntent(state.live, intent!);
+  return { live: state.live, settled: !unresolved };
+}
+
+async function readObject(remote: Remote, path: string): Promise<Uint8Array | undefined> {
+  const { bucket, prefix } = remote.options;
+  try {
+    const output = await remote.client.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) }));
+    remote.retries += Math.max(0, (output.$metadata.attempts ?? 1) - 1);
+    return await output.Body!.transformToByteArray();
+  } catch (error) {
+    if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw remote.failure(error, 'read the publish state in the bucket');
+  }
+}
+
+function intentOf(id: string, plan: PublishPlan): RemoteIntent {
+  return {
+    id,
+    profiles: new Set([...plan.profiles, ...plan.deleteProfiles]),
+    files: new Set(plan.list ? [...plan.files, CREATORS_FILE] : plan.files),
+    strays: new Set(plan.deleteKeys),
+  };
+}
+
+function* hashes(entries: Map<string, string>): Iterable<[string, string]> {
+  for (const [key, entry] of entries) yield [key, entryHash(entry)];
+}
+
+/** A document the plan uploads is missing: the tree changed under us, or it is damaged (exit 5). */
+function missing(tree: LocalTree, path: string): Error {
+  if (manifestStamp(tree.outDir) !== tree.manifestStamp) return new TreeChanged();
+  return outputError(`${tree.outDir} is not publishable: ${path} is missing although the manifest lists it`, 'rebuild (profile-snapshot build --full), then publish again');
+}
+
+/** Checked before anything is written: a tree missing documents is never half published. */
+function assertPresent(tree: LocalTree, plan: PublishPlan): void {
+  for (const name of plan.profiles) if (!existsSync(profileFile(tree, name))) throw missing(tree, `${PROFILE_DIRS[0]}/${name}`);
+  for (const path of plan.files) if (!existsSync(join(tree.outDir, path))) throw missing(tree, path);
+}
+
+/** Profiles and documents first, the creators list last. Returns the bytes uploaded. */
+async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, options: PublishOptions): Promise<number> {
+  const total = uploadCount(plan);
+  let done = 0, bytes = 0;
+  const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: done += count, total });
+  const send = async (path: string, file: string, keys: readonly string[]) => {
+    const fd = openFile(file);
+    if (fd === undefined) throw missing(tree, path);
+    try {
+      bytes += await putFile(remote, keys, fd);
+      progress(keys.length);
+    } finally {
+      closeFile(fd);
+    }
+  };
+  const concurrency = remote.options.concurrency;
+  await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), PROFILE_DIRS.map((dir) => `${dir}/${name}`)));
+  await inPool(plan.files, concurrency, (path) => send(path, join(tree.outDir, path), [path]));
+  if (plan.list) await sendList(remote, tree, (size) => {
+    bytes += size;
+    progress(1);
+  });
+  return bytes;
+}
+
+/** The creators list, as the manifest describes it: a list written by a later build is not ours to send. */
+async function sendList(remote: Remote, tree: LocalTree, sent: (bytes: number) => void): Promise<void> {
+  const fd = openFile(join(tree.outDir, CREATORS_FILE));
+  if (fd === undefined) throw missing(tree, CREATORS_FILE);
+  try {
+    const expected = fileStampOf(tree, CREATORS_FILE);
+    const stats = fstatSync(fd, { bigint: true });
+    if (expected !== undefined && expected !== `${stats.ino}:${stats.size}:${stats.mtimeNs}`) {
+      if (manifestStamp(tree.outDir) !== tree.manifestStamp) throw new TreeChanged();
+      throw outputError(`${join(tree.outDir, CREATORS_FILE)} was changed since the build wrote it`, 'rebuild (profile-snapshot build --full), then publish again');
+    }
+    sent(await putFile(remote, [CREATORS_FILE], fd));
+  } finally {
+    closeFile(fd);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * With no remote state (a first publish, a bucket filled by hand or by an older run, --full), what is
+ * live is found by listing the prefix and comparing each object with the tree by content: its ETag
+ * (the MD5 of its bytes, for a single-part upload) and size against the local file's. Objects that
+ * match count as live with the tree's hash; any other is uploaded again or, when the tree has no such
+ * document, deleted.
+ */
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../publish/layout.js';
+import type { Remote } from './client.js';
+import { profileFile, profileHash, fileHash, type LocalTree } from './local.js';
+import { emptyLive, UNKNOWN, type LiveSet } from './state.js';
+import { MULTIPART_PART_BYTES } from './upload.js';
+
+interface Listed { etag: string; size: number }
+
+/** Every object under the prefix, by key relative to it (the tool's own state folder left out). */
+async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
+  const { bucket, prefix } = remote.options;
+  const start = prefix === '' ? '' : `${prefix}/`;
+  const objects = new Map<string, Listed>();
+  let token: string | undefined;
+  do {
+    const page = await remote.call(() => remote.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: start, ContinuationToken: token })), 'list the bucket');
+    for (const object of page.Contents ?? []) {
+      const key = object.Key?.slice(start.length);
+      if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`)) continue;
+      objects.set(key, { etag: (object.ETag ?? '').replaceAll('"', ''), size: object.Size ?? -1 });
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  return objects;
+}
+
+export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet> {
+  const live = emptyLive();
+  const listed = await listPrefix(remote);
+  const profileObjects = new Map<string, Listed[]>();
+  for (const [key, object] of listed) {
+    const slash = key.lastIndexOf('/');
+    const dir = key.slice(0, slash), name = key.slice(slash + 1);
+    if ((PROFILE_DIRS as readonly string[]).includes(dir) && CANONICAL_USERNAME.test(name)) {
+      const objects = profileObjects.get(name) ?? [];
+      objects.push(object);
+      profileObjects.set(name, objects);
+    } else if (tree.files.has(key)) {
+      live.files.set(key, matches(object, join(tree.outDir, key)) ? fileHash(tree, key) : UNKNOWN);
+    } else {
+      live.strays.add(key);
+    }
+  }
+  for (const [name, objects] of profileObjects) {
+    const complete = tree.profiles.has(name) && objects.length === PROFILE_DIRS.length && objects.every((object) => matches(object, profileFile(tree, name)));
+    live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
+  }
+  return live;
+}
+
+/** Whether a listed object holds the local file's bytes (by size, then ETag). */
+function matches(object: Listed, path: string): boolean {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return false;
+  }
+  if (size !== object.size) return false;
+  const parts = /^[0-9a-f]{32}-(\d+)$/.exec(object.etag);
+  return parts ? multipartEtag(path) === object.etag : md5(path, 0, size) === object.etag;
+}
+
+function md5(path: string, from: number, length: number): string {
+  return readRange(path, from, length, createHash('md5')).digest('hex');
+}
+
+/** S3's ETag of a multipart upload made with our part size: the MD5 of the parts' MD5s, then `-<parts>`. */
+function multipartEtag(path: string): string {
+  const size = statSync(path).size;
+  const whole = createHash('md5');
+  let parts = 0;
+  for (let from = 0; from < size; from += MULTIPART_PART_BYTES, parts++) {
+    whole.update(readRange(path, from, Math.min(MULTIPART_PART_BYTES, size - from), createHash('md5')).digest());
+  }
+  return `${whole.digest('hex')}-${parts}`;
+}
+
+function readRange<H extends { update(data: Uint8Array): unknown }>(path: string, from: number, length: number, hash: H): H {
+  const fd = openSync(path, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(Math.min(length, 1 << 20) || 1);
+    for (let done = 0; done < length;) {
+      const read = readSync(fd, chunk, 0, Math.min(chunk.length, length - done), from + done);
+      if (read === 0) break;
+      hash.update(chunk.subarray(0, read));
+      done += read;
+    }
+    return hash;
+  } finally {
+    closeSync(fd);
+  }
+}

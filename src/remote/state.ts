@@ -1,0 +1,123 @@
+/**
+ * What is live in the bucket, as the tool records it there, so that a publish compares its tree with
+ * it instead of listing the bucket:
+ *
+ *   - the **state** (`.profile-snapshot/remote-state` under the prefix): every published profile and
+ *     file with the data hash (the manifest's) of the document its objects hold. Written last, once
+ *     every upload and deletion of a publish has succeeded.
+ *   - the **intent** (`.profile-snapshot/remote-intent`): written before a publish touches any
+ *     object, naming every profile, file and stray key it may upload or delete. A publish killed
+ *     half-way leaves objects the state does not describe; the next one reads the intent and treats
+ *     those entries as unknown (uploads them again, or deletes them), so nothing is left stale or
+ *     orphaned. Each publish has an id; a state that carries the intent's id has resolved it.
+ *
+ * Both are gzipped tab-separated lines under a header line. No CDN route serves `.profile-snapshot/`.
+ */
+import { randomBytes } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { STATE_DIR } from '../publish/layout.js';
+
+export const REMOTE_STATE = `${STATE_DIR}/remote-state`;
+export const REMOTE_INTENT = `${STATE_DIR}/remote-intent`;
+const STATE_HEADER = 'profile-snapshot remote state 1';
+const INTENT_HEADER = 'profile-snapshot remote intent 1';
+
+/** The hash of an object whose content is not known (an unresolved intent, a mismatching listing). */
+export const UNKNOWN = '?';
+
+/** What is in the bucket: profile name or file path -> data hash (or UNKNOWN). */
+export interface LiveSet {
+  profiles: Map<string, string>;
+  files: Map<string, string>;
+  /** Keys (relative to the prefix) that are not part of any tree's layout: deleted by the next publish. */
+  strays: Set<string>;
+}
+
+export interface RemoteState {
+  /** The publish that wrote it. */
+  id: string;
+  live: LiveSet;
+}
+
+export interface RemoteIntent {
+  id: string;
+  profiles: Set<string>;
+  files: Set<string>;
+  strays: Set<string>;
+}
+
+export const emptyLive = (): LiveSet => ({ profiles: new Map(), files: new Map(), strays: new Set() });
+
+export const newPublishId = (): string => randomBytes(9).toString('base64url');
+
+/** Lines joined in batches: one string per line of a million-profile state would be garbage galore. */
+function gzipLines(header: string, each: (line: (text: string) => void) => void): Buffer {
+  const parts: string[] = [];
+  let batch = `${header}\n`, count = 0;
+  each((text) => {
+    batch += `${text}\n`;
+    if (++count % 4096 === 0) {
+      parts.push(batch);
+      batch = '';
+    }
+  });
+  parts.push(batch);
+  return gzipSync(Buffer.from(parts.join('')), { level: 6 });
+}
+
+function parseLines(bytes: Uint8Array, header: string, what: string, line: (fields: string[]) => void): string {
+  let text: string;
+  try {
+    text = gunzipSync(bytes).toString('utf8');
+  } catch {
+    throw new Error(`the remote ${what} is not gzip`);
+  }
+  const lines = text.split('\n');
+  const head = lines[0]!.split('\t');
+  if (head[0] !== header || head[1] === undefined) throw new Error(`the remote ${what} was not written by this version of profile-snapshot`);
+  for (let i = 1; i < lines.length; i++) if (lines[i] !== '') line(lines[i]!.split('\t'));
+  return head[1];
+}
+
+export function serializeState(id: string, profiles: Iterable<[string, string]>, files: Iterable<[string, string]>): Buffer {
+  return gzipLines(`${STATE_HEADER}\t${id}`, (line) => {
+    for (const [path, hash] of files) line(`f\t${path}\t${hash}`);
+    for (const [name, hash] of profiles) line(`p\t${name}\t${hash}`);
+  });
+}
+
+export function parseState(bytes: Uint8Array): RemoteState {
+  const live = emptyLive();
+  const id = parseLines(bytes, STATE_HEADER, 'state', ([kind, key, hash]) => {
+    if (key === undefined || hash === undefined) return;
+    if (kind === 'p') live.profiles.set(key, hash);
+    else if (kind === 'f') live.files.set(key, hash);
+  });
+  return { id, live };
+}
+
+export function serializeIntent(intent: RemoteIntent): Buffer {
+  return gzipLines(`${INTENT_HEADER}\t${intent.id}`, (line) => {
+    for (const path of intent.files) line(`f\t${path}`);
+    for (const key of intent.strays) line(`k\t${key}`);
+    for (const name of intent.profiles) line(`p\t${name}`);
+  });
+}
+
+export function parseIntent(bytes: Uint8Array): RemoteIntent {
+  const intent: RemoteIntent = { id: '', profiles: new Set(), files: new Set(), strays: new Set() };
+  intent.id = parseLines(bytes, INTENT_HEADER, 'intent', ([kind, key]) => {
+    if (key === undefined) return;
+    if (kind === 'p') intent.profiles.add(key);
+    else if (kind === 'f') intent.files.add(key);
+    else if (kind === 'k') intent.strays.add(key);
+  });
+  return intent;
+}
+
+/** Marks what an unresolved intent may have touched as unknown: uploaded again, or deleted. */
+export function applyIntent(live: LiveSet, intent: RemoteIntent): void {
+  for (const name of intent.profiles) live.profiles.set(name, UNKNOWN);
+  for (const path of intent.files) live.files.set(path, UNKNOWN);
+  for (const key of intent.strays) live.strays.add(key);
+}

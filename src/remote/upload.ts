@@ -1,0 +1,133 @@
+/**
+ * Writing objects: uploads with the contract's headers, the creators list in parts when large, and
+ * deletions in batches, all through a bounded pool that stops at the first failure (nothing further
+ * is started, what is in flight is awaited, and the error is thrown).
+ */
+import { DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
+import { CONTRACT_HEADERS } from '../hosting/routes.js';
+import type { Remote } from './client.js';
+import { objectKey } from './target.js';
+
+/** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
+export const MULTIPART_PART_BYTES = 16 * 1024 * 1024;
+/** Files larger than this go up in parts (the creators list passes 500 MB at a million profiles). */
+export const MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024;
+/** S3's limit of keys per DeleteObjects request. */
+const DELETE_BATCH = 1000;
+
+/** Headers stored with every public object, and sent back by the bucket on every GET. */
+export const OBJECT_HEADERS = {
+  ContentType: CONTRACT_HEADERS['Content-Type'],
+  CacheControl: CONTRACT_HEADERS['Cache-Control'],
+} as const;
+
+/** Runs `task` for every item, at most `concurrency` at once; the first failure stops the rest. */
+export async function inPool<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (failure === undefined && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await task(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  if (failure !== undefined) throw failure.error;
+}
+
+export async function putObject(remote: Remote, path: string, body: Buffer): Promise<void> {
+  const { bucket, prefix } = remote.options;
+  await remote.call(() => remote.client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Body: body, ...OBJECT_HEADERS })), `upload ${path}`);
+}
+
+/**
+ * Uploads a file from an open descriptor to every key given (a profile's aliases): the bytes of the
+ * file as it was when opened, even if a build renames a new version over it meanwhile. Large files go
+ * up in parts, which S3 shows only once complete: readers see the old object or the new one, never
+ * part of it. Returns the bytes sent.
+ */
+export async function putFile(remote: Remote, paths: readonly string[], fd: number): Promise<number> {
+  const size = fstatSync(fd).size;
+  if (size <= MULTIPART_THRESHOLD_BYTES) {
+    const body = readWhole(fd, size);
+    for (const path of paths) await putObject(remote, path, body);
+    return size * paths.length;
+  }
+  const { bucket, prefix } = remote.options;
+  for (const path of paths) {
+    const upload = new Upload({
+      client: remote.client,
+      // Positional reads from the start: the same bytes for every key, whatever was read before.
+      params: { Bucket: bucket, Key: objectKey(prefix, path), Body: createReadStream('', { fd, autoClose: false, start: 0 }), ...OBJECT_HEADERS },
+      partSize: MULTIPART_PART_BYTES,
+      queueSize: 4,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+    } catch (error) {
+      throw remote.failure(error, `upload ${path}`);
+    }
+  }
+  return size * paths.length;
+}
+
+function readWhole(fd: number, size: number): Buffer {
+  const body = Buffer.allocUnsafe(size);
+  let done = 0;
+  while (done < size) {
+    const read = readSync(fd, body, done, size - done, done);
+    if (read === 0) throw new Error(`file shrank while read (${done} of ${size} bytes)`);
+    done += read;
+  }
+  return body;
+}
+
+/** Opens a file for `putFile`, or undefined when it is not there. */
+export function openFile(path: string): number | undefined {
+  try {
+    return openSync(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+export const closeFile = (fd: number) => closeSync(fd);
+
+/**
+ * Deletes objects by key relative to the prefix, a thousand per request; servers without the
+ * batch call (Google Cloud Storage's XML API) get one request per key.
+ */
+export async function deleteObjects(remote: Remote, paths: readonly string[], concurrency: number, onDeleted: (count: number) => void): Promise<void> {
+  const { bucket, prefix } = remote.options;
+  const batches: string[][] = [];
+  for (let i = 0; i < paths.length; i += DELETE_BATCH) batches.push(paths.slice(i, i + DELETE_BATCH) as string[]);
+  let batchable = true;
+  await inPool(batches, Math.max(1, Math.min(4, concurrency)), async (batch) => {
+    if (batchable) {
+      try {
+        const result = await remote.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((path) => ({ Key: objectKey(prefix, path) })), Quiet: true } }));
+        remote.retries += Math.max(0, (result.$metadata.attempts ?? 1) - 1);
+        const failed = result.Errors ?? [];
+        if (failed.length > 0) throw remote.failure(Object.assign(new Error(`${failed.length} keys not deleted, e.g. ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`), { name: failed[0]!.Code ?? 'DeleteFailed' }), 'delete objects');
+        onDeleted(batch.length);
+        return;
+      } catch (error) {
+        const name = (error as { name?: string }).name;
+        if (name !== 'NotImplemented' && name !== 'MethodNotAllowed') throw remote.failure(error, 'delete objects');
+        batchable = false;
+      }
+    }
+    await inPool(batch, concurrency, async (path) => {
+      await remote.call(() => remote.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) })), `delete ${path}`);
+      onDeleted(1);
+    });
+  });
+}

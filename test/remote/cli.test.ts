@@ -1,0 +1,105 @@
+/**
+ * `profile-snapshot publish` through the real CLI: exit codes, messages that name endpoint, bucket
+ * and cause, and credentials that never show.
+ */
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { freePort, runCliAsync, s3Env, startS3rver, type S3Server } from '../helpers/s3.js';
+import { expectExact, newSite, PREFIX, sql, type Site } from './helpers.js';
+import { buildTo } from '../helpers/build.js';
+
+const SECRET = 'wJalrXUtnFEMI-this-secret-must-never-show';
+
+describe('publish CLI', () => {
+  let server: S3Server;
+  let dir: string;
+  let site: Site;
+  beforeAll(async () => {
+    server = await startS3rver();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ps-publish-cli-'));
+    site = await newSite(server, dir, 20);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const publishArgs = (...more: string[]) => ['publish', '--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', site.endpoint, ...more];
+
+  it('publishes with the target and endpoint from the environment, and says what it did', async () => {
+    const run = await runCliAsync(['publish', '--out', site.out, '--json'], s3Env({ PROFILE_PUBLISH_TO: `s3://${site.bucket}/${PREFIX}`, AWS_ENDPOINT_URL_S3: site.endpoint }));
+    expect(run.stderr).toMatch(/published .* to s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+: 46 objects put \(20 profiles, the creators list\)/);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout);
+    expect(report.objects).toEqual({ put: 46, deleted: 0, unchanged: 0 });
+    expect(report.requests.PUT).toBe(48);
+    await expectExact(site);
+    const again = await runCliAsync(publishArgs(), s3Env());
+    expect(again.code).toBe(0);
+    expect(again.stderr).toMatch(/is up to date \(46 objects\); 2 requests/);
+  });
+
+  it('exits 2 on usage errors', async () => {
+    const none = await runCliAsync(['publish', '--out', site.out], s3Env());
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/no bucket to publish to.*--to s3:\/\/<bucket>/);
+    const bad = await runCliAsync(['publish', '--out', site.out, '--to', 'https://bucket/x'], s3Env());
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--to must be an s3:\/\/ URL/);
+    const help = await runCliAsync(['publish', '--help'], {});
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/6 the bucket is unusable/);
+    expect(help.stdout).toMatch(/7 refused by the deletion guard/);
+  });
+
+  it('exits 5 for a tree that is not publishable, writing nothing', async () => {
+    const empty = await runCliAsync(publishArgs('--out', join(dir, 'nothing-here')), s3Env());
+    expect(empty.code).toBe(5);
+    expect(empty.stderr).toMatch(/holds no snapshot.*Fix: run profile-snapshot build/);
+    // An interrupted build: entries claimed, never settled.
+    appendFileSync(join(site.out, '.profile-snapshot/manifest'), '\nu\tuser00001\t-\n');
+    const pending = await runCliAsync(publishArgs('--wait', '100'), s3Env());
+    expect(pending.code).toBe(5);
+    expect(pending.stderr).toMatch(/not publishable: 1 entries of its manifest are pending/);
+    const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
+    expect(await listing.text()).not.toMatch(/<Key>/);
+  });
+
+  it('exits 6 naming endpoint, bucket and cause when the remote is unusable, never showing secrets', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const env = s3Env({ AWS_SECRET_ACCESS_KEY: SECRET });
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [publishArgs('--endpoint', closed, '--json'), env, /s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+\): the endpoint did not answer \(ECONNREFUSED\)/],
+      [publishArgs('--to', 's3://no-such-bucket', '--json'), env, /s3:\/\/no-such-bucket at .*: the bucket does not exist/],
+      [publishArgs('--json'), { ...env, AWS_ACCESS_KEY_ID: 'AKIAWRONGWRONGWRONG' }, /access denied \(InvalidAccessKeyId\).*Fix: check the credentials/],
+      [publishArgs('--endpoint', `http://user:${SECRET}@127.0.0.1:1`, '--json'), env, /at http:\/\/127\.0\.0\.1:1\): the endpoint did not answer/],
+    ];
+    for (const [args, caseEnv, message] of cases) {
+      const run = await runCliAsync(args, caseEnv);
+      expect(run.stderr).toMatch(message);
+      expect(run.code, run.stderr).toBe(6);
+      expect(JSON.parse(run.stdout).error.kind).toBe('remote');
+      for (const text of [run.stdout, run.stderr]) {
+        expect(text).not.toContain(SECRET);
+        expect(text).not.toContain('AKIAWRONG');
+      }
+    }
+  }, 60_000);
+
+  it('exits 7 when the deletion guard refuses, and --force overrides it', async () => {
+    site = await newSite(server, dir, 150);
+    expect((await runCliAsync(publishArgs(), s3Env())).code).toBe(0);
+    sql(site.db, 'DELETE FROM socials; DELETE FROM bans; DELETE FROM users WHERE id > 20;');
+    buildTo(site.db, site.out);
+    const refused = await runCliAsync(publishArgs(), s3Env());
+    expect(refused.code).toBe(7);
+    expect(refused.stderr).toMatch(/refused to publish .* it would delete 260 objects \(87% of the 300 live profile objects\), more than the 100 allowed; nothing was changed\. Fix: .*--max-deletes 260 \(or --force\)/);
+    const forced = await runCliAsync(publishArgs('--force'), s3Env());
+    expect(forced.code).toBe(0);
+    await expectExact(site);
+  });
+});

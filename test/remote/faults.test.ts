@@ -1,0 +1,136 @@
+/**
+ * A publish under faults: a server that throttles, fails and drops connections; a publish killed
+ * with SIGKILL at random points; and the order of its requests, checked while readers watch.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildTo } from '../helpers/build.js';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { clientFor, hasMoto, readBucket, runCliAsync, s3Env, startMoto, startProxy, startS3rver, type S3Server } from '../helpers/s3.js';
+import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, sql } from './helpers.js';
+import { prng } from '../../src/seed/synthetic.js';
+import type { PublishOptions } from '../../src/remote/publish.js';
+
+/**
+ * A reader's view: the creators list, then both profile objects of every name in it. True when the
+ * list was the same before and after the profiles were read (else the sample says nothing).
+ */
+async function listCoveredWhileReading(endpoint: string, bucket: string): Promise<boolean> {
+  const client = clientFor(endpoint);
+  const read = async (path: string) => {
+    try {
+      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${PREFIX}/${path}` }));
+      return Buffer.from(await object.Body!.transformToByteArray()).toString('utf8');
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+      throw error;
+    }
+  };
+  try {
+    const before = await read('service-api/v1/creators');
+    const names = (JSON.parse(before!).data as { username: string }[]).map((c) => c.username.toLowerCase());
+    const missing: string[] = [];
+    for (const name of names) for (const dir of ['api/v1/users', 'service-api/v1/users']) if (await read(`${dir}/${name}`) === undefined) missing.push(`${dir}/${name}`);
+    if (await read('service-api/v1/creators') !== before) return false;
+    expect(missing).toEqual([]);
+    return true;
+  } finally {
+    client.destroy();
+  }
+}
+
+describe('publish under faults', () => {
+  let server: S3Server;
+  let dir: string;
+  beforeAll(async () => {
+    // moto stores an object only once its whole body arrived, as S3 does; s3rver writes in place,
+    // so behind it the proxy (which forwards whole bodies only) stands in for that.
+    server = hasMoto ? await startMoto() : await startS3rver();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'ps-publish-faults-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('retries throttling, 5xx answers, dropped connections and slow answers, and ends exact', async () => {
+    const site = await newSite(server, dir, 60);
+    const faults = ['status503', 'reset', 'slow'] as const;
+    const injected = { status503: 0, reset: 0, slow: 0 };
+    const proxy = await startProxy(site.endpoint, {
+      fault: (n) => {
+        if (n % 7 !== 3) return undefined;
+        const fault = faults[Math.floor(n / 7) % 3]!;
+        injected[fault]++;
+        return fault;
+      },
+    });
+    const report = await publishSite(site, {}, proxy.endpoint);
+    await proxy.close();
+    expect(Math.min(injected.status503, injected.reset, injected.slow)).toBeGreaterThan(1);
+    // Every failed request was sent again; a slow answer is waited for, not retried.
+    expect(report.retries).toBe(injected.status503 + injected.reset);
+    await expectExact(site);
+  }, 60_000);
+
+  it('keeps the order: profiles, then the list, then deletions, then the state; readers never see a list naming a missing profile', async () => {
+    const site = await newSite(server, dir, 40);
+    await publishSite(site);
+    sql(site.db, "UPDATE users SET status = 'deleted' WHERE id <= 6; UPDATE users SET views = views + 5 WHERE id > 16;"
+      + " INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'arrival', 'A', '', '2025-06-01 00:00:00', 1, 'active');");
+    buildTo(site.db, site.out);
+    const proxy = await startProxy(site.endpoint, { delayMs: 100 });
+    let reading = true, reads = 0;
+    const reader = (async () => {
+      while (reading) if (await listCoveredWhileReading(site.endpoint, site.bucket)) reads++;
+    })();
+    const report = await publishSite(site, { remote: { concurrency: 2 } as PublishOptions['remote'] }, proxy.endpoint);
+    reading = false;
+    await reader;
+    await proxy.close();
+    expect(reads).toBeGreaterThan(1);
+    expect(report.profiles.put).toBeGreaterThan(5);
+
+    const at = (test: (path: string, method: string) => boolean) => proxy.log.filter((r) => test(r.path, r.method));
+    const list = at((path, method) => method === 'PUT' && path.endsWith('/service-api/v1/creators'));
+    const profiles = at((path, method) => method === 'PUT' && /\/users\/[^/]+$/.test(path));
+    const deletions = at((_path, method) => method === 'POST' || method === 'DELETE');
+    const intent = at((path, method) => method === 'PUT' && path.endsWith('/remote-intent'));
+    const state = at((path, method) => method === 'PUT' && path.endsWith('/remote-state'));
+    expect([list.length, intent.length, state.length]).toEqual([1, 1, 1]);
+    expect(deletions.length).toBeGreaterThan(0);
+    for (const r of profiles) expect(r.startedAt).toBeGreaterThanOrEqual(intent[0]!.endedAt);
+    for (const r of profiles) expect(r.endedAt).toBeLessThanOrEqual(list[0]!.startedAt);
+    for (const r of deletions) expect(r.startedAt).toBeGreaterThanOrEqual(list[0]!.endedAt);
+    for (const r of deletions) expect(r.endedAt).toBeLessThanOrEqual(state[0]!.startedAt);
+    await expectExact(site);
+  }, 60_000);
+
+  it('survives kill -9 at random points: the bucket serves a consistent API, and the next publish ends exact', async () => {
+    const site = await newSite(server, dir, 80);
+    const proxy = await startProxy(site.endpoint, { delayMs: 4 });
+    const random = prng(7);
+    const args = ['publish', '--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', proxy.endpoint, '--concurrency', '4', '--force'];
+    let killed = 0;
+    for (let round = 1; round <= 6; round++) {
+      // Each round changes a different part of the store: updates, removals, arrivals.
+      sql(site.db, `UPDATE users SET views = views + ${round} WHERE id % 3 = ${round % 3}; UPDATE users SET status = '${round % 2 ? 'deleted' : 'active'}' WHERE id % 11 = ${round % 11};`
+        + ` INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (${1000 + round}, 'kill${round}', 'K', '', '2025-06-01 00:00:00', 1, 'active');`);
+      buildTo(site.db, site.out);
+      const delay = 100 + Math.floor(random() * 900);
+      const run = await runCliAsync(args, s3Env(), (child) => setTimeout(() => child.kill('SIGKILL'), delay));
+      if (run.signal === 'SIGKILL') killed++;
+      else expect(run.code, run.stderr).toBe(0);
+      expectListCovered(publicObjects(await readBucket(site.endpoint, site.bucket, PREFIX)));
+    }
+    expect(killed).toBeGreaterThan(2);
+    const final = await runCliAsync(args, s3Env());
+    expect(final.code, final.stderr).toBe(0);
+    await proxy.close();
+    await expectExact(site);
+  }, 120_000);
+});

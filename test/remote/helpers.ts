@@ -1,0 +1,73 @@
+/** A built tree and a bucket for publish tests, and the checks every publish test makes. */
+import Database from 'better-sqlite3';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { publish, type PublishOptions, type PublishReport } from '../../src/remote/publish.js';
+import { buildTo } from '../helpers/build.js';
+import { publishedFiles } from '../helpers/output.js';
+import { makeStore } from '../faults/helpers.js';
+import { CREDENTIALS, readBucket, type S3Server, type StoredObject } from '../helpers/s3.js';
+
+export const PREFIX = 'site/v1';
+export const CONTENT_TYPE = 'application/json; charset=utf-8';
+export const CACHE_CONTROL = 'public, s-maxage=30, stale-while-revalidate=60';
+
+export interface Site { db: string; out: string; server: S3Server; endpoint: string; bucket: string }
+
+/** A store of `users` users built into `dir`, and a new bucket on `server`. */
+export async function newSite(server: S3Server, dir: string, users: number): Promise<Site> {
+  const db = join(dir, 'profiles.db');
+  const out = join(dir, 'dist');
+  rmSync(db, { force: true });
+  makeStore(db, users);
+  buildTo(db, out);
+  return { db, out, server, endpoint: server.endpoint, bucket: await server.bucket() };
+}
+
+/** Publishes through the library, as the CLI does, with the test's credentials. */
+export async function publishSite(site: Site, options: Partial<PublishOptions> = {}, endpoint = site.endpoint): Promise<PublishReport> {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
+  return publish({ ...options, out: site.out, remote: { bucket: site.bucket, prefix: PREFIX, endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8, ...options.remote } });
+}
+
+export function sql(db: string, statement: string): void {
+  const store = new Database(db);
+  store.exec(statement);
+  store.close();
+}
+
+/** The public objects (the tool's own state left out). */
+export const publicObjects = (objects: Map<string, StoredObject>) => new Map([...objects].filter(([key]) => !key.startsWith('.profile-snapshot/')));
+
+/** The bucket holds exactly the tree: the same keys, the same bytes, the contract's headers. */
+export async function expectExact(site: Site): Promise<Map<string, StoredObject>> {
+  const objects = await readBucket(site.endpoint, site.bucket, PREFIX);
+  const files = publishedFiles(site.out);
+  const live = publicObjects(objects);
+  expect([...live.keys()].sort()).toEqual(files);
+  for (const file of files) {
+    const object = live.get(file)!;
+    expect(object.bytes, file).toBe(readFileSync(join(site.out, file), 'latin1'));
+    expect(object.contentType, file).toBe(CONTENT_TYPE);
+    expect(object.cacheControl, file).toBe(CACHE_CONTROL);
+  }
+  expect([...objects.keys()].filter((key) => key.startsWith('.profile-snapshot/')).sort()).toEqual(['.profile-snapshot/remote-intent', '.profile-snapshot/remote-state']);
+  return objects;
+}
+
+export const totalRequests = (report: PublishReport) => Object.values(report.requests).reduce((a, b) => a + b, 0);
+
+/** Every name the creators list in `objects` names has its profile object under both aliases. */
+export function expectListCovered(objects: Map<string, { bytes: string }>): number {
+  const list = objects.get('service-api/v1/creators');
+  if (list === undefined) return 0;
+  const names = (JSON.parse(list.bytes).data as { username: string }[]).map((c) => c.username.toLowerCase());
+  for (const name of names) {
+    expect(objects.has(`api/v1/users/${name}`), name).toBe(true);
+    expect(objects.has(`service-api/v1/users/${name}`), name).toBe(true);
+  }
+  return names.length;
+}

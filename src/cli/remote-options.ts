@@ -33,7 +33,10 @@ export function addRemoteOptions(command: Command): Command {
 
 export const REMOTE_ENV_HELP = `
 Credentials come from the AWS SDK's chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
-AWS_SESSION_TOKEN), AWS_PROFILE, or a role. They never appear in output, logs or status files.`;
+AWS_SESSION_TOKEN), AWS_PROFILE, or a role. They never appear in output, logs or status files.
+Failed requests (throttling, 5xx, dropped connections) are retried with backoff: AWS_MAX_ATTEMPTS
+attempts in all (default 6).
+`;
 
 /** The bucket and the way to it. `to` is the s3:// URL, `toSource` where it came from (for errors). */
 export function resolveRemoteOptions(to: string, toSource: string, flags: RemoteFlags, io: Io): RemoteOptions {
@@ -51,6 +54,8 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
     region: flags.region ?? nonEmpty(io.env.AWS_REGION) ?? nonEmpty(io.env.AWS_DEFAULT_REGION),
     pathStyle: Boolean(flags.pathStyle),
     concurrency,
+    // The SDK's own variable, which an explicit setting would otherwise override.
+    maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : positiveInteger(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
   };
 }
 

@@ -25,7 +25,7 @@ export interface RemoteOptions extends RemoteTarget {
   /** Requests in flight at once. */
   concurrency: number;
   /** Attempts per request (the first included) before giving up: throttling, 5xx, dropped connections. */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 6;
@@ -77,10 +77,13 @@ export class Remote {
   static async open(options: RemoteOptions): Promise<Remote> {
     let region = options.region;
     if (region === undefined) {
+      const probe = new S3Client({});
       try {
-        region = await new S3Client({}).config.region();
+        region = await probe.config.region();
       } catch {
         region = undefined;
+      } finally {
+        probe.destroy();
       }
     }
     if (!region) {

@@ -17,6 +17,8 @@ import { fingerprint } from '../render/fingerprint.js';
 import { OutDirLock } from '../publish/lock.js';
 import { StoreSession } from '../session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
+import { PublishRunner, type PublishResult } from './publisher.js';
+import type { PublishOptions } from '../remote/publish.js';
 import { errorStatus, formatCycle } from './format.js';
 import { writeStatus, type CycleStatus, type WatchStatus } from './status.js';
 
@@ -29,6 +31,8 @@ export interface WatchOptions {
   /** How long to wait at start for another holder of the out dir's lock. */
   lockWaitMs?: number;
   exec?: { command: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; minIntervalMs?: number };
+  /** `--publish`: the bucket to publish to after each changing cycle (`to` as shown: no credentials). */
+  publish?: { to: string; options: Omit<PublishOptions, 'out' | 'onProgress' | 'dryRun' | 'full' | 'waitMs'> };
   onEvent: (event: WatchEvent) => void;
 }
 
@@ -40,6 +44,7 @@ export type WatchEvent =
       noticesChanged: boolean; nextInMs: number }
   | { type: 'exec-start'; request: ExecRequest }
   | { type: 'exec-finish'; result: ExecResult; consecutiveFailures: number }
+  | { type: 'publish-finish'; result: PublishResult; consecutiveFailures: number }
   | { type: 'status-failed'; message: string }
   | { type: 'stopping'; forced: boolean };
 
@@ -54,6 +59,7 @@ export class Watcher {
    */
   private readonly session: StoreSession;
   private readonly exec: ExecRunner | undefined;
+  private readonly publisher: PublishRunner | undefined;
   private readonly startedAt = new Date().toISOString();
   private cycles = 0;
   private consecutiveFailures = 0;
@@ -98,6 +104,16 @@ export class Watcher {
         },
       }, minIntervalMs);
     }
+    if (options.publish) {
+      // waitMs 0: this process is the writer, and between two (synchronous) builds no commit is under way.
+      this.publisher = new PublishRunner({ ...options.publish.options, out: lock.outDir, waitMs: 0 }, options.publish.to, {
+        onStart: () => this.saveStatus(),
+        onFinish: (result) => {
+          options.onEvent({ type: 'publish-finish', result, consecutiveFailures: this.publisher?.snapshot().consecutiveFailures ?? 0 });
+          this.saveStatus();
+        },
+      });
+    }
     this.done = this.run();
   }
 
@@ -139,8 +155,9 @@ export class Watcher {
         if (this.regenerateRequested) continue;
         await this.sleep(started + this.options.intervalMs - performance.now());
       }
-      // A deploy already under way (or asked for by the last cycle) is part of finishing the work.
+      // A deploy or publish already under way (or asked for by the last cycle) is part of finishing the work.
       if (this.exec && !this.forced) await this.exec.idle();
+      if (this.publisher && !this.forced) await this.publisher.idle();
     } finally {
       this.state = 'stopped';
       this.nextCycleAt = null;
@@ -200,6 +217,7 @@ export class Watcher {
     this.saveStatus();
     this.options.onEvent({ type: 'cycle', cycle, report, consecutiveFailures: this.consecutiveFailures, warningsChanged, noticesChanged, nextInMs });
     if (report && cycle.changed) this.exec?.request(number, report);
+    if (report) this.publisher?.afterCycle(number, cycle.changed);
   }
 
   private sleep(ms: number): Promise<void> {
@@ -241,6 +259,7 @@ export class Watcher {
             consecutiveFailures: exec.consecutiveFailures, lastExitCode: exec.lastExitCode, lastFinishedAt: exec.lastFinishedAt,
           }
         : null,
+      publish: this.publisher?.snapshot() ?? null,
     };
     try {
       writeStatus(this.lock.outDir, status);

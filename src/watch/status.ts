@@ -42,6 +42,22 @@ export interface CycleStatus {
   } | null;
 }
 
+/** The `publish` block of the watcher's status file. */
+export interface PublishStatus {
+  to: string;
+  running: boolean;
+  runs: number;
+  consecutiveFailures: number;
+  /** True until a publish succeeds after the tree last changed: the bucket may be behind. */
+  behind: boolean;
+  lastSuccessAt: string | null;
+  lastFailureAt: string | null;
+  lastError: CycleStatus['error'];
+  /** Objects put and deleted by the last successful publish, and since the watcher started. */
+  last: { put: number; deleted: number } | null;
+  total: { put: number; deleted: number };
+}
+
 export interface WatchStatus {
   /** Format of this file; bumped on an incompatible change. */
   version: 1;
@@ -71,6 +87,8 @@ export interface WatchStatus {
     lastExitCode: number | null;
     lastFinishedAt: string | null;
   } | null;
+  /** `--publish`: the bucket kept in step with the tree (see watch/publisher.ts). */
+  publish: PublishStatus | null;
 }
 
 function statusPath(outDir: string): string {

@@ -1,0 +1,102 @@
+/**
+ * `watch --publish`: a publish to the bucket after each cycle that changed the tree. Never two at
+ * once: a request while one runs asks for one more run after it, and further requests fold into that
+ * one (it publishes the tree as it is by then). A failed publish leaves the bucket behind the tree,
+ * so the next cycle publishes again even when it changed nothing. Failures are reported, never fatal.
+ */
+import { performance } from 'node:perf_hooks';
+import type { PublishOptions, PublishReport } from '../remote/publish.js';
+import { errorStatus } from './format.js';
+import type { CycleStatus, PublishStatus } from './status.js';
+
+export interface PublishResult {
+  cycle: number;
+  report: PublishReport | undefined;
+  error: NonNullable<CycleStatus['error']> | undefined;
+  durationMs: number;
+}
+
+export interface PublishHooks {
+  onStart(cycle: number): void;
+  onFinish(result: PublishResult): void;
+}
+
+export class PublishRunner {
+  private running: Promise<void> | undefined;
+  private pendingCycle: number | undefined;
+  private readonly status: PublishStatus;
+
+  constructor(
+    private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full'>,
+    to: string,
+    private readonly hooks: PublishHooks,
+  ) {
+    // A new watcher cannot know the bucket is current: its first cycle publishes (a quiet check if so).
+    this.status = { to, running: false, runs: 0, consecutiveFailures: 0, behind: true, lastSuccessAt: null, lastFailureAt: null, lastError: null, last: null, total: { put: 0, deleted: 0 } };
+  }
+
+  snapshot(): PublishStatus {
+    return { ...this.status, total: { ...this.status.total } };
+  }
+
+  /** After a successful cycle: publish if it changed the tree or the bucket is still behind. */
+  afterCycle(cycle: number, changed: boolean): void {
+    if (changed) this.status.behind = true;
+    if (!this.status.behind) return;
+    // The publish under way covers an unchanged tree; if it fails, the next cycle asks again.
+    if (this.running !== undefined && !changed) return;
+    this.pendingCycle = cycle;
+    if (this.running === undefined) this.running = this.drain();
+  }
+
+  /** Resolves once no publish runs and none is pending. */
+  async idle(): Promise<void> {
+    await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pendingCycle !== undefined) {
+        const cycle = this.pendingCycle;
+        this.pendingCycle = undefined;
+        await this.runOnce(cycle);
+      }
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  private async runOnce(cycle: number): Promise<void> {
+    const started = performance.now();
+    this.status.running = true;
+    this.status.runs++;
+    this.hooks.onStart(cycle);
+    let report: PublishReport | undefined, error: PublishResult['error'];
+    try {
+      // Loaded on first use: the AWS SDK is only for watchers that publish.
+      const { publish } = await import('../remote/publish.js');
+      report = await publish(this.options);
+    } catch (failure) {
+      error = errorStatus(failure);
+    }
+    const now = new Date().toISOString();
+    const status = this.status;
+    status.running = false;
+    if (report) {
+      status.consecutiveFailures = 0;
+      status.lastSuccessAt = now;
+      status.lastError = null;
+      // A cycle that changed the tree meanwhile asked for another run: still behind until that one ends.
+      status.behind = this.pendingCycle !== undefined;
+      status.last = { put: report.objects.put, deleted: report.objects.deleted };
+      status.total.put += report.objects.put;
+      status.total.deleted += report.objects.deleted;
+    } else {
+      status.consecutiveFailures++;
+      status.lastFailureAt = now;
+      status.lastError = error ?? null;
+      status.behind = true;
+    }
+    this.hooks.onFinish({ cycle, report, error, durationMs: Math.round(performance.now() - started) });
+  }
+}

@@ -11,10 +11,11 @@
  * build's tree, the same bytes in the same layout (a file per profile, a hard link per other alias),
  * from one blob, and does nothing else. The floor and the cold build run interleaved, each into a
  * new out dir; their medians count, and every figure is printed as a ratio to the floor. Results go
- * to stdout and BENCHMARKS.md.
+ * to stdout and BENCHMARKS.md. Then bench-publish.mjs measures `publish` against rclone (skip it
+ * with --no-publish).
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
- *        [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ *        [-- --no-publish] [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
  * (--repeats: runs of the cold build and of the floor, 5 by default; their medians count. The last
  * three let a test run it small, away from the real stores and BENCHMARKS.md.)
  */
@@ -360,6 +361,7 @@ const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | 
 const benchmarksFile = value('--report', join(repo, 'BENCHMARKS.md'));
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
 const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)?.[0] ?? '';
+const publishSection = /<!-- publish:start -->[\s\S]*<!-- publish:end -->/.exec(previous)?.[0] ?? '';
 writeFileSync(benchmarksFile, `# Benchmarks
 
 Written by \`npm run bench\` (scripts/bench.mjs) on ${new Date().toISOString().slice(0, 10)}.
@@ -409,5 +411,12 @@ ${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
-${loadSection ? `\n${loadSection}\n` : ''}`);
+${publishSection ? `\n${publishSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`);
 log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);
+
+// Publishing to object storage, at the largest size up to 100k, against rclone (its own script).
+if (!flag('--no-publish')) {
+  const users = Math.min(100_000, Math.max(...sizes));
+  const published = spawnSync(process.execPath, [join(repo, 'scripts/bench-publish.mjs'), '--users', String(users), '--store-dir', storeDir, '--report', benchmarksFile], { stdio: 'inherit' });
+  if (published.status !== 0) process.exitCode = 1;
+}

@@ -34,7 +34,7 @@ it('runs every scenario small, prints each with its ratio to the floor, and writ
   const work = temp(tmpdir());
   const report = join(work, 'BENCHMARKS.md');
   writeFileSync(report, 'old\n<!-- load:start -->\nload figures\n<!-- load:end -->\n');
-  const run = spawnSync(process.execPath, [join(ROOT, 'scripts/bench.mjs'), '--sizes', '500', '--no-disk',
+  const run = spawnSync(process.execPath, [join(ROOT, 'scripts/bench.mjs'), '--sizes', '500', '--no-disk', '--no-publish',
     '--tmpfs-dir', join(temp('/dev/shm'), 'bench'), '--store-dir', join(work, 'stores'), '--report', report], { encoding: 'utf8', timeout: 170_000 });
   expect(run.status, run.stderr).toBe(0);
   for (const scenario of SCENARIOS) {

@@ -15,13 +15,14 @@
  *   node scripts/bench-publish.mjs [--users 100000] [--repeats 3] [--report BENCHMARKS.md]
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import { cpus, totalmem, release } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(repo, 'bin/profile-snapshot.js');
@@ -197,13 +198,7 @@ ${rows.join('\n')}
 
 Runs (seconds): ${results.map((r) => `${r.tool}, ${r.scenario}: ${r.runs.map((s) => s.toFixed(2)).join(', ')}`).join('; ')}.
 <!-- publish:end -->`;
-  const current = existsSync(REPORT) ? readFileSync(REPORT, 'utf8') : '';
-  const start = current.indexOf('<!-- publish:start -->');
-  const end = current.indexOf('<!-- publish:end -->');
-  const next = start !== -1 && end > start
-    ? current.slice(0, start) + section + current.slice(end + '<!-- publish:end -->'.length)
-    : `${current.replace(/\n*$/, '')}${current ? '\n\n' : ''}${section}\n`;
-  writeFileSync(REPORT, next);
+  writeSection(REPORT, 'publish', section);
   log(`publish: figures written to ${REPORT}`);
 }
 

@@ -6,10 +6,11 @@
  * the file is left as it is: `npm run bench` owns it).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeSection } from './report-section.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BENCHMARKS = join(ROOT, 'BENCHMARKS.md');
@@ -66,12 +67,6 @@ if (r.soak) {
 }
 lines.push('', `Reproduce: \`npm run load\` (LOAD_SECONDS, SOAK_SECONDS to change the durations). Result of the run: ${run.status === 0 ? 'every assertion passed' : 'FAILED (see the test output)'}.`, '<!-- load:end -->');
 const section = lines.join('\n');
-const current = existsSync(BENCHMARKS) ? readFileSync(BENCHMARKS, 'utf8') : '';
-const start = current.indexOf('<!-- load:start -->');
-const end = current.indexOf('<!-- load:end -->');
-const next = start !== -1 && end > start
-  ? current.slice(0, start) + section + current.slice(end + '<!-- load:end -->'.length)
-  : `${current.replace(/\n*$/, '')}${current ? '\n\n' : ''}${section}\n`;
-writeFileSync(BENCHMARKS, next);
+writeSection(BENCHMARKS, 'load', section);
 console.log(`load: figures written to ${BENCHMARKS}`);
 process.exit(run.status ?? 1);

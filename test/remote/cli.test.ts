@@ -2,31 +2,21 @@
  * `profile-snapshot publish` through the real CLI: exit codes, messages that name endpoint, bucket
  * and cause, and credentials that never show.
  */
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { freePort, runCliAsync, s3Env, startS3rver, type S3Server } from '../helpers/s3.js';
-import { expectExact, newSite, PREFIX, sql, type Site } from './helpers.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { freePort, runCliAsync, s3Env, startS3rver } from '../helpers/s3.js';
+import { expectExact, newSite, PREFIX, s3Workspace, sql, type Site } from './helpers.js';
 import { buildTo } from '../helpers/build.js';
 
 const SECRET = 'wJalrXUtnFEMI-this-secret-must-never-show';
 
 describe('publish CLI', () => {
-  let server: S3Server;
-  let dir: string;
+  const workspace = s3Workspace(startS3rver, 'ps-publish-cli-');
   let site: Site;
-  beforeAll(async () => {
-    server = await startS3rver();
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'ps-publish-cli-'));
-    site = await newSite(server, dir, 20);
+    site = await newSite(workspace.server, workspace.dir, 20);
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const publishArgs = (...more: string[]) => ['publish', '--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', site.endpoint, ...more];
 
@@ -57,7 +47,7 @@ describe('publish CLI', () => {
   });
 
   it('exits 5 for a tree that is not publishable, writing nothing', async () => {
-    const empty = await runCliAsync(publishArgs('--out', join(dir, 'nothing-here')), s3Env());
+    const empty = await runCliAsync(publishArgs('--out', join(workspace.dir, 'nothing-here')), s3Env());
     expect(empty.code).toBe(5);
     expect(empty.stderr).toMatch(/holds no snapshot.*Fix: run profile-snapshot build/);
     // An interrupted build: entries claimed, never settled.
@@ -91,7 +81,7 @@ describe('publish CLI', () => {
   }, 60_000);
 
   it('exits 7 when the deletion guard refuses, and --force overrides it', async () => {
-    site = await newSite(server, dir, 150);
+    site = await newSite(workspace.server, workspace.dir, 150);
     expect((await runCliAsync(publishArgs(), s3Env())).code).toBe(0);
     sql(site.db, 'DELETE FROM socials; DELETE FROM bans; DELETE FROM users WHERE id > 20;');
     buildTo(site.db, site.out);

@@ -2,14 +2,11 @@
  * A publish under faults: a server that throttles, fails and drops connections; a publish killed
  * with SIGKILL at random points; and the order of its requests, checked while readers watch.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildTo } from '../helpers/build.js';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { clientFor, hasMoto, readBucket, runCliAsync, s3Env, startMoto, startProxy, startS3rver, type S3Server } from '../helpers/s3.js';
-import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, sql } from './helpers.js';
+import { clientFor, hasMoto, readBucket, runCliAsync, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
+import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql } from './helpers.js';
 import { prng } from '../../src/seed/synthetic.js';
 import type { PublishOptions } from '../../src/remote/publish.js';
 
@@ -42,23 +39,12 @@ async function listCoveredWhileReading(endpoint: string, bucket: string): Promis
 }
 
 describe('publish under faults', () => {
-  let server: S3Server;
-  let dir: string;
-  beforeAll(async () => {
-    // moto stores an object only once its whole body arrived, as S3 does; s3rver writes in place,
-    // so behind it the proxy (which forwards whole bodies only) stands in for that.
-    server = hasMoto ? await startMoto() : await startS3rver();
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'ps-publish-faults-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  // moto stores an object only once its whole body arrived, as S3 does; s3rver writes in place,
+  // so behind it the proxy (which forwards whole bodies only) stands in for that.
+  const workspace = s3Workspace(hasMoto ? startMoto : startS3rver, 'ps-publish-faults-');
 
   it('retries throttling, 5xx answers, dropped connections and slow answers, and ends exact', async () => {
-    const site = await newSite(server, dir, 60);
+    const site = await newSite(workspace.server, workspace.dir, 60);
     const faults = ['status503', 'reset', 'slow'] as const;
     const injected = { status503: 0, reset: 0, slow: 0 };
     const proxy = await startProxy(site.endpoint, {
@@ -78,7 +64,7 @@ describe('publish under faults', () => {
   }, 60_000);
 
   it('keeps the order: profiles, then the list, then deletions, then the state; readers never see a list naming a missing profile', async () => {
-    const site = await newSite(server, dir, 40);
+    const site = await newSite(workspace.server, workspace.dir, 40);
     await publishSite(site);
     sql(site.db, "UPDATE users SET status = 'deleted' WHERE id <= 6; UPDATE users SET views = views + 5 WHERE id > 16;"
       + " INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'arrival', 'A', '', '2025-06-01 00:00:00', 1, 'active');");
@@ -111,7 +97,7 @@ describe('publish under faults', () => {
   }, 60_000);
 
   it('survives kill -9 at random points: the bucket serves a consistent API, and the next publish ends exact', async () => {
-    const site = await newSite(server, dir, 80);
+    const site = await newSite(workspace.server, workspace.dir, 80);
     const proxy = await startProxy(site.endpoint, { delayMs: 4 });
     const random = prng(7);
     const args = ['publish', '--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', proxy.endpoint, '--concurrency', '4', '--force'];

@@ -1,8 +1,9 @@
 /** A built tree and a bucket for publish tests, and the checks every publish test makes. */
 import Database from 'better-sqlite3';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { publish, type PublishOptions, type PublishReport } from '../../src/remote/publish.js';
 import { buildTo } from '../helpers/build.js';
 import { publishedFiles } from '../helpers/output.js';
@@ -70,4 +71,23 @@ export function expectListCovered(objects: Map<string, { bytes: string }>): numb
     expect(objects.has(`service-api/v1/users/${name}`), name).toBe(true);
   }
   return names.length;
+}
+
+/**
+ * Registers the hooks of a publish test file: one S3 server for the file (from `start`), and a new
+ * temp folder for each test. Read `server` and `dir` inside tests.
+ */
+export function s3Workspace(start: () => Promise<S3Server>, prefix: string): { readonly server: S3Server; readonly dir: string } {
+  let server: S3Server | undefined, dir: string | undefined;
+  beforeAll(async () => {
+    server = await start();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterEach(() => rmSync(dir!, { recursive: true, force: true }));
+  return { get server() { return server!; }, get dir() { return dir!; } };
 }

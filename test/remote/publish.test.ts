@@ -2,36 +2,23 @@
  * `publish` against real S3 servers: s3rver always, moto_server too when it is installed. The
  * bucket must end exactly as the tree (keys, bytes, headers), touching only what changed.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { buildTo } from '../helpers/build.js';
 import { clientFor, hasMoto, readBucket, startMoto, startS3rver, type S3Server } from '../helpers/s3.js';
 import { DeletionGuardError } from '../../src/remote/plan.js';
 import type { PublishOptions } from '../../src/remote/publish.js';
-import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, sql, totalRequests } from './helpers.js';
+import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql, totalRequests } from './helpers.js';
 
 const servers: [string, () => Promise<S3Server>][] = [['s3rver', startS3rver]];
 if (hasMoto) servers.push(['moto', startMoto]);
 
 describe.each(servers)('publish to %s', (_name, start) => {
-  let server: S3Server;
-  let dir: string;
-  beforeAll(async () => {
-    server = await start();
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'ps-publish-'));
-  });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const workspace = s3Workspace(start, 'ps-publish-');
+  const server = () => workspace.server;
 
   it('uploads every public file with the contract headers, then only what changed', async () => {
-    const site = await newSite(server, dir, 200);
+    const site = await newSite(server(), workspace.dir, 200);
     const first = await publishSite(site);
     expect(first.compared).toBe('listing');
     expect(first.objects).toMatchObject({ put: 200 * 2 + 6, deleted: 0, unchanged: 0 });
@@ -61,7 +48,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
   });
 
   it('reconciles a bucket filled by hand or by an older run, by content, when it has no state', async () => {
-    const site = await newSite(server, dir, 30);
+    const site = await newSite(server(), workspace.dir, 30);
     const client = clientFor(site.endpoint);
     const key = (path: string) => `${PREFIX}/${path}`;
     // An older run's leftovers: a stale profile, a profile whose user is gone, one alias missing, a stray file.
@@ -81,7 +68,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
   });
 
   it('refuses to delete more than 10% of the live profiles, changing nothing, unless allowed', async () => {
-    const site = await newSite(server, dir, 300);
+    const site = await newSite(server(), workspace.dir, 300);
     await publishSite(site);
     const before = await readBucket(site.endpoint, site.bucket, PREFIX);
     // A truncated store: 80 of 300 users left (440 objects to delete, more than max(100, 60)).
@@ -101,7 +88,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
   });
 
   it('force skips the guard; a dry run decides and writes nothing', async () => {
-    const site = await newSite(server, dir, 150);
+    const site = await newSite(server(), workspace.dir, 150);
     await publishSite(site);
     sql(site.db, 'DELETE FROM socials; DELETE FROM bans; DELETE FROM users WHERE id > 10;');
     buildTo(site.db, site.out);
@@ -117,7 +104,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
   });
 
   it('finishes the job of a publish that failed half-way, leaving nothing orphaned', async () => {
-    const site = await newSite(server, dir, 40);
+    const site = await newSite(server(), workspace.dir, 40);
     await publishSite(site);
     // New users arrive; the publish dies after uploading some of them (a closed endpoint from then on).
     sql(site.db, "INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'late1', 'L', '', '2025-06-01 00:00:00', 1, 'active'), (902, 'late2', 'L', '', '2025-06-01 00:00:00', 1, 'active');");

@@ -26,6 +26,9 @@ export interface RemoteOptions extends RemoteTarget {
   concurrency: number;
   /** Attempts per request (the first included) before giving up: throttling, 5xx, dropped connections. */
   maxAttempts?: number | undefined;
+  /** Files larger than this go up in parts of `multipartPartBytes` (tests lower both; see upload.ts). */
+  multipartThresholdBytes?: number | undefined;
+  multipartPartBytes?: number | undefined;
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 6;

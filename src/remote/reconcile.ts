@@ -37,6 +37,7 @@ async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
 
 export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet> {
   const live = emptyLive();
+  const partBytes = remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES;
   const listed = await listPrefix(remote);
   const profileObjects = new Map<string, Listed[]>();
   for (const [key, object] of listed) {
@@ -47,20 +48,20 @@ export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet
       objects.push(object);
       profileObjects.set(name, objects);
     } else if (tree.files.has(key)) {
-      live.files.set(key, matches(object, join(tree.outDir, key)) ? fileHash(tree, key) : UNKNOWN);
+      live.files.set(key, matches(object, join(tree.outDir, key), partBytes) ? fileHash(tree, key) : UNKNOWN);
     } else {
       live.strays.add(key);
     }
   }
   for (const [name, objects] of profileObjects) {
-    const complete = tree.profiles.has(name) && objects.length === PROFILE_DIRS.length && objects.every((object) => matches(object, profileFile(tree, name)));
+    const complete = tree.profiles.has(name) && objects.length === PROFILE_DIRS.length && objects.every((object) => matches(object, profileFile(tree, name), partBytes));
     live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
   }
   return live;
 }
 
 /** Whether a listed object holds the local file's bytes (by size, then ETag). */
-function matches(object: Listed, path: string): boolean {
+function matches(object: Listed, path: string, partBytes: number): boolean {
   let size: number;
   try {
     size = statSync(path).size;
@@ -69,7 +70,7 @@ function matches(object: Listed, path: string): boolean {
   }
   if (size !== object.size) return false;
   const parts = /^[0-9a-f]{32}-(\d+)$/.exec(object.etag);
-  return parts ? multipartEtag(path) === object.etag : md5(path, 0, size) === object.etag;
+  return parts ? multipartEtag(path, partBytes) === object.etag : md5(path, 0, size) === object.etag;
 }
 
 function md5(path: string, from: number, length: number): string {
@@ -77,12 +78,12 @@ function md5(path: string, from: number, length: number): string {
 }
 
 /** S3's ETag of a multipart upload made with our part size: the MD5 of the parts' MD5s, then `-<parts>`. */
-function multipartEtag(path: string): string {
+function multipartEtag(path: string, partBytes: number): string {
   const size = statSync(path).size;
   const whole = createHash('md5');
   let parts = 0;
-  for (let from = 0; from < size; from += MULTIPART_PART_BYTES, parts++) {
-    whole.update(readRange(path, from, Math.min(MULTIPART_PART_BYTES, size - from), createHash('md5')).digest());
+  for (let from = 0; from < size; from += partBytes, parts++) {
+    whole.update(readRange(path, from, Math.min(partBytes, size - from), createHash('md5')).digest());
   }
   return `${whole.digest('hex')}-${parts}`;
 }

@@ -54,7 +54,7 @@ export async function putObject(remote: Remote, path: string, body: Buffer): Pro
  */
 export async function putFile(remote: Remote, paths: readonly string[], fd: number): Promise<number> {
   const size = fstatSync(fd).size;
-  if (size <= MULTIPART_THRESHOLD_BYTES) {
+  if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
     const body = readWhole(fd, size);
     for (const path of paths) await putObject(remote, path, body);
     return size * paths.length;
@@ -64,8 +64,8 @@ export async function putFile(remote: Remote, paths: readonly string[], fd: numb
     const upload = new Upload({
       client: remote.client,
       // Positional reads from the start: the same bytes for every key, whatever was read before.
-      params: { Bucket: bucket, Key: objectKey(prefix, path), Body: createReadStream('', { fd, autoClose: false, start: 0 }), ...OBJECT_HEADERS },
-      partSize: MULTIPART_PART_BYTES,
+      params: { Bucket: bucket, Key: objectKey(prefix, path), Body: createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }), ContentLength: size, ...OBJECT_HEADERS },
+      partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
       queueSize: 4,
       leavePartsOnError: false,
     });

@@ -16,12 +16,12 @@ export const CACHE_CONTROL = 'public, s-maxage=30, stale-while-revalidate=60';
 
 export interface Site { db: string; out: string; server: S3Server; endpoint: string; bucket: string }
 
-/** A store of `users` users built into `dir`, and a new bucket on `server`. */
-export async function newSite(server: S3Server, dir: string, users: number): Promise<Site> {
+/** A store of `users` users (bios of `bioBytes`) built into `dir`, and a new bucket on `server`. */
+export async function newSite(server: S3Server, dir: string, users: number, bioBytes?: number): Promise<Site> {
   const db = join(dir, 'profiles.db');
   const out = join(dir, 'dist');
   rmSync(db, { force: true });
-  makeStore(db, users);
+  makeStore(db, users, { bioBytes });
   buildTo(db, out);
   return { db, out, server, endpoint: server.endpoint, bucket: await server.bucket() };
 }

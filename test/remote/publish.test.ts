@@ -128,3 +128,19 @@ describe.each(servers)('publish to %s', (_name, start) => {
     await expectExact(site);
   });
 });
+
+describe('publish of a large creators list', () => {
+  const workspace = s3Workspace(startS3rver, 'ps-publish-multipart-');
+
+  it('uploads it in parts, and a listing recognises the parts\' ETag', async () => {
+    // 120 active users with bios of 50 KB: a list of 6 MB, in two parts of 5 MB (S3's smallest).
+    const site = await newSite(workspace.server, workspace.dir, 150, 50_000);
+    const remote = { multipartThresholdBytes: 5 * 1024 * 1024, multipartPartBytes: 5 * 1024 * 1024 } as PublishOptions['remote'];
+    const first = await publishSite(site, { remote });
+    expect(first.list).toBe(true);
+    expect(first.requests.POST).toBeGreaterThanOrEqual(2); // create and complete the multipart upload
+    await expectExact(site);
+    const full = await publishSite(site, { remote, full: true });
+    expect(full.objects.put).toBe(0);
+  });
+});

@@ -132,7 +132,7 @@ export function explain(error: unknown): { reason: string; hint: string } {
   const tried = attempts !== undefined && attempts > 1 ? ` after ${attempts} attempts` : '';
   const name = e.name ?? '';
   if (name === 'NoSuchBucket') return { reason: 'the bucket does not exist', hint: 'create the bucket, or fix the bucket name in --to / PROFILE_PUBLISH_TO' };
-  if (name === 'CredentialsProviderError' || /credential/i.test(e.message ?? '') && status === undefined) {
+  if (name === 'CredentialsProviderError' || (/credential/i.test(e.message ?? '') && status === undefined)) {
     return { reason: 'no AWS credentials found', hint: 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE' };
   }
   if (status === 403 || ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken'].includes(name)) {

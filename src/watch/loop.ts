@@ -98,9 +98,10 @@ export class Watcher {
           options.onEvent({ type: 'exec-start', request });
           this.saveStatus();
         },
+        // The status first: whoever reads the log line may read the status file next.
         onFinish: (result) => {
-          options.onEvent({ type: 'exec-finish', result, consecutiveFailures: this.exec?.consecutiveFailures ?? 0 });
           this.saveStatus();
+          options.onEvent({ type: 'exec-finish', result, consecutiveFailures: this.exec?.consecutiveFailures ?? 0 });
         },
       }, minIntervalMs);
     }
@@ -109,8 +110,8 @@ export class Watcher {
       this.publisher = new PublishRunner({ ...options.publish.options, out: lock.outDir, waitMs: 0 }, options.publish.to, {
         onStart: () => this.saveStatus(),
         onFinish: (result) => {
-          options.onEvent({ type: 'publish-finish', result, consecutiveFailures: this.publisher?.snapshot().consecutiveFailures ?? 0 });
           this.saveStatus();
+          options.onEvent({ type: 'publish-finish', result, consecutiveFailures: this.publisher?.snapshot().consecutiveFailures ?? 0 });
         },
       });
     }

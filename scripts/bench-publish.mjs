@@ -176,7 +176,7 @@ function report(results, hasRclone) {
   const peer = (r) => results.find((p) => p.tool === 'rclone sync' && p.scenario === r.scenario);
   const rows = results.map((r) => {
     const p = r.tool === 'rclone sync' ? undefined : peer(r);
-    const ratio = p ? ` (${(r.seconds / p.seconds).toFixed(2)}x rclone's time, ${(total(r) / total(p)).toFixed(3)}x its requests)` : '';
+    const ratio = p ? ` (${(r.seconds / p.seconds).toPrecision(2)}x rclone's time, ${(total(r) / total(p)).toPrecision(2)}x its requests)` : '';
     return `| ${r.scenario} | ${r.tool} | ${r.seconds.toFixed(2)}${ratio} | ${kinds.map((k) => (r.requests[k] ?? 0).toLocaleString('en-US')).join(' | ')} | ${total(r).toLocaleString('en-US')} |`;
   });
   const machine = `${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;

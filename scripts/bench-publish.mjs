@@ -45,15 +45,11 @@ function ensureRclone() {
   return spawnSync('rclone', ['version'], { stdio: 'ignore' }).status === 0;
 }
 
+/**
+ * Runs a command to its end, timed. Never spawnSync: the counting proxy lives in this process and
+ * must keep answering while a tool publishes through it.
+ */
 function run(command, commandArgs, env = {}) {
-  const started = performance.now();
-  const result = spawnSync(command, commandArgs, { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: work, ...env }, maxBuffer: 64 << 20 });
-  if (result.status !== 0) throw new Error(`${command} ${commandArgs.join(' ')} failed (${result.status}):\n${result.stderr}`);
-  return { seconds: (performance.now() - started) / 1000, stdout: result.stdout };
-}
-
-/** The same without blocking: the counting proxy lives in this process and must keep answering. */
-function runAsync(command, commandArgs, env = {}) {
   const started = performance.now();
   const child = spawn(command, commandArgs, { env: { PATH: process.env.PATH, HOME: work, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -93,10 +89,10 @@ async function startS3(directory, buckets) {
   return { port, close: () => child.kill('SIGKILL') };
 }
 
-function seededStore() {
+async function seededStore() {
   mkdirSync(storeDir, { recursive: true });
   const file = join(storeDir, `seed-${USERS}.db`);
-  if (!existsSync(file)) run(process.execPath, [bin, 'seed', '--db', file, '--users', String(USERS)]);
+  if (!existsSync(file)) await run(process.execPath, [bin, 'seed', '--db', file, '--users', String(USERS)]);
   const copy = join(work, 'profiles.db');
   copyFileSync(file, copy);
   return copy;
@@ -105,7 +101,7 @@ function seededStore() {
 const BUILD_ENV = { BASE_URL: 'http://localhost:3000', SOURCE_DATE_EPOCH: '1767225600' };
 
 function build(db, out) {
-  run(process.execPath, [bin, 'build', '--db', db, '--out', out, '--full'], BUILD_ENV);
+  return run(process.execPath, [bin, 'build', '--db', db, '--out', out, '--full'], BUILD_ENV);
 }
 
 /** Changes the view counts of `share` of the users (a different 1% each round). */
@@ -122,15 +118,15 @@ async function main() {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const hasRclone = ensureRclone();
-  const db = seededStore();
+  const db = await seededStore();
   const out = join(work, 'dist');
-  build(db, out);
+  await build(db, out);
   const s3 = await startS3(join(work, 's3'), ['ours', 'rclone']);
   const proxy = await countingProxy(s3.port);
   const endpoint = `http://127.0.0.1:${proxy.port}`;
   const tools = {
-    'profile-snapshot publish': () => runAsync(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint], CREDENTIALS),
-    'rclone sync': () => runAsync('rclone', ['sync', out, `bench:rclone/${PREFIX}`, '--exclude', '.profile-snapshot/**', '--checksum', '--fast-list',
+    'profile-snapshot publish': () => run(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint], CREDENTIALS),
+    'rclone sync': () => run('rclone', ['sync', out, `bench:rclone/${PREFIX}`, '--exclude', '.profile-snapshot/**', '--checksum', '--fast-list',
       '--transfers', '32', '--checkers', '32', '--s3-no-check-bucket', ...Object.entries(HEADERS).flatMap(([k, v]) => ['--header-upload', `${k}: ${v}`])], {
       RCLONE_CONFIG_BENCH_TYPE: 's3', RCLONE_CONFIG_BENCH_PROVIDER: 'Other', RCLONE_CONFIG_BENCH_ENDPOINT: endpoint,
       RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: 'S3RVER', RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: 'S3RVER', RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
@@ -160,7 +156,7 @@ async function main() {
   const changed = Object.fromEntries(Object.keys(tools).map((tool) => [tool, []]));
   for (let round = 1; round <= REPEATS; round++) {
     touch(db, 0.01, round);
-    build(db, out);
+    await build(db, out);
     for (const tool of Object.keys(tools)) changed[tool].push(await measure(tool, '1% changed'));
   }
   for (const tool of Object.keys(tools)) record(tool, '1% of users changed', changed[tool]);

@@ -8,7 +8,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { remoteError, SnapshotError, usageError } from '../errors.js';
-import { describeEndpoint, describeTarget, type RemoteTarget } from './target.js';
+import { describeRemote, type RemoteTarget } from './target.js';
 
 /** HTTP requests sent, by kind (retries included): what a publish cost. */
 export interface RequestCounts {
@@ -73,7 +73,7 @@ export class Remote {
         httpsAgent: new HttpsAgent(sockets),
       }, this.counts),
     });
-    this.where = `${describeTarget(options)} at ${describeEndpoint(options.endpoint, region)}`;
+    this.where = describeRemote({ ...options, region });
   }
 
   /** Resolves the region (flag, then the SDK's chain; an endpoint of our own may go without one). */
@@ -110,6 +110,12 @@ export class Remote {
       this.retries += Math.max(0, ((error as { $metadata?: { attempts?: number } }).$metadata?.attempts ?? 1) - 1);
       throw this.failure(error, action);
     }
+  }
+
+  /** Whether `error` (as `call` throws it) is the server's answer `names`, e.g. NoSuchKey. */
+  static failedWith(error: unknown, ...names: string[]): boolean {
+    const cause = error instanceof SnapshotError ? error.cause : error;
+    return names.includes((cause as { name?: string } | undefined)?.name ?? '');
   }
 
   /** A failure of `action` as a typed error (exit 6), unless it is one already. */

@@ -7,11 +7,10 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { outputError } from '../errors.js';
-import { ERRORS, type ErrorCode } from '../render/documents.js';
-import { CREATORS_FILE, errorFile, MANIFEST_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { ROUTES } from '../hosting/routes.js';
+import { MANIFEST_FILE, PROFILE_DIRS } from '../publish/layout.js';
 import { OutDirLock, sleepSync } from '../publish/lock.js';
 import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../publish/manifest.js';
-import { OPENAPI_FILE } from '../verify/contract.js';
 
 export interface LocalTree {
   outDir: string;
@@ -23,8 +22,8 @@ export interface LocalTree {
   manifestStamp: string | undefined;
 }
 
-/** Documents every snapshot has besides the profiles. */
-export const REQUIRED_FILES = [CREATORS_FILE, OPENAPI_FILE, ...(Object.keys(ERRORS) as ErrorCode[]).map(errorFile)];
+/** Documents every snapshot has besides the profiles: the route table's files and error documents. */
+export const REQUIRED_FILES = [...ROUTES.files.map((route) => route.file), ...Object.values(ROUTES.errors).map((error) => error.file)];
 
 const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
 
@@ -69,3 +68,6 @@ export const fileStampOf = (tree: LocalTree, path: string) => fileEntryStamp(tre
 
 /** The file a profile's objects are uploaded from (every alias file holds the same bytes). */
 export const profileFile = (tree: LocalTree, name: string) => join(tree.outDir, PROFILE_DIRS[0], name);
+
+/** A profile's paths under the out dir (and keys under the prefix): one per alias folder. */
+export const profilePaths = (name: string) => PROFILE_DIRS.map((dir) => `${dir}/${name}`);

@@ -16,10 +16,10 @@ import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { outputError } from '../errors.js';
-import { CREATORS_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { CREATORS_FILE } from '../publish/layout.js';
 import { entryHash, manifestStamp } from '../publish/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
-import { fileStampOf, profileFile, readLocalTree, type LocalTree } from './local.js';
+import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { applyIntent, newPublishId, parseIntent, parseState, REMOTE_INTENT, REMOTE_STATE, serializeIntent, serializeState, type LiveSet, type RemoteIntent } from './state.js';
@@ -113,7 +113,7 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
   await putObject(remote, REMOTE_INTENT, serializeIntent(intentOf(id, plan)));
   outcome.bytes = await upload(remote, tree, plan, options);
-  const deletions = [...plan.deleteProfiles.flatMap((name) => PROFILE_DIRS.map((dir) => `${dir}/${name}`)), ...plan.deleteKeys];
+  const deletions = [...plan.deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
   await deleteObjects(remote, deletions, remote.options.concurrency, (count) => options.onProgress?.({ phase: 'delete', done: deleted += count, total: deletions.length }));
   await putObject(remote, REMOTE_STATE, serializeState(id, hashes(tree.profiles), hashes(tree.files)));
@@ -139,12 +139,14 @@ async function readRecord(remote: Remote): Promise<{ live: LiveSet; settled: boo
 async function readObject(remote: Remote, path: string): Promise<Uint8Array | undefined> {
   const { bucket, prefix } = remote.options;
   try {
-    const output = await remote.client.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) }));
-    remote.retries += Math.max(0, (output.$metadata.attempts ?? 1) - 1);
-    return await output.Body!.transformToByteArray();
+    const { bytes } = await remote.call(async () => {
+      const output = await remote.client.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) }));
+      return { $metadata: output.$metadata, bytes: await output.Body!.transformToByteArray() };
+    }, 'read the publish state in the bucket');
+    return bytes;
   } catch (error) {
-    if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
-    throw remote.failure(error, 'read the publish state in the bucket');
+    if (Remote.failedWith(error, 'NoSuchKey')) return undefined;
+    throw error;
   }
 }
 
@@ -169,7 +171,7 @@ function missing(tree: LocalTree, path: string): Error {
 
 /** Checked before anything is written: a tree missing documents is never half published. */
 function assertPresent(tree: LocalTree, plan: PublishPlan): void {
-  for (const name of plan.profiles) if (!existsSync(profileFile(tree, name))) throw missing(tree, `${PROFILE_DIRS[0]}/${name}`);
+  for (const name of plan.profiles) if (!existsSync(profileFile(tree, name))) throw missing(tree, profilePaths(name)[0]!);
   for (const path of plan.files) if (!existsSync(join(tree.outDir, path))) throw missing(tree, path);
 }
 
@@ -189,7 +191,7 @@ async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, option
     }
   };
   const concurrency = remote.options.concurrency;
-  await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), PROFILE_DIRS.map((dir) => `${dir}/${name}`)));
+  await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), profilePaths(name)));
   await inPool(plan.files, concurrency, (path) => send(path, join(tree.outDir, path), [path]));
   if (plan.list) await sendList(remote, tree, (size) => {
     bytes += size;

@@ -48,29 +48,44 @@ export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet
       objects.push(object);
       profileObjects.set(name, objects);
     } else if (tree.files.has(key)) {
-      live.files.set(key, matches(object, join(tree.outDir, key), partBytes) ? fileHash(tree, key) : UNKNOWN);
+      live.files.set(key, new LocalFile(join(tree.outDir, key), partBytes).matches(object) ? fileHash(tree, key) : UNKNOWN);
     } else {
       live.strays.add(key);
     }
   }
   for (const [name, objects] of profileObjects) {
-    const complete = tree.profiles.has(name) && objects.length === PROFILE_DIRS.length && objects.every((object) => matches(object, profileFile(tree, name), partBytes));
+    const local = tree.profiles.has(name) && objects.length === PROFILE_DIRS.length ? new LocalFile(profileFile(tree, name), partBytes) : undefined;
+    const complete = local !== undefined && objects.every((object) => local.matches(object));
     live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
   }
   return live;
 }
 
-/** Whether a listed object holds the local file's bytes (by size, then ETag). */
-function matches(object: Listed, path: string, partBytes: number): boolean {
-  let size: number;
-  try {
-    size = statSync(path).size;
-  } catch {
-    return false;
+const MULTIPART_ETAG = /^[0-9a-f]{32}-\d+$/;
+
+/**
+ * A local file compared with listed objects: stat once, and hashed at most once however many objects
+ * (a profile's aliases) are compared with it.
+ */
+class LocalFile {
+  private readonly size: number | undefined;
+  private digest: string | undefined;
+
+  constructor(private readonly path: string, private readonly partBytes: number) {
+    try {
+      this.size = statSync(path).size;
+    } catch {
+      this.size = undefined;
+    }
   }
-  if (size !== object.size) return false;
-  const parts = /^[0-9a-f]{32}-(\d+)$/.exec(object.etag);
-  return parts ? multipartEtag(path, partBytes) === object.etag : md5(path, 0, size) === object.etag;
+
+  /** Whether a listed object holds this file's bytes (by size, then ETag). */
+  matches(object: Listed): boolean {
+    if (this.size === undefined || this.size !== object.size) return false;
+    if (MULTIPART_ETAG.test(object.etag)) return multipartEtag(this.path, this.size, this.partBytes) === object.etag;
+    this.digest ??= md5(this.path, 0, this.size);
+    return this.digest === object.etag;
+  }
 }
 
 function md5(path: string, from: number, length: number): string {
@@ -78,8 +93,7 @@ function md5(path: string, from: number, length: number): string {
 }
 
 /** S3's ETag of a multipart upload made with our part size: the MD5 of the parts' MD5s, then `-<parts>`. */
-function multipartEtag(path: string, partBytes: number): string {
-  const size = statSync(path).size;
+function multipartEtag(path: string, size: number, partBytes: number): string {
   const whole = createHash('md5');
   let parts = 0;
   for (let from = 0; from < size; from += partBytes, parts++) {

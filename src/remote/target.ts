@@ -55,3 +55,8 @@ export function describeEndpoint(endpoint: string | undefined, region: string | 
 export function describeTarget(target: Pick<RemoteTarget, 'bucket' | 'prefix'>): string {
   return `s3://${target.bucket}${target.prefix === '' ? '' : `/${target.prefix}`}`;
 }
+
+/** `s3://bucket/prefix at <endpoint>`: where a publish goes, as every message and status names it. */
+export function describeRemote(target: RemoteTarget): string {
+  return `${describeTarget(target)} at ${describeEndpoint(target.endpoint, target.region)}`;
+}

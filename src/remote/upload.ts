@@ -7,7 +7,7 @@ import { DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand } from '@aw
 import { Upload } from '@aws-sdk/lib-storage';
 import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
 import { CONTRACT_HEADERS } from '../hosting/routes.js';
-import type { Remote } from './client.js';
+import { Remote } from './client.js';
 import { objectKey } from './target.js';
 
 /** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
@@ -113,15 +113,14 @@ export async function deleteObjects(remote: Remote, paths: readonly string[], co
   await inPool(batches, Math.max(1, Math.min(4, concurrency)), async (batch) => {
     if (batchable) {
       try {
-        const result = await remote.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((path) => ({ Key: objectKey(prefix, path) })), Quiet: true } }));
-        remote.retries += Math.max(0, (result.$metadata.attempts ?? 1) - 1);
+        const objects = batch.map((path) => ({ Key: objectKey(prefix, path) }));
+        const result = await remote.call(() => remote.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } })), 'delete objects');
         const failed = result.Errors ?? [];
         if (failed.length > 0) throw remote.failure(Object.assign(new Error(`${failed.length} keys not deleted, e.g. ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`), { name: failed[0]!.Code ?? 'DeleteFailed' }), 'delete objects');
         onDeleted(batch.length);
         return;
       } catch (error) {
-        const name = (error as { name?: string }).name;
-        if (name !== 'NotImplemented' && name !== 'MethodNotAllowed') throw remote.failure(error, 'delete objects');
+        if (!Remote.failedWith(error, 'NotImplemented', 'MethodNotAllowed')) throw error;
         batchable = false;
       }
     }

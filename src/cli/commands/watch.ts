@@ -12,7 +12,7 @@ import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
 import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';
-import { describeEndpoint, describeTarget } from '../../remote/target.js';
+import { describeRemote } from '../../remote/target.js';
 
 interface WatchFlags extends BuildFlags, RemoteFlags {
   interval: string;
@@ -119,7 +119,7 @@ function report(event: WatchEvent, io: Io, log: (line: string) => void, json: bo
 
 function publishOptions(to: string, flags: WatchFlags, io: Io): NonNullable<Parameters<typeof Watcher.start>[0]['publish']> {
   const remote = resolveRemoteOptions(to, '--publish', flags, io);
-  return { to: `${describeTarget(remote)} at ${describeEndpoint(remote.endpoint, remote.region)}`, options: { remote, ...resolveGuard(flags) } };
+  return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags) } };
 }
 
 function parseSeconds(value: string, flag: string, zeroAllowed: boolean): number {

@@ -2,7 +2,7 @@
  * `profile-snapshot publish` through the real CLI: exit codes, messages that name endpoint, bucket
  * and cause, and credentials that never show.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { freePort, runCliAsync, s3Env, startS3rver } from '../helpers/s3.js';
@@ -33,6 +33,15 @@ describe('publish CLI', () => {
     expect(again.stderr).toMatch(/is up to date \(46 objects\); 2 requests/);
   });
 
+  it('takes flags over the environment, and path-style URLs for a host name endpoint', async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const localhost = site.endpoint.replace('127.0.0.1', 'localhost');
+    const run = await runCliAsync(publishArgs('--endpoint', localhost, '--path-style'), s3Env({ AWS_ENDPOINT_URL_S3: closed, AWS_ENDPOINT_URL: closed }));
+    expect(run.stderr).toMatch(/published .* at http:\/\/localhost:\d+/);
+    expect(run.code).toBe(0);
+    await expectExact(site);
+  });
+
   it('exits 2 on usage errors', async () => {
     const none = await runCliAsync(['publish', '--out', site.out], s3Env());
     expect(none.code).toBe(2);
@@ -55,6 +64,21 @@ describe('publish CLI', () => {
     const pending = await runCliAsync(publishArgs('--wait', '100'), s3Env());
     expect(pending.code).toBe(5);
     expect(pending.stderr).toMatch(/not publishable: 1 entries of its manifest are pending/);
+    const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
+    expect(await listing.text()).not.toMatch(/<Key>/);
+  });
+
+  it('exits 5 for a tree missing a document, before writing anything', async () => {
+    rmSync(join(site.out, '_errors/not-found.json'));
+    const errorDocument = await runCliAsync(publishArgs(), s3Env());
+    expect(errorDocument.code).toBe(5);
+    expect(errorDocument.stderr).toMatch(/is not publishable: _errors\/not-found\.json missing/);
+    rmSync(site.out, { recursive: true });
+    buildTo(site.db, site.out);
+    rmSync(join(site.out, 'api/v1/users/user00003'));
+    const profile = await runCliAsync(publishArgs(), s3Env());
+    expect(profile.code).toBe(5);
+    expect(profile.stderr).toMatch(/is not publishable: api\/v1\/users\/user00003 is missing although the manifest lists it/);
     const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
     expect(await listing.text()).not.toMatch(/<Key>/);
   });

@@ -106,8 +106,8 @@ describe.each(servers)('publish to %s', (_name, start) => {
   it('finishes the job of a publish that failed half-way, leaving nothing orphaned', async () => {
     const site = await newSite(server(), workspace.dir, 40);
     await publishSite(site);
-    // New users arrive; the publish dies after uploading some of them (a closed endpoint from then on).
-    sql(site.db, "INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'late1', 'L', '', '2025-06-01 00:00:00', 1, 'active'), (902, 'late2', 'L', '', '2025-06-01 00:00:00', 1, 'active');");
+    // New users arrive and one goes; the publish dies after uploading some of them.
+    sql(site.db, "UPDATE users SET status = 'deleted' WHERE id = 6; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'late1', 'L', '', '2025-06-01 00:00:00', 1, 'active'), (902, 'late2', 'L', '', '2025-06-01 00:00:00', 1, 'active');");
     buildTo(site.db, site.out);
     const { startProxy } = await import('../helpers/s3.js');
     let puts = 0;
@@ -118,6 +118,8 @@ describe.each(servers)('publish to %s', (_name, start) => {
     const half = publicObjects(await readBucket(site.endpoint, site.bucket, PREFIX));
     expect(half.has('api/v1/users/late1') || half.has('api/v1/users/late2')).toBe(true);
     expectListCovered(half); // the old list is still live: it names neither
+    // Nothing is deleted after a failure: the user who went still has both objects.
+    expect(half.has('api/v1/users/user00006') && half.has('service-api/v1/users/user00006')).toBe(true);
 
     // Before the next publish, the store drops both newcomers again: their uploaded objects must go.
     sql(site.db, 'DELETE FROM users WHERE id > 900;');

@@ -16,5 +16,7 @@ export { regenerate } from './watch/regenerate.js';
 export { createOrigin, listen, closeGracefully, type OriginOptions } from './hosting/origin.js';
 export { ROUTES, resolveRoute, CONTRACT_HEADERS } from './hosting/routes.js';
 export { renderNetlifyFiles, renderNetlifyToml } from './hosting/netlify-config.js';
+export { renderCloudflareFiles, type CloudflareOptions } from './hosting/cloudflare-config.js';
+export { renderAwsFiles } from './hosting/aws-config.js';
 export { verify, type VerifyOptions, type VerifyReport } from './verify/index.js';
 export { seedStore, type SeedOptions, type SeedReport } from './seed/synthetic.js';

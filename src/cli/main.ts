@@ -27,6 +27,8 @@ const COMMANDS: Record<string, () => Promise<CommandFactory>> = {
   serve: async () => (await import('./commands/serve.js')).serveCommand,
   verify: async () => (await import('./commands/verify.js')).verifyCommand,
   netlify: async () => (await import('./commands/netlify.js')).netlifyCommand,
+  cloudflare: async () => (await import('./commands/cloudflare.js')).cloudflareCommand,
+  aws: async () => (await import('./commands/aws.js')).awsCommand,
   seed: async () => (await import('./commands/seed.js')).seedCommand,
 };
 

@@ -14,10 +14,10 @@
  *     is undocumented whether header rules match the requested or the rewritten path, so every
  *     public prefix and every rewrite target gets the same headers.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { ERRORS, type ErrorCode } from '../render/documents.js';
-import { ALLOW_HEADER, CANONICAL_USERNAME, PREFLIGHT_HEADERS, ROUTES, errorPath, profile, resolveRoute, under, type RouteTable } from './routes.js';
+import { generatedBanner, syncGeneratedFiles } from './generated.js';
+import { ROUTES, errorPath, type RouteTable } from './routes.js';
+import { routingSource } from './routing-source.js';
 
 export const NETLIFY_TOML = 'netlify.toml';
 /** The edge function's name is its folder under netlify/edge-functions/. */
@@ -31,8 +31,7 @@ export const PUBLISH_DIR = 'dist';
  */
 export const BUILD_COMMAND = 'npm run build:netlify';
 
-const GENERATED = 'GENERATED from the route table (src/hosting/routes.ts) by `profile-snapshot netlify config`. Do not edit:\n'
-  + 'a test fails when this file differs from what the table renders; regenerate it instead.';
+const GENERATED = generatedBanner('netlify config');
 
 /** A TOML basic string. JSON string escapes are valid TOML escapes for the characters we emit. */
 const str = (value: string) => JSON.stringify(value);
@@ -67,7 +66,7 @@ function rule(lines: string[], fields: { from: string; query?: string; to: strin
 export function renderNetlifyToml(table: RouteTable = ROUTES): string {
   const err = (code: ErrorCode) => ({ to: errorPath(code, table), status: table.errors[code].status });
   const lines: string[] = [];
-  lines.push(...GENERATED.split('\n').map((l) => `# ${l}`), '');
+  lines.push(...GENERATED.map((l) => `# ${l}`), '');
   lines.push('# The build fails, and Netlify keeps the previous deploy, unless `profile-snapshot verify --netlify`');
   lines.push('# passes on the snapshot (package.json: build:netlify; see "Gate deploys with verify" in docs/verify.md).');
   lines.push('[build]');
@@ -107,26 +106,13 @@ export function renderNetlifyToml(table: RouteTable = ROUTES): string {
   return `${lines.join('\n').trimEnd()}\n`;
 }
 
-/**
- * The edge function's routing module: the table's data and the very resolver the origin server runs
- * (its compiled source), so both targets route by the same code. Plain dependency-free JavaScript,
- * loadable by Deno on Netlify and by Node in the tests.
- */
+/** The edge function's routing module (see ./routing-source.ts). */
 function renderEdgeRoutesModule(table: RouteTable = ROUTES): string {
-  // The resolver's helpers are module-level functions of routes.ts; emit each by its own source.
-  const source = (fn: (...args: never[]) => unknown) => fn.toString();
   return [
-    `// ${GENERATED.replace('\n', '\n// ')}`,
+    `// ${GENERATED.join('\n// ')}`,
     '// @ts-nocheck',
     '',
-    `export const ROUTES = ${JSON.stringify(table, null, 2)};`,
-    `export const PREFLIGHT_HEADERS = ${JSON.stringify(PREFLIGHT_HEADERS)};`,
-    `export const ALLOW_HEADER = ${JSON.stringify(ALLOW_HEADER)};`,
-    `const CANONICAL_USERNAME = ${CANONICAL_USERNAME.toString()};`,
-    source(under),
-    source(profile),
-    `export function errorPath(code, table = ROUTES) { return \`/\${table.errors[code].file}\`; }`,
-    `export ${source(resolveRoute)}`,
+    ...routingSource({ exported: true }, table),
     '',
   ].join('\n');
 }
@@ -139,21 +125,7 @@ export function renderNetlifyFiles(table: RouteTable = ROUTES): Map<string, stri
   ]);
 }
 
-/**
- * Writes the rendered files under `root` (or, with `check`, only compares). Returns the paths that
- * differed from what is on disk (were rewritten, or would be).
- */
+/** Writes the rendered files under `root` (or, with `check`, only compares); returns those that differed. */
 export function syncNetlifyFiles(root: string, options: { check: boolean }): string[] {
-  const stale: string[] = [];
-  for (const [path, text] of renderNetlifyFiles()) {
-    const file = join(root, path);
-    const current = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-    if (current === text) continue;
-    stale.push(path);
-    if (!options.check) {
-      mkdirSync(dirname(file), { recursive: true });
-      writeFileSync(file, text);
-    }
-  }
-  return stale;
+  return syncGeneratedFiles(root, renderNetlifyFiles(), options);
 }

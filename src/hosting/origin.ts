@@ -14,9 +14,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
 import { outputError } from '../errors.js';
-import { ERRORS, errorDocument, meta, type ErrorCode } from '../render/documents.js';
+import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
-import { ALLOW_HEADER, CONTRACT_HEADERS, PREFLIGHT_HEADERS, ROUTES, resolveRoute, type Resolution, type RouteTable } from './routes.js';
+import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, errorAnswerBody, resolveRoute, type Resolution, type RouteTable } from './routes.js';
 
 type Methods = NonNullable<Parameters<typeof handler>[3]>;
 
@@ -30,13 +30,6 @@ export interface OriginOptions {
 
 /** A path with a dot segment, a backslash or NUL once decoded: a traversal attempt, never a route. */
 const SUSPICIOUS = /(^|\/)\.\.?(\/|$)|\\|\0/;
-
-/** The answer to a path that is not the API's: other services may own it (on Netlify, they do). */
-const OUTSIDE_HEADERS = {
-  'Content-Type': 'text/plain; charset=utf-8',
-  'X-Content-Type-Options': 'nosniff',
-  'Cache-Control': CONTRACT_HEADERS['Cache-Control'],
-};
 
 /** Routes one request. Pure. */
 function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolution {
@@ -129,7 +122,7 @@ export function createOrigin(options: OriginOptions): Origin {
   const sendFallback = async (res: ServerResponse, status: number, code: ErrorCode) => {
     if (res.headersSent) return void res.end();
     res.writeHead(status, table.headers);
-    res.end(errorDocument(ERRORS[code], meta(Date.now(), 0)));
+    res.end(errorAnswerBody(code, new Date().toISOString()));
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -138,7 +131,7 @@ export function createOrigin(options: OriginOptions): Origin {
     const resolution = routeRequest(req.url ?? '/', table);
     if (resolution.kind === 'outside') {
       res.writeHead(404, OUTSIDE_HEADERS);
-      res.end(req.method === 'HEAD' ? undefined : 'Not Found\n');
+      res.end(req.method === 'HEAD' ? undefined : OUTSIDE_BODY);
       return;
     }
     for (const [name, value] of Object.entries(table.headers)) res.setHeader(name, value);

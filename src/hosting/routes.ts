@@ -13,7 +13,7 @@
  *     and that is done by code (the edge function, the origin router), never by a rule.
  */
 import { CANONICAL_USERNAME, PROFILE_DIRS, CREATORS_FILE, errorFile } from '../publish/layout.js';
-import { ERRORS, type ErrorCode } from '../render/documents.js';
+import { ERRORS, errorBody, type ErrorCode } from '../render/documents.js';
 import { OPENAPI_FILE } from '../verify/contract.js';
 
 /** The four headers of the contract (spec 4.3), on every answer, errors included, plus nosniff. */
@@ -27,6 +27,12 @@ export const CONTRACT_HEADERS = {
 } as const;
 
 /**
+ * How long a host's own cache (the Worker's Cache API) may keep a document: the contract's
+ * shared-cache lifetime, with no stale serving on top, so a change shows within s-maxage there too.
+ */
+export const EDGE_CACHE_CONTROL = CONTRACT_HEADERS['Cache-Control'].replace(/,\s*stale-while-revalidate=\d+/, '');
+
+/**
  * Added to the answer of a CORS preflight (OPTIONS, 204). Browsers only preflight non-simple
  * requests (a custom header, say); allowing any request header keeps such clients working, and the
  * max age spares them a preflight per request.
@@ -38,6 +44,34 @@ export const PREFLIGHT_HEADERS = {
 
 /** Sent with the 405 answer (RFC 9110 requires Allow on a 405). */
 export const ALLOW_HEADER = 'GET, HEAD, OPTIONS';
+
+/**
+ * The answer to a path that is not the API's, on a host that has no origin to pass it to: a plain
+ * 404 that no client can take for an API answer (other services own such paths on the real host).
+ */
+export const OUTSIDE_HEADERS = {
+  'Content-Type': 'text/plain; charset=utf-8',
+  'X-Content-Type-Options': 'nosniff',
+  'Cache-Control': CONTRACT_HEADERS['Cache-Control'],
+} as const;
+export const OUTSIDE_BODY = 'Not Found\n';
+
+/**
+ * The data part of each error document, for hosts that must answer an error without reading the
+ * snapshot (a CloudFront Function cannot read the bucket) or whose snapshot lost its error files.
+ * Rendered into a whole document by `errorAnswerBody`, byte for byte what `errorDocument` writes.
+ */
+export const ERROR_BODIES: Record<ErrorCode, string> = Object.fromEntries(
+  (Object.keys(ERRORS) as ErrorCode[]).map((code) => [code, errorBody(ERRORS[code])]),
+) as Record<ErrorCode, string>;
+
+/**
+ * A whole error document produced at answer time (`meta.timestamp` is the answer's time, as on the
+ * origin's fallback). Written in ES 5.1 because the CloudFront Function carries its source.
+ */
+export function errorAnswerBody(code: ErrorCode, isoTimestamp: string): string {
+  return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
+}
 
 /**
  * Usernames as published on disk (publish/layout.ts). Any other name can never have a file, so it is
@@ -97,40 +131,55 @@ export type Resolution =
   /** Not an API path: not ours to answer (other services share the host on Netlify). */
   | { kind: 'outside' };
 
+/*
+ * The resolver below is emitted by its source into every host that runs code: the Netlify edge
+ * function, the Cloudflare Worker and the CloudFront Function, whose runtime (cloudfront-js-2.0)
+ * has ES 5.1 plus a few later features. So it is written in ES 5.1 (var, indexed and for-in loops,
+ * indexOf, string concatenation, no default parameters) and a test parses it as such.
+ */
+
 /** `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`. */
 export function under(path: string, prefix: string): boolean {
-  return path === prefix || path.startsWith(`${prefix}/`);
+  return path === prefix || path.indexOf(prefix + '/') === 0;
 }
 
 /** The profile answer for a username as requested (any letter case). */
 export function profile(dir: string, requested: string): Resolution {
-  const username = requested.toLowerCase();
+  var username = requested.toLowerCase();
   if (!CANONICAL_USERNAME.test(username)) return { kind: 'error', code: 'USER_NOT_FOUND' };
-  return { kind: 'profile', file: `${dir}/${username}`, username };
+  return { kind: 'profile', file: dir + '/' + username, username: username };
+}
+
+/** The query as each host has it: URLSearchParams, or CloudFront's parsed query string (cloudfront-function.ts). */
+export interface QueryValues {
+  getAll(name: string): string[];
 }
 
 /**
  * Resolves a request path (already percent-decoded, as Netlify's rule engine sees it) and query.
- * Pure: the same function drives the origin server; the edge function carries the same table.
+ * Pure: the same function drives the origin server and, by its source, every other host.
  */
-export function resolveRoute(path: string, query: URLSearchParams, table: RouteTable = ROUTES): Resolution {
-  for (const f of table.files) if (path === f.path) return { kind: 'file', file: f.file };
+export function resolveRoute(path: string, query: QueryValues, table?: RouteTable): Resolution {
+  var routes = table || ROUTES;
+  var i;
+  for (i = 0; i < routes.files.length; i++) if (path === routes.files[i]!.path) return { kind: 'file', file: routes.files[i]!.file };
   // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
-  for (const e of Object.values(table.errors)) if (path === `/${e.file}`) return { kind: 'file', file: e.file };
+  for (var code in routes.errors) if (path === '/' + routes.errors[code as ErrorCode].file) return { kind: 'file', file: routes.errors[code as ErrorCode].file };
   // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
-  if (path === table.query.path || path === `${table.query.path}/`) {
-    const values = query.getAll(table.query.param);
-    const value = values[values.length - 1];
+  if (path === routes.query.path || path === routes.query.path + '/') {
+    var values = query.getAll(routes.query.param);
+    var value = values[values.length - 1];
     if (value === undefined || value === '') return { kind: 'error', code: 'USERNAME_REQUIRED' };
-    return profile(table.query.dir, value);
+    return profile(routes.query.dir, value);
   }
-  for (const alias of table.profiles) {
+  for (i = 0; i < routes.profiles.length; i++) {
+    var alias = routes.profiles[i]!;
     if (!under(path, alias.path)) continue;
-    const rest = path.slice(alias.path.length + 1);
-    if (rest === '' || rest.includes('/')) return { kind: 'error', code: 'USER_NOT_FOUND' };
+    var rest = path.slice(alias.path.length + 1);
+    if (rest === '' || rest.indexOf('/') !== -1) return { kind: 'error', code: 'USER_NOT_FOUND' };
     return profile(alias.dir, rest);
   }
-  for (const prefix of table.prefixes) if (under(path, prefix)) return { kind: 'error', code: 'NOT_FOUND' };
+  for (i = 0; i < routes.prefixes.length; i++) if (under(path, routes.prefixes[i]!)) return { kind: 'error', code: 'NOT_FOUND' };
   return { kind: 'outside' };
 }
 

@@ -1,7 +1,7 @@
 /**
  * CORS where it matters: a real headless Chromium (driven by playwright-core) loads a page from one
- * origin that fetches profiles, a 404 and the creators list from the origin server on another port,
- * and reads the JSON. A control request to a path without CORS headers must be blocked, proving the
+ * origin that fetches profiles, a 404 and the creators list from another origin, and reads the JSON:
+ * the origin server (`serve`), and the Cloudflare Worker in workerd over the R2 bucket `publish` filled. A control request to a path without CORS headers must be blocked, proving the
  * browser really enforces CORS in this test.
  *
  * The browser comes from npm (@sparticuz/chromium) or CHROMIUM_PATH (see browser.ts). When none can
@@ -15,9 +15,10 @@ import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrigin, listen } from '../../src/hosting/origin.js';
 import { launchBrowser } from './browser.js';
-import { buildSampleSnapshot, type Snapshot } from './fixture.js';
+import { publishSample, startWorker, type PublishedSample, type WorkerHost } from './cdn-fixture.js';
 
-let snapshot: Snapshot;
+let sample: PublishedSample;
+let worker: WorkerHost;
 let api: Server;
 let page: Server;
 let apiOrigin: string;
@@ -49,8 +50,9 @@ async function listenOn(server: Server): Promise<string> {
 }
 
 beforeAll(async () => {
-  snapshot = buildSampleSnapshot();
-  api = createOrigin({ out: snapshot.out }).server;
+  sample = await publishSample();
+  worker = await startWorker(sample.objects);
+  api = createOrigin({ out: sample.snapshot.out }).server;
   const address = await listen(api, 0, '127.0.0.1');
   apiOrigin = `http://127.0.0.1:${address.port}`;
   page = createServer((_req, res) => {
@@ -69,13 +71,14 @@ afterAll(async () => {
   await new Promise((r) => (api ? api.close(r) : r(undefined)));
   api?.closeAllConnections();
   await new Promise((r) => (page ? page.close(r) : r(undefined)));
-  snapshot?.cleanup();
+  await worker?.close();
+  await sample?.close();
 });
 
 interface Result { ok: boolean; status?: number; contentType?: string; cacheControl?: string; json?: any; error?: string }
 
 describe('a browser on another origin', () => {
-  it('reads profiles, a 404 and the creators list as JSON, preflighted requests included', async () => {
+  it.each([['serve', () => apiOrigin], ['the Worker in workerd', () => worker.origin]])('reads profiles, a 404 and the creators list as JSON from %s, preflighted requests included', async (_name, base) => {
     const tab = await context.newPage();
     await tab.goto(`${pageOrigin}/`);
     const results = await tab.evaluate(async (base) => {
@@ -91,7 +94,7 @@ describe('a browser on another origin', () => {
         // Control: a path that is not the API's carries no CORS headers, so the browser must block it.
         control: await w.call(`${base}/api/avatar?u=alice`),
       };
-    }, apiOrigin) as Record<string, Result>;
+    }, base()) as Record<string, Result>;
 
     expect(results.profile).toMatchObject({ ok: true, status: 200, contentType: 'application/json; charset=utf-8', cacheControl: 'public, s-maxage=30, stale-while-revalidate=60' });
     expect(results.profile!.json).toMatchObject({ success: true, data: { username: 'Alice', status: 'active' }, meta: { version: 'v1' } });

@@ -62,41 +62,44 @@ export const PREFLIGHT_HEADERS = {"Access-Control-Allow-Headers":"*","Access-Con
 export const ALLOW_HEADER = "GET, HEAD, OPTIONS";
 const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
 function under(path, prefix) {
-    return path === prefix || path.startsWith(`${prefix}/`);
+    return path === prefix || path.indexOf(prefix + '/') === 0;
 }
 function profile(dir, requested) {
-    const username = requested.toLowerCase();
+    var username = requested.toLowerCase();
     if (!CANONICAL_USERNAME.test(username))
         return { kind: 'error', code: 'USER_NOT_FOUND' };
-    return { kind: 'profile', file: `${dir}/${username}`, username };
+    return { kind: 'profile', file: dir + '/' + username, username: username };
 }
 export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }
-export function resolveRoute(path, query, table = ROUTES) {
-    for (const f of table.files)
-        if (path === f.path)
-            return { kind: 'file', file: f.file };
+export function resolveRoute(path, query, table) {
+    var routes = table || ROUTES;
+    var i;
+    for (i = 0; i < routes.files.length; i++)
+        if (path === routes.files[i].path)
+            return { kind: 'file', file: routes.files[i].file };
     // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
-    for (const e of Object.values(table.errors))
-        if (path === `/${e.file}`)
-            return { kind: 'file', file: e.file };
+    for (var code in routes.errors)
+        if (path === '/' + routes.errors[code].file)
+            return { kind: 'file', file: routes.errors[code].file };
     // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
-    if (path === table.query.path || path === `${table.query.path}/`) {
-        const values = query.getAll(table.query.param);
-        const value = values[values.length - 1];
+    if (path === routes.query.path || path === routes.query.path + '/') {
+        var values = query.getAll(routes.query.param);
+        var value = values[values.length - 1];
         if (value === undefined || value === '')
             return { kind: 'error', code: 'USERNAME_REQUIRED' };
-        return profile(table.query.dir, value);
+        return profile(routes.query.dir, value);
     }
-    for (const alias of table.profiles) {
+    for (i = 0; i < routes.profiles.length; i++) {
+        var alias = routes.profiles[i];
         if (!under(path, alias.path))
             continue;
-        const rest = path.slice(alias.path.length + 1);
-        if (rest === '' || rest.includes('/'))
+        var rest = path.slice(alias.path.length + 1);
+        if (rest === '' || rest.indexOf('/') !== -1)
             return { kind: 'error', code: 'USER_NOT_FOUND' };
         return profile(alias.dir, rest);
     }
-    for (const prefix of table.prefixes)
-        if (under(path, prefix))
+    for (i = 0; i < routes.prefixes.length; i++)
+        if (under(path, routes.prefixes[i]))
             return { kind: 'error', code: 'NOT_FOUND' };
     return { kind: 'outside' };
 }

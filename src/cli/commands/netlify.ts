@@ -3,28 +3,24 @@
  * function's routing module from the route table (`--check` only compares, for CI); `verify` checks a
  * built snapshot against Netlify's deploy limits, as the last step of the Netlify build command.
  */
-import { Command, Option } from 'commander';
-import { outputError, SnapshotError } from '../../errors.js';
+import { Command } from 'commander';
+import { outputError } from '../../errors.js';
 import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../../hosting/limits.js';
 import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
 import type { CliState, Io } from '../io.js';
 import { outOption, resolveOutDir } from '../options.js';
+import { hostConfigCommand } from './host-config.js';
 
 export function netlifyCommand(io: Io, _state: CliState): Command {
   const command = new Command('netlify').description('Netlify hosting: render netlify.toml from the route table, check a snapshot against Netlify\'s limits.');
   const configure = (c: Command) => c.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 
-  command.addCommand(configure(new Command('config')
-    .description('Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes.ts).')
-    .option('--check', 'write nothing; exit 5 when a file differs from what the table renders', false)
-    .addOption(new Option('--root <dir>', 'repository root holding netlify.toml').default('.'))
-    .action((flags: { check: boolean; root: string }) => {
-      const stale = syncNetlifyFiles(flags.root, { check: flags.check });
-      if (flags.check && stale.length > 0) {
-        throw new SnapshotError('output', `out of date with the route table: ${stale.join(', ')}`, { hint: 'run profile-snapshot netlify config (npm run netlify:config) and commit the result' });
-      }
-      io.stderr.write(`profile-snapshot: ${stale.length === 0 ? 'Netlify files are up to date' : `${flags.check ? 'differ' : 'wrote'}: ${stale.join(', ')}`}\n`);
-    })));
+  command.addCommand(hostConfigCommand(io, {
+    command: 'netlify',
+    host: 'Netlify',
+    description: 'Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes.ts).',
+    sync: (root, flags) => syncNetlifyFiles(root, flags),
+  }));
 
   command.addCommand(configure(new Command('verify')
     .description(`Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`)

@@ -1,0 +1,203 @@
+// GENERATED from the route table (src/hosting/routes.ts) by `profile-snapshot cloudflare config`. Do not edit:
+// a test fails when this file differs from what the table renders; regenerate it instead.
+//
+// The public profile API from an R2 bucket filled by `profile-snapshot publish` (see docs/hosting.md).
+// Bindings (wrangler.toml): PROFILES, the R2 bucket; PREFIX, the key prefix (no leading slash, empty
+// for none); CACHE = "off" to read R2 on every request; OUTSIDE = "origin" to pass paths that are not
+// the API's to the zone's origin instead of answering a plain 404.
+
+const ROUTES = {
+  "prefixes": [
+    "/api/v1",
+    "/service-api/v1"
+  ],
+  "profiles": [
+    {
+      "path": "/api/v1/users",
+      "dir": "api/v1/users"
+    },
+    {
+      "path": "/service-api/v1/users",
+      "dir": "service-api/v1/users"
+    }
+  ],
+  "query": {
+    "path": "/api/v1/users",
+    "param": "username",
+    "dir": "api/v1/users"
+  },
+  "files": [
+    {
+      "path": "/service-api/v1/creators",
+      "file": "service-api/v1/creators"
+    },
+    {
+      "path": "/api/v1/openapi.json",
+      "file": "api/v1/openapi.json"
+    }
+  ],
+  "errors": {
+    "USER_NOT_FOUND": {
+      "status": 404,
+      "file": "_errors/user-not-found.json"
+    },
+    "USERNAME_REQUIRED": {
+      "status": 400,
+      "file": "_errors/username-required.json"
+    },
+    "NOT_FOUND": {
+      "status": 404,
+      "file": "_errors/not-found.json"
+    },
+    "METHOD_NOT_ALLOWED": {
+      "status": 405,
+      "file": "_errors/method-not-allowed.json"
+    }
+  },
+  "headers": {
+    "Content-Type": "application/json; charset=utf-8",
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, OPTIONS",
+    "Cache-Control": "public, s-maxage=30, stale-while-revalidate=60",
+    "X-Content-Type-Options": "nosniff"
+  }
+};
+const PREFLIGHT_HEADERS = {"Access-Control-Allow-Headers":"*","Access-Control-Max-Age":"86400"};
+const ALLOW_HEADER = "GET, HEAD, OPTIONS";
+const OUTSIDE_HEADERS = {"Content-Type":"text/plain; charset=utf-8","X-Content-Type-Options":"nosniff","Cache-Control":"public, s-maxage=30, stale-while-revalidate=60"};
+const OUTSIDE_BODY = "Not Found\n";
+const EDGE_CACHE_CONTROL = "public, s-maxage=30";
+const ERROR_BODIES = {"USER_NOT_FOUND":"{\"status\":404,\"code\":\"USER_NOT_FOUND\",\"message\":\"No active or suspended profile has this username.\"}","USERNAME_REQUIRED":"{\"status\":400,\"code\":\"USERNAME_REQUIRED\",\"message\":\"The username query parameter is required and must not be empty.\"}","NOT_FOUND":"{\"status\":404,\"code\":\"NOT_FOUND\",\"message\":\"No API resource exists at this path.\"}","METHOD_NOT_ALLOWED":"{\"status\":405,\"code\":\"METHOD_NOT_ALLOWED\",\"message\":\"Only GET and OPTIONS are allowed.\"}"};
+function errorAnswerBody(code, isoTimestamp) {
+    return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
+}
+const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+function under(path, prefix) {
+    return path === prefix || path.indexOf(prefix + '/') === 0;
+}
+function profile(dir, requested) {
+    var username = requested.toLowerCase();
+    if (!CANONICAL_USERNAME.test(username))
+        return { kind: 'error', code: 'USER_NOT_FOUND' };
+    return { kind: 'profile', file: dir + '/' + username, username: username };
+}
+function resolveRoute(path, query, table) {
+    var routes = table || ROUTES;
+    var i;
+    for (i = 0; i < routes.files.length; i++)
+        if (path === routes.files[i].path)
+            return { kind: 'file', file: routes.files[i].file };
+    // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
+    for (var code in routes.errors)
+        if (path === '/' + routes.errors[code].file)
+            return { kind: 'file', file: routes.errors[code].file };
+    // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
+    if (path === routes.query.path || path === routes.query.path + '/') {
+        var values = query.getAll(routes.query.param);
+        var value = values[values.length - 1];
+        if (value === undefined || value === '')
+            return { kind: 'error', code: 'USERNAME_REQUIRED' };
+        return profile(routes.query.dir, value);
+    }
+    for (i = 0; i < routes.profiles.length; i++) {
+        var alias = routes.profiles[i];
+        if (!under(path, alias.path))
+            continue;
+        var rest = path.slice(alias.path.length + 1);
+        if (rest === '' || rest.indexOf('/') !== -1)
+            return { kind: 'error', code: 'USER_NOT_FOUND' };
+        return profile(alias.dir, rest);
+    }
+    for (i = 0; i < routes.prefixes.length; i++)
+        if (under(path, routes.prefixes[i]))
+            return { kind: 'error', code: 'NOT_FOUND' };
+    return { kind: 'outside' };
+}
+async function handleRequest(request, env, ctx) {
+    const url = new URL(request.url);
+    const route = routeOf(url);
+    if (route.kind === 'outside')
+        return answerOutside(request, env);
+    if (request.method === 'OPTIONS') {
+        return new Response(null, { status: 204, headers: { ...ROUTES.headers, ...PREFLIGHT_HEADERS } });
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+        return answerError(request, url, env, ctx, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
+    }
+    if (route.kind === 'error')
+        return answerError(request, url, env, ctx, route.code);
+    const found = await readDocument(request, url, env, ctx, route.file);
+    if (found)
+        return answerDocument(request, found, 200, true);
+    return answerError(request, url, env, ctx, route.kind === 'profile' ? 'USER_NOT_FOUND' : 'NOT_FOUND');
+}
+function routeOf(url) {
+    try {
+        return resolveRoute(decodeURIComponent(url.pathname), url.searchParams);
+    }
+    catch {
+        return { kind: 'error', code: 'NOT_FOUND' };
+    }
+}
+function answerOutside(request, env) {
+    if (env.OUTSIDE === 'origin')
+        return fetch(request);
+    return new Response(request.method === 'HEAD' ? null : OUTSIDE_BODY, { status: 404, headers: OUTSIDE_HEADERS });
+}
+async function answerError(request, url, env, ctx, code, extra = {}) {
+    const status = ROUTES.errors[code].status;
+    const found = await readDocument(request, url, env, ctx, ROUTES.errors[code].file);
+    if (found)
+        return answerDocument(request, found, status, false, extra);
+    const body = request.method === 'HEAD' ? null : errorAnswerBody(code, new Date().toISOString());
+    return new Response(body, { status, headers: { ...ROUTES.headers, ...extra } });
+}
+async function answerDocument(request, found, status, conditional, extra = {}) {
+    const headers = { ...ROUTES.headers, ...extra };
+    if (conditional)
+        headers.ETag = found.etag;
+    const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
+    if (request.method === 'HEAD' || notModified) {
+        await found.body?.cancel();
+        return new Response(null, { status: notModified ? 304 : status, headers });
+    }
+    return new Response(found.body, { status, headers });
+}
+function etagMatches(header, etag) {
+    if (header === null || etag === '')
+        return false;
+    const opaque = (tag) => tag.trim().replace(/^W\//, '');
+    return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
+}
+function objectKey(env, file) {
+    const prefix = (env.PREFIX ?? '').replace(/^\/+|\/+$/g, '');
+    return prefix === '' ? file : `${prefix}/${file}`;
+}
+async function readDocument(request, url, env, ctx, file) {
+    const key = objectKey(env, file);
+    const cache = env.CACHE === 'off' ? undefined : globalThis.caches?.default;
+    const cacheKey = new Request(`${url.origin}${ROUTES.prefixes[0]}/.edge-cache/${key}`);
+    if (cache) {
+        const hit = await cache.match(cacheKey);
+        if (hit)
+            return { etag: hit.headers.get('ETag') ?? '', body: hit.body };
+    }
+    if (request.method === 'HEAD') {
+        const head = await env.PROFILES.head(key);
+        return head ? { etag: head.httpEtag, body: null } : null;
+    }
+    const object = await env.PROFILES.get(key);
+    if (!object || !object.body)
+        return null;
+    if (!cache)
+        return { etag: object.httpEtag, body: object.body };
+    const [answer, kept] = object.body.tee();
+    ctx.waitUntil(cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })));
+    return { etag: object.httpEtag, body: answer };
+}
+
+export default {
+  fetch(request, env, ctx) {
+    return handleRequest(request, env, ctx);
+  },
+};

@@ -1,0 +1,93 @@
+/**
+ * The sample snapshot as the object-storage CDNs see it: built by the real generator, published by
+ * the real `publish` into s3rver under a key prefix (the tool's `.profile-snapshot/` records
+ * included), and from there copied object by object into the R2 bucket of a Worker running in
+ * workerd (miniflare), so both CDN layers read exactly the bucket `publish` writes.
+ */
+import { Miniflare } from 'miniflare';
+import { dirname, join } from 'node:path';
+import { publish } from '../../src/remote/publish.js';
+import { BUCKET_BINDING, COMPATIBILITY_DATE, WORKER_MODULE } from '../../src/hosting/cloudflare-config.js';
+import { CREDENTIALS, readBucket, startS3rver, type S3Server, type StoredObject } from '../helpers/s3.js';
+import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
+
+export const CDN_PREFIX = 'live/v1';
+
+export interface PublishedSample {
+  snapshot: Snapshot;
+  s3: S3Server;
+  bucket: string;
+  /** Every object of the bucket by full key. */
+  objects: Map<string, StoredObject>;
+  close(): Promise<void>;
+}
+
+export async function publishSample(): Promise<PublishedSample> {
+  const snapshot = buildSampleSnapshot();
+  const s3 = await startS3rver();
+  const bucket = await s3.bucket();
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
+  await publish({ out: snapshot.out, remote: { bucket, prefix: CDN_PREFIX, endpoint: s3.endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8 } });
+  const objects = await readBucket(s3.endpoint, bucket);
+  return { snapshot, s3, bucket, objects, close: async () => { await s3.close(); snapshot.cleanup(); } };
+}
+
+export interface WorkerHost {
+  /** http://127.0.0.1:<port> of workerd's own HTTP server. */
+  origin: string;
+  mf: Miniflare;
+  close(): Promise<void>;
+}
+
+export interface WorkerVars { PREFIX?: string; CACHE?: string; OUTSIDE?: string }
+
+/**
+ * A module in front of the committed Worker, for tests only: it hands the Worker its bucket through
+ * a recorder of every key read, and answers `/__test/keys` with the keys read since the last call.
+ */
+const RECORDER = `import worker from './worker.js';
+const keys = [];
+const recorded = (bucket) => ({
+  get: (key, options) => { keys.push(key); return bucket.get(key, options); },
+  head: (key) => { keys.push(key); return bucket.head(key); },
+});
+export default {
+  fetch(request, env, ctx) {
+    if (new URL(request.url).pathname === '/__test/keys') return Response.json(keys.splice(0));
+    return worker.fetch(request, { ...env, PROFILES: recorded(env.PROFILES) }, ctx);
+  },
+};
+`;
+
+/** The keys the Worker read from R2 since the last call (only with `recordKeys`). */
+export async function readKeys(host: WorkerHost): Promise<string[]> {
+  return (await fetch(`${host.origin}/__test/keys`)).json() as Promise<string[]>;
+}
+
+/**
+ * The committed cloudflare/worker.js in workerd with a local R2 bucket holding `objects` (by full
+ * key, with their stored headers). `outbound` answers the Worker's own fetches (OUTSIDE = origin).
+ */
+export async function startWorker(objects: Map<string, StoredObject>, vars: WorkerVars = { PREFIX: CDN_PREFIX }, options: { outbound?: (request: Request) => Response | Promise<Response>; recordKeys?: boolean } = {}): Promise<WorkerHost> {
+  const worker = join(REPO, WORKER_MODULE);
+  const code = options.recordKeys
+    ? { modules: [{ type: 'ESModule' as const, path: join(dirname(worker), 'test-recorder.js'), contents: RECORDER }, { type: 'ESModule' as const, path: worker }] }
+    : { modules: true, scriptPath: worker };
+  const mf = new Miniflare({
+    ...code,
+    compatibilityDate: COMPATIBILITY_DATE,
+    r2Buckets: [BUCKET_BINDING],
+    bindings: { ...vars },
+    host: '127.0.0.1',
+    port: 0,
+    ...(options.outbound ? { outboundService: options.outbound } : {}),
+  });
+  const url = await mf.ready;
+  const bucket = await mf.getR2Bucket(BUCKET_BINDING);
+  for (const [key, object] of objects) {
+    await bucket.put(key, new Uint8Array(Buffer.from(object.bytes, 'latin1')), { httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl } });
+  }
+  return { origin: url.origin, mf, close: () => mf.dispose() };
+}

@@ -1,8 +1,9 @@
 /**
  * The route table: the single description of every public path form of the API, the file that
  * answers it, the headers every answer carries and the error answers. `netlify.toml`, the Netlify
- * Edge Function's routing data and the origin server's router are all derived from it (see
- * ./netlify-config.ts and ./origin.ts), so the two hosting targets cannot drift apart.
+ * Edge Function's routing data, the origin server's router, the Cloudflare Worker and the CloudFront
+ * Function are all derived from it (./netlify-config.ts, ./origin.ts, ./cloudflare-config.ts,
+ * ./aws-config.ts), so the hosting targets cannot drift apart.
  *
  * The semantics below copy what Netlify's production rule engine (netlify-redirector) does with the
  * rules we render, so that the origin server answers exactly like Netlify:

@@ -13,6 +13,17 @@ import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 
 export const CDN_PREFIX = 'live/v1';
 
+/** The only keys a CDN layer may read: a canonical profile under an alias, a file of the table, an error document. */
+export const TABLE_KEY = /^live\/v1\/((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]{0,63}|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
+
+/** Ways to spell the tool's own records in the bucket (`<prefix>/.profile-snapshot/`); each must be a 404. */
+export const BOOKKEEPING_ATTEMPTS = [
+  '/.profile-snapshot/remote-state', `/${CDN_PREFIX}/.profile-snapshot/remote-state`, '/api/v1/users/..%2F..%2F..%2F.profile-snapshot%2Fremote-state',
+  '/api/v1/users?username=..%2F..%2F.profile-snapshot%2Fremote-intent', '/api/v1/users/%2e%2e/%2e%2e/.profile-snapshot/remote-state',
+  '/api/v1/..%2f..%2f.profile-snapshot/remote-state', '/service-api/v1/users/.profile-snapshot', '/api/v1/users/%252e%252e%252f.profile-snapshot',
+  '/_errors/../.profile-snapshot/remote-state', '/api/v1/users/ALICE%00', `/api/v1/users/${'A'.repeat(8000)}`,
+];
+
 export interface PublishedSample {
   snapshot: Snapshot;
   s3: S3Server;
@@ -85,9 +96,23 @@ export async function startWorker(objects: Map<string, StoredObject>, vars: Work
     ...(options.outbound ? { outboundService: options.outbound } : {}),
   });
   const url = await mf.ready;
-  const bucket = await mf.getR2Bucket(BUCKET_BINDING);
-  for (const [key, object] of objects) {
-    await bucket.put(key, new Uint8Array(Buffer.from(object.bytes, 'latin1')), { httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl } });
-  }
-  return { origin: url.origin, mf, close: () => mf.dispose() };
+  const host = { origin: url.origin, mf, close: () => mf.dispose() };
+  for (const [key, object] of objects) await putObject(host, key, object);
+  return host;
+}
+
+/** The Worker's R2 bucket, as much of it as the tests use. */
+interface TestBucket {
+  put(key: string, value: Uint8Array, options: { httpMetadata: { contentType?: string; cacheControl?: string } }): Promise<unknown>;
+  delete(key: string): Promise<void>;
+}
+const bucketOf = async (host: WorkerHost) => (await host.mf.getR2Bucket(BUCKET_BINDING)) as unknown as TestBucket;
+
+/** Puts one object with its stored headers (a fresh Uint8Array: miniflare refuses a pooled Buffer). */
+export async function putObject(host: WorkerHost, key: string, object: StoredObject): Promise<void> {
+  await (await bucketOf(host)).put(key, new Uint8Array(Buffer.from(object.bytes, 'latin1')), { httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl } });
+}
+
+export async function deleteObject(host: WorkerHost, key: string): Promise<void> {
+  await (await bucketOf(host)).delete(key);
 }

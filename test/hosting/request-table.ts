@@ -169,6 +169,16 @@ export const CONTRACT = {
   'x-content-type-options': 'nosniff',
 };
 
+/** Every row through one target: one line per row that did not answer as expected (none when all did). */
+export async function tableFailures(answer: (row: Row) => Promise<Answer>, rows: Row[] = requestTable()): Promise<string[]> {
+  const failures: string[] = [];
+  for (const row of rows) {
+    const problems = check(row, await answer(row));
+    if (problems.length > 0) failures.push(`${row.method} ${row.target} (${row.name}): ${problems.join('; ')}`);
+  }
+  return failures;
+}
+
 /** Every difference between an answer and the row's expectation; empty when it matches. */
 export function check(row: Row, answer: Answer): string[] {
   const problems: string[] = [];

@@ -11,7 +11,7 @@ import profileApi from '../../netlify/edge-functions/profile-api/index.js';
 import { createOrigin, listen } from '../../src/hosting/origin.js';
 import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 import { startNetlifySim, type NetlifySim } from './netlify-sim.js';
-import { check, fromResponse, requestTable, send, type Answer } from './request-table.js';
+import { fromResponse, requestTable, send, tableFailures, type Answer } from './request-table.js';
 
 const ROWS = requestTable();
 let snapshot: Snapshot;
@@ -40,16 +40,7 @@ afterAll(async () => {
 
 /** Runs every row through one target and reports all failing rows at once. */
 async function runTable(target: (row: (typeof ROWS)[number]) => Promise<Answer>) {
-  const failures: string[] = [];
-  const answers = new Map<string, Answer>();
-  for (const row of ROWS) {
-    const answer = await target(row);
-    answers.set(row.name, answer);
-    const problems = check(row, answer);
-    if (problems.length > 0) failures.push(`${row.method} ${row.target} (${row.name}): ${problems.join('; ')}`);
-  }
-  expect(failures).toEqual([]);
-  return answers;
+  expect(await tableFailures(target, ROWS)).toEqual([]);
 }
 
 describe('the request table', () => {

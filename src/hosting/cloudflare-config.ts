@@ -106,9 +106,7 @@ export function renderCloudflareFiles(options: CloudflareOptions = CLOUDFLARE_DE
 
 /** Writes the rendered files under `root` (or, with `check`, only compares); returns those that differed. */
 export function syncCloudflareFiles(root: string, options: { check: boolean } & Partial<CloudflareOptions>): string[] {
-  return syncGeneratedFiles(root, renderCloudflareFiles({ ...CLOUDFLARE_DEFAULTS, ...definedOnly(options) }), options);
-}
-
-function definedOnly<T extends object>(value: T): Partial<T> {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+  const d = CLOUDFLARE_DEFAULTS;
+  const chosen = { name: options.name ?? d.name, host: options.host ?? d.host, zone: options.zone ?? d.zone, bucket: options.bucket ?? d.bucket, prefix: options.prefix ?? d.prefix };
+  return syncGeneratedFiles(root, renderCloudflareFiles(chosen), options);
 }

@@ -93,6 +93,8 @@ export async function startWorker(objects: Map<string, StoredObject>, vars: Work
     bindings: { ...vars },
     host: '127.0.0.1',
     port: 0,
+    // The request's `cf` object from a placeholder: miniflare would otherwise fetch one from the internet.
+    cf: false,
     ...(options.outbound ? { outboundService: options.outbound } : {}),
   });
   const url = await mf.ready;

@@ -13,11 +13,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudFrontQuery } from '../../src/hosting/cloudfront-function.js';
 import { FUNCTION_FILE, HEADERS_POLICY_FILE, TEMPLATE_FILE } from '../../src/hosting/aws-config.js';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
 import { resolveRoute } from '../../src/hosting/routes.js';
 import { BOOKKEEPING_ATTEMPTS, CDN_PREFIX, publishSample, TABLE_KEY, type PublishedSample } from './cdn-fixture.js';
 import { eventRequest, loadFunction, startCloudFrontSim, type CloudFrontSim } from './cloudfront-sim.js';
-import { REPO } from './fixture.js';
+import { REPO, serveSnapshot } from './fixture.js';
 import { CONTRACT, requestTable, send, tableFailures } from './request-table.js';
 
 const ROWS = requestTable();
@@ -31,9 +30,7 @@ let closeOrigin: () => Promise<void>;
 beforeAll(async () => {
   sample = await publishSample();
   sim = await startCloudFrontSim({ templatePath: join(REPO, TEMPLATE_FILE), s3: sample.s3.endpoint, bucket: sample.bucket, prefix: CDN_PREFIX });
-  const { server } = createOrigin({ out: sample.snapshot.out });
-  origin = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
-  closeOrigin = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+  ({ origin, close: closeOrigin } = await serveSnapshot(sample.snapshot.out));
 }, 60_000);
 
 afterAll(async () => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from '../../src/build.js';
+import { createOrigin, listen } from '../../src/hosting/origin.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -29,4 +30,14 @@ export function buildSampleSnapshot(): Snapshot {
   const out = join(root, 'dist');
   build({ db, out, baseUrl: 'https://profiles.example.com', snapshotMs: Date.UTC(2026, 0, 1), reproducible: true });
   return { root, db, out, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+/** `serve` on a snapshot, on 127.0.0.1 at a free port. */
+export async function serveSnapshot(out: string): Promise<{ origin: string; close: () => Promise<void> }> {
+  const { server } = createOrigin({ out });
+  const { port } = await listen(server, 0, '127.0.0.1');
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+  };
 }

@@ -8,8 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import profileApi from '../../netlify/edge-functions/profile-api/index.js';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
-import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
+import { buildSampleSnapshot, REPO, serveSnapshot, type Snapshot } from './fixture.js';
 import { startNetlifySim, type NetlifySim } from './netlify-sim.js';
 import { fromResponse, requestTable, send, tableFailures, type Answer } from './request-table.js';
 
@@ -25,10 +24,7 @@ beforeAll(async () => {
   const common = { site: snapshot.out, tomlPath: join(REPO, 'netlify.toml'), edgeFunctions: { 'profile-api': profileApi } };
   simRequested = await startNetlifySim({ ...common, headerPath: 'requested' });
   simRewritten = await startNetlifySim({ ...common, headerPath: 'rewritten' });
-  const { server } = createOrigin({ out: snapshot.out });
-  const address = await listen(server, 0, '127.0.0.1');
-  origin = `http://127.0.0.1:${address.port}`;
-  closeOrigin = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+  ({ origin, close: closeOrigin } = await serveSnapshot(snapshot.out));
 });
 
 afterAll(async () => {

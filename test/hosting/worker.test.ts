@@ -6,8 +6,8 @@
  * outside the API, a bucket without a prefix, and a bucket that lost its error documents.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
 import { errorAnswerBody } from '../../src/hosting/routes.js';
+import { serveSnapshot } from './fixture.js';
 import { BOOKKEEPING_ATTEMPTS, CDN_PREFIX, deleteObject, publishSample, putObject, readKeys, startWorker, TABLE_KEY, type PublishedSample, type WorkerHost } from './cdn-fixture.js';
 import { CONTRACT, requestTable, send, tableFailures } from './request-table.js';
 
@@ -22,9 +22,7 @@ beforeAll(async () => {
   sample = await publishSample();
   cached = await startWorker(sample.objects, { PREFIX: CDN_PREFIX }, { recordKeys: true });
   uncached = await startWorker(sample.objects, { PREFIX: `/${CDN_PREFIX}/`, CACHE: 'off' });
-  const { server } = createOrigin({ out: sample.snapshot.out });
-  origin = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
-  closeOrigin = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+  ({ origin, close: closeOrigin } = await serveSnapshot(sample.snapshot.out));
 }, 60_000);
 
 afterAll(async () => {

@@ -2,26 +2,25 @@
  * One build: a single pass over one consistent store snapshot, rendering each row and handing the
  * documents to the output transaction. Plain data in (BuildOptions), plain data out (BuildReport).
  */
-import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { normalizeBaseUrl } from './config.js';
-import { StrictWarningsError } from './errors.js';
+import { normalizeBaseUrl } from './core/config.js';
+import { StrictWarningsError } from './core/errors.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
 import { Col, ProfileStore, type StoreRow } from './store/read.js';
-import { CREATORS_FILE, errorFile, PROFILE_DIRS } from './publish/layout.js';
+import { CREATORS_FILE, errorFile, OPENAPI_FILE, PROFILE_DIRS, resolveOutDir } from './core/layout.js';
 import { BUILD_NOTICE_PROFILES_PER_DIR, NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import { CreatorsList } from './publish/creators.js';
 import { OutputTransaction, preloadManifest, type WriteCounts } from './publish/tree.js';
 import { hasSignature, isUnsigned, listLength } from './publish/manifest.js';
-import { fingerprint } from './render/fingerprint.js';
+import { fingerprint } from './core/hash.js';
 import { OutDirLock } from './publish/lock.js';
-import { contractText, OPENAPI_FILE } from './verify/contract.js';
+import { contractText } from './core/contract.js';
 import { currentPass, forgetPass, recordPass, type LastPass } from './publish/last-pass.js';
 import { nextAgeChangeMs, parseStoreDate, wholeDaysBetween } from './render/dates.js';
 import { rowSignature } from './render/signature.js';
-import { toolIdentity } from './version.js';
-import { collectIfGrown } from './memory.js';
+import { toolIdentity } from './core/version.js';
+import { collectIfGrown } from './core/memory.js';
 import type { Selection, StoreSession } from './session.js';
 
 export interface BuildOptions {
@@ -140,7 +139,7 @@ export function build(options: BuildOptions): BuildReport {
     const conditions = { tool: toolIdentity(), store: stamp.value, baseUrl };
     // Only a settled stamp may say the store is as the last pass read it (see store/stamp.ts).
     const trustedStamp = stamp.settled ? stamp.value : undefined;
-    const outDir = resolve(options.out);
+    const outDir = resolveOutDir(options.out);
     const renderedBy = `${conditions.tool}\t${baseUrl}`;
     if (trustedStamp !== undefined && !options.fullPass) {
       const last = currentPass(outDir, conditions, options.snapshotMs);

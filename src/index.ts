@@ -3,13 +3,13 @@
  * module loads all of them; the CLI loads only the one it runs.
  */
 export { build, type BuildOptions, type BuildReport } from './build.js';
-export { normalizeBaseUrl, snapshotTime } from './config.js';
-export { ExitCode, SnapshotError, StrictWarningsError } from './errors.js';
+export { normalizeBaseUrl, snapshotTime } from './core/config.js';
+export { ExitCode, SnapshotError, StrictWarningsError } from './core/errors.js';
 export { renderUser, isPublishableUsername, type User, type RowWarning } from './render/user.js';
 export { ERRORS, successDocument, errorDocument, meta } from './render/documents.js';
 export { ProfileStore } from './store/read.js';
 export { CONTRACT_SCHEMA } from './store/schema.js';
-export * as layout from './publish/layout.js';
+export * as layout from './core/layout.js';
 export { OutDirLock } from './publish/lock.js';
 export { Watcher, type WatchOptions, type WatchEvent } from './watch/loop.js';
 export { regenerate } from './watch/regenerate.js';

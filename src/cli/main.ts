@@ -4,10 +4,10 @@
  * the one exit point.
  */
 import { Command, CommanderError } from 'commander';
-import { ExitCode, SnapshotError, StrictWarningsError, describeCause } from '../errors.js';
+import { ExitCode, SnapshotError, StrictWarningsError, describeCause } from '../core/errors.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
-import { TOOL_VERSION } from '../version.js';
+import { TOOL_VERSION } from '../core/version.js';
 
 export type { Io } from './io.js';
 

@@ -4,7 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import type { BuildOptions } from '../build.js';
-import { normalizeBaseUrl, positiveInteger, snapshotTime } from '../config.js';
+import { normalizeBaseUrl, positiveInteger, snapshotTime } from '../core/config.js';
 import type { Io } from './io.js';
 
 export const DEFAULTS = {

@@ -4,8 +4,8 @@
  * chain finds them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles...).
  */
 import { Command, Option } from 'commander';
-import { positiveInteger } from '../config.js';
-import { usageError } from '../errors.js';
+import { positiveInteger } from '../core/config.js';
+import { usageError } from '../core/errors.js';
 import type { RemoteOptions } from '../remote/client.js';
 import { parseTarget } from '../remote/target.js';
 import type { Io } from './io.js';

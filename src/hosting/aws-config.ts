@@ -20,7 +20,7 @@ import { CANONICAL_USERNAME, ERROR_BODIES, ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_H
 import { cloudFrontQuery, rawQueryValues, parsedQueryValues, decodeQueryPart, errorResponse, generated, handler, merged, routeOfRequest, STATUS_TEXT } from './cloudfront-function.js';
 import { generatedBanner, syncGeneratedFiles } from './generated.js';
 import { constant, source } from './routing-source.js';
-import { STATE_DIR } from '../publish/layout.js';
+import { STATE_DIR } from '../core/layout.js';
 
 export const FUNCTION_FILE = 'aws/viewer-request.js';
 export const HEADERS_POLICY_FILE = 'aws/response-headers-policy.json';

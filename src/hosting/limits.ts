@@ -8,7 +8,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { describeCause, outputError } from '../errors.js';
+import { describeCause, outputError } from '../core/errors.js';
 
 export const NETLIFY_MAX_FILES_PER_DIR = 54_000;
 /**

@@ -13,7 +13,7 @@ import { existsSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
-import { outputError } from '../errors.js';
+import { outputError } from '../core/errors.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, errorAnswerBody, resolveRoute, type Resolution, type RouteTable } from './routes.js';

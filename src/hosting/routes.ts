@@ -13,9 +13,8 @@
  *   - path matching is case-sensitive, so only the username part is ever compared case-insensitively,
  *     and that is done by code (the edge function, the origin router), never by a rule.
  */
-import { CANONICAL_USERNAME, PROFILE_DIRS, CREATORS_FILE, errorFile } from '../publish/layout.js';
+import { CANONICAL_USERNAME, CREATORS_FILE, errorFile, OPENAPI_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { ERRORS, errorBody, type ErrorCode } from '../render/documents.js';
-import { OPENAPI_FILE } from '../verify/contract.js';
 
 /** The four headers of the contract (spec 4.3), on every answer, errors included, plus nosniff. */
 export const CONTRACT_HEADERS = {

@@ -13,7 +13,7 @@
  * no rewrite and no assembly.
  */
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { Fingerprint } from '../render/fingerprint.js';
+import { Fingerprint } from '../core/hash.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './manifest.js';
 import type { OutputTransaction } from './tree.js';

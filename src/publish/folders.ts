@@ -5,7 +5,7 @@
  */
 import { lstatSync, mkdirSync, rmdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describeCause, outputError, SnapshotError } from '../errors.js';
+import { describeCause, outputError, SnapshotError } from '../core/errors.js';
 
 /**
  * mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. Returns the folders

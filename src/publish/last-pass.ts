@@ -11,10 +11,8 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RowWarning } from '../render/user.js';
 import { guard } from './folders.js';
-import { STATE_DIR } from './layout.js';
+import { LAST_PASS_FILE, STATE_DIR } from '../core/layout.js';
 import { manifestStamp } from './manifest.js';
-
-export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
 
 export interface PassConditions {
   /** toolIdentity() of the tool that made the pass. */

@@ -16,11 +16,9 @@ import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, unlinkSync,
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { describeCause, outputError } from '../errors.js';
+import { describeCause, outputError } from '../core/errors.js';
 import { prepareDir, removeEmptyFolders } from './folders.js';
-import { STATE_DIR } from './layout.js';
-
-export const LOCK_FILE = `${STATE_DIR}/lock`;
+import { LOCK_FILE, STATE_DIR } from '../core/layout.js';
 
 /** What the lock file says about its holder (JSON, one object). */
 export interface LockHolder {

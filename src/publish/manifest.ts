@@ -18,9 +18,9 @@
  */
 import { closeSync, copyFileSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { outputError } from '../errors.js';
+import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
-import { MANIFEST_FILE } from './layout.js';
+import { MANIFEST_FILE } from '../core/layout.js';
 
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';

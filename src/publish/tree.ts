@@ -14,10 +14,10 @@
  */
 import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { outputError } from '../errors.js';
+import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
-import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from './layout.js';
+import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
 import { entryHash, fileEntry, fileEntryStamp, fileStamp, manifestStamp, PENDING, profileEntry, readManifest, writeClaims, writeManifest, type ListOrder, type Manifest } from './manifest.js';
 
 export interface WriteCounts {

@@ -7,7 +7,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import { remoteError, SnapshotError, usageError } from '../errors.js';
+import { remoteError, SnapshotError, usageError } from '../core/errors.js';
 import { describeRemote, type RemoteTarget } from './target.js';
 
 /** HTTP requests sent, by kind (retries included): what a publish cost. */

@@ -6,9 +6,9 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { outputError } from '../errors.js';
+import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
-import { MANIFEST_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { OutDirLock, sleepSync } from '../publish/lock.js';
 import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../publish/manifest.js';
 

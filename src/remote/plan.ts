@@ -2,8 +2,8 @@
  * What a publish does, decided before it touches anything: the tree's hashes against what is live.
  * The deletion guard is applied here too, so a refused publish changes nothing.
  */
-import { SnapshotError } from '../errors.js';
-import { CREATORS_FILE, PROFILE_DIRS } from '../publish/layout.js';
+import { SnapshotError } from '../core/errors.js';
+import { CREATORS_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { profileHash, fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './state.js';
 

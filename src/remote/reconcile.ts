@@ -9,7 +9,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../publish/layout.js';
+import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../core/layout.js';
 import type { Remote } from './client.js';
 import { profileFile, profileHash, fileHash, type LocalTree } from './local.js';
 import { emptyLive, UNKNOWN, type LiveSet } from './state.js';

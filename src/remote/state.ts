@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { STATE_DIR } from '../publish/layout.js';
+import { STATE_DIR } from '../core/layout.js';
 
 export const REMOTE_STATE = `${STATE_DIR}/remote-state`;
 export const REMOTE_INTENT = `${STATE_DIR}/remote-intent`;

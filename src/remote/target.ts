@@ -2,7 +2,7 @@
  * Where a snapshot is published: an S3 bucket and an optional key prefix (`s3://bucket/prefix`), and
  * how to reach it. Object keys mirror the out dir: `<prefix>/<path relative to the out dir>`.
  */
-import { usageError } from '../errors.js';
+import { usageError } from '../core/errors.js';
 
 export interface RemoteTarget {
   bucket: string;

@@ -3,6 +3,8 @@
  * or ISO 8601 `YYYY-MM-DDTHH:MM:SS[.fff]Z`. Anything else, or an impossible calendar date, is
  * rejected rather than guessed, so `Date`'s lenient parser never decides what we publish.
  */
+import { DAY_MS } from '../core/time.js';
+
 const STORE_DATE = /^(\d{4})-(\d{2})-(\d{2})(?: |T)(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z?)$/;
 
 export interface StoreDate {
@@ -44,8 +46,6 @@ function daysInMonth(year: number, month: number): number {
 export function isoMillis(epochMs: number): string {
   return new Date(epochMs).toISOString();
 }
-
-const DAY_MS = 86_400_000;
 
 /** Whole days from `createdMs` to `snapshotMs`, rounded down; 0 for a date after the snapshot. */
 export function wholeDaysBetween(createdMs: number, snapshotMs: number): number {

@@ -8,7 +8,7 @@
  * hashed (a bio cannot "absorb" the next column by containing a separator).
  */
 import type { StoreRow } from '../store/read.js';
-import { fingerprint } from './fingerprint.js';
+import { fingerprint } from '../core/hash.js';
 
 export function rowSignature(row: StoreRow, accountAgeDays: number): string {
   let text = `a${accountAgeDays}`;

@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { outputError, storeError } from '../errors.js';
+import { outputError, storeError } from '../core/errors.js';
 
 const SCHEMA_SQL = new URL('../../data/schema.sql', import.meta.url);
 

@@ -11,7 +11,7 @@
  */
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
-import { describeCause, SnapshotError, storeError } from '../errors.js';
+import { describeCause, SnapshotError, storeError } from '../core/errors.js';
 import { checkSchema, READ_STATUSES } from './schema.js';
 import { StoreShadow } from './shadow.js';
 import { storeStamp, type StoreStamp } from './stamp.js';

@@ -5,7 +5,7 @@
  * never reads a value); no query ever selects them.
  */
 import type Database from 'better-sqlite3';
-import { storeError } from '../errors.js';
+import { storeError } from '../core/errors.js';
 
 export const CONTRACT_SCHEMA: Readonly<Record<string, readonly string[]>> = {
   users: [

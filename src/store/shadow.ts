@@ -15,7 +15,8 @@
  * type, so values are copied as stored.
  */
 import type Database from 'better-sqlite3';
-import { describeCause } from '../errors.js';
+import { describeCause } from '../core/errors.js';
+import { DAY_MS } from '../core/time.js';
 import { READ_STATUSES } from './schema.js';
 
 const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
@@ -27,7 +28,6 @@ const SMALL_TABLES = {
   decorations: 'id, name, file',
 } as const;
 
-const DAY_MS = 86_400_000;
 /**
  * Slack around the day boundaries computed in SQL. SQLite and the renderer parse created_at alike to
  * the millisecond for every value the renderer accepts (any other row has a warning and is always

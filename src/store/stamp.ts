@@ -20,7 +20,7 @@
  * stamp reads (the header's change counter, or the -wal file's size or salts), whatever the clock.
  */
 import { closeSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
-import { fingerprint } from '../render/fingerprint.js';
+import { fingerprint } from '../core/hash.js';
 
 /** Files modified more recently than this before the stamp are not trusted to show every change. */
 export const STORE_SETTLE_MS = 2000;

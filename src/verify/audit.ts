@@ -10,15 +10,15 @@
  */
 import { lstatSync, readdirSync, readFileSync, type Dirent } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { describeCause, outputError } from '../errors.js';
+import { describeCause, outputError } from '../core/errors.js';
 import { classifyFolders, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../hosting/limits.js';
 import { NETLIFY_TOML, renderNetlifyToml } from '../hosting/netlify-config.js';
 import { ROUTES } from '../hosting/routes.js';
-import { CREATORS_FILE, ERRORS_DIR, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR, errorFile } from '../publish/layout.js';
+import { CREATORS_FILE, ERRORS_DIR, MANIFEST_FILE, OPENAPI_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR, errorFile } from '../core/layout.js';
 import { PENDING, readManifest, type Manifest } from '../publish/manifest.js';
 import { ERRORS, type ErrorCode } from '../render/documents.js';
 import { isPublishableUsername } from '../render/user.js';
-import { contractText, OPENAPI_FILE } from './contract.js';
+import { contractText } from '../core/contract.js';
 import { JsonStreamError, parseElement, scanEnvelope } from './json-stream.js';
 import { profilePass } from './parallel.js';
 import { ABSENT, ACTIVE, canonicalKey, FILE, fingerprint, FOLDER, has, OTHER, SEEN, SYMLINK, userKey, VALID } from './profiles.js';

@@ -13,14 +13,15 @@
  */
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { SnapshotError } from '../errors.js';
+import { SnapshotError } from '../core/errors.js';
 import { OutDirLock, sleepSync } from '../publish/lock.js';
 import { manifestStamp } from '../publish/manifest.js';
-import { MANIFEST_FILE } from '../publish/layout.js';
+import { MANIFEST_FILE } from '../core/layout.js';
 import { audit, DEFECT_KINDS, type AuditOptions, type Defect, type DefectKind } from './audit.js';
 
 export { audit, DEFECT_KINDS, type Defect, type DefectKind } from './audit.js';
-export { contractText, contractDocument, OPENAPI_FILE, CONTRACT_PATH } from './contract.js';
+export { contractText, contractDocument, CONTRACT_PATH } from '../core/contract.js';
+export { OPENAPI_FILE } from '../core/layout.js';
 export { validator, describeErrors, type SchemaName } from './schemas.js';
 
 export interface VerifyOptions extends Omit<AuditOptions, 'writerActive'> {

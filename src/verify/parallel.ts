@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
-import { PROFILE_DIRS } from '../publish/layout.js';
+import { PROFILE_DIRS } from '../core/layout.js';
 import { auditProfiles, type ProfilePass } from './profiles.js';
 
 const WORKER_URL = new URL('./profiles-worker.js', import.meta.url);

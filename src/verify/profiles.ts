@@ -6,8 +6,8 @@
  */
 import { closeSync, fstatSync, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeCause } from '../errors.js';
-import { PROFILE_DIRS } from '../publish/layout.js';
+import { describeCause } from '../core/errors.js';
+import { PROFILE_DIRS } from '../core/layout.js';
 import { SUCCESS_HEAD } from '../render/documents.js';
 import { isPublishableUsername } from '../render/user.js';
 import type { Defect } from './audit.js';

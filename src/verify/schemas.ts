@@ -4,7 +4,7 @@
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { contractDocument } from './contract.js';
+import { contractDocument } from '../core/contract.js';
 
 export type SchemaName =
   | 'Meta' | 'Badges' | 'AvatarDecoration' | 'Social' | 'BanInfo' | 'User' | 'ActiveUser'

@@ -2,7 +2,7 @@
  * One line per cycle, built from the cycle's status record, so the watcher's log and `regenerate`
  * print the same words. Pure functions: the CLI decides where the lines go.
  */
-import { describeCause, SnapshotError } from '../errors.js';
+import { describeCause, SnapshotError } from '../core/errors.js';
 import type { CycleStatus } from './status.js';
 
 const count = (n: number | null) => (n ?? 0).toLocaleString('en-US');

@@ -13,7 +13,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { build, type BuildOptions, type BuildReport } from '../build.js';
-import { fingerprint } from '../render/fingerprint.js';
+import { fingerprint } from '../core/hash.js';
 import { OutDirLock } from '../publish/lock.js';
 import { StoreSession } from '../session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';

@@ -5,7 +5,7 @@
  * arrived never counts as the answer.
  */
 import { describeHolder, OutDirLock, type LockHolder } from '../publish/lock.js';
-import { outputError } from '../errors.js';
+import { outputError } from '../core/errors.js';
 import { readStatus, type CycleStatus } from './status.js';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';

@@ -7,9 +7,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WriteCounts } from '../publish/tree.js';
-import { STATE_DIR } from '../publish/layout.js';
-
-export const STATUS_FILE = `${STATE_DIR}/status.json`;
+import { STATE_DIR, STATUS_FILE } from '../core/layout.js';
 
 /** The outcome of one cycle. */
 export interface CycleStatus {

@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MANIFEST_FILE } from '../../src/publish/layout.js';
+import { MANIFEST_FILE } from '../../src/core/layout.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { profile, publishedFiles, readJson } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, TestStore, type Workspace } from '../helpers/store.js';

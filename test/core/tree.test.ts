@@ -9,7 +9,7 @@ import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { listFiles, profile, publishedFiles, readJson, snapshotTree } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
 import { PENDING, readManifest, writeClaims } from '../../src/publish/manifest.js';
-import { MANIFEST_FILE } from '../../src/publish/layout.js';
+import { MANIFEST_FILE } from '../../src/core/layout.js';
 
 let dir: Workspace['dir'];
 let db: string;

@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { contractText, OPENAPI_FILE } from '../../src/verify/contract.js';
+import { contractText } from '../../src/core/contract.js';
+import { OPENAPI_FILE } from '../../src/core/layout.js';
 import { describeErrors, validator } from '../../src/verify/schemas.js';
 import { publishedFiles } from './output.js';
 

@@ -14,8 +14,8 @@ import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
 import { closeGracefully, createOrigin, listen } from '../../src/hosting/origin.js';
 import { resolveRoute, ROUTES } from '../../src/hosting/routes.js';
 import { ERRORS, type ErrorCode } from '../../src/render/documents.js';
-import { errorFile } from '../../src/publish/layout.js';
-import { contractDocument, CONTRACT_PATH } from '../../src/verify/contract.js';
+import { errorFile } from '../../src/core/layout.js';
+import { contractDocument, CONTRACT_PATH } from '../../src/core/contract.js';
 import { validator } from '../../src/verify/schemas.js';
 import { sampleTree, type Tree } from './fixture.js';
 

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
-import { SnapshotError } from '../../src/errors.js';
+import { SnapshotError } from '../../src/core/errors.js';
 import { OutDirLock, processStartTicks } from '../../src/publish/lock.js';
 import { cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, runCli, start, stop, type Proc } from './helpers.js';
 import { eachTestWorkspace } from '../helpers/store.js';

@@ -1,7 +1,7 @@
 /** `profile-snapshot build`: one build, a summary line, optionally the JSON report. */
 import { Command } from 'commander';
 import { build } from '../../build.js';
-import { snapshotTime } from '../../config.js';
+import { snapshotTime } from '../../core/config.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatSummary, formatWarnings, ProgressLine } from '../report.js';

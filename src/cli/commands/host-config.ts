@@ -3,7 +3,7 @@
  * route table, or with `--check` only compare them (for CI) and exit 5 on drift.
  */
 import { Command, Option } from 'commander';
-import { SnapshotError } from '../../errors.js';
+import { SnapshotError } from '../../core/errors.js';
 import type { Io } from '../io.js';
 
 export interface HostConfig<Flags> {

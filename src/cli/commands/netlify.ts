@@ -4,7 +4,7 @@
  * built snapshot against Netlify's deploy limits, as the last step of the Netlify build command.
  */
 import { Command } from 'commander';
-import { outputError } from '../../errors.js';
+import { outputError } from '../../core/errors.js';
 import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../../hosting/limits.js';
 import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
 import type { CliState, Io } from '../io.js';

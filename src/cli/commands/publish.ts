@@ -3,8 +3,8 @@
  * what changed since the last publish, in an order that never shows readers a broken API.
  */
 import { Command, Option } from 'commander';
-import { positiveInteger } from '../../config.js';
-import { usageError } from '../../errors.js';
+import { positiveInteger } from '../../core/config.js';
+import { usageError } from '../../core/errors.js';
 import { publish, type PublishReport } from '../../remote/publish.js';
 import type { CliState, Io } from '../io.js';
 import { outOption, resolveOutDir } from '../options.js';

@@ -4,7 +4,7 @@
  * 3/4/5 when it failed), 5 when no watcher runs.
  */
 import { Command, Option } from 'commander';
-import { SnapshotError, usageError, type SnapshotErrorKind } from '../../errors.js';
+import { SnapshotError, usageError, type SnapshotErrorKind } from '../../core/errors.js';
 import { formatCycle } from '../../watch/format.js';
 import { regenerate } from '../../watch/regenerate.js';
 import type { CliState, Io } from '../io.js';

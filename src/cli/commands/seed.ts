@@ -1,6 +1,6 @@
 /** `profile-snapshot seed`: a deterministic synthetic store, for benchmarks and trying things out. */
 import { Command } from 'commander';
-import { positiveInteger } from '../../config.js';
+import { positiveInteger } from '../../core/config.js';
 import { seedStore } from '../../seed/synthetic.js';
 import type { CliState, Io } from '../io.js';
 import { ProgressLine } from '../report.js';

@@ -1,6 +1,6 @@
 /** `profile-snapshot serve`: the origin server for a snapshot, for local preview or behind a CDN. */
 import { Command, Option } from 'commander';
-import { usageError } from '../../errors.js';
+import { usageError } from '../../core/errors.js';
 import { closeGracefully, createOrigin, listen } from '../../hosting/origin.js';
 import type { CliState, Io } from '../io.js';
 import { outOption, resolveOutDir } from '../options.js';

@@ -3,7 +3,7 @@
  * deployed, 5 (out dir unusable) with every defect listed when it must not be.
  */
 import { Command, Option } from 'commander';
-import { positiveInteger } from '../../config.js';
+import { positiveInteger } from '../../core/config.js';
 import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index.js';
 import type { CliState, Io } from '../io.js';
 import { outOption, resolveOutDir } from '../options.js';

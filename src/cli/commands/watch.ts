@@ -4,8 +4,8 @@
  * cycle on stderr; with --json, also one JSON status line per cycle on stdout.
  */
 import { Command, Option } from 'commander';
-import { snapshotTime } from '../../config.js';
-import { usageError } from '../../errors.js';
+import { snapshotTime } from '../../core/config.js';
+import { usageError } from '../../core/errors.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
 import { formatCycle } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';

@@ -1,8 +1,14 @@
 /**
- * Where every document lives under the out dir. The hosting route table reads these too, so a path
- * is spelled in exactly one place.
+ * Where everything lives under the out dir: the documents, and the tool's own bookkeeping. The
+ * hosting route table, verify, publish and the watcher read these, so a path is spelled in exactly
+ * one place. The out dir itself is made absolute once, by `resolveOutDir`, where options come in.
  */
-import type { ErrorCode } from '../render/documents.js';
+import { resolve } from 'node:path';
+
+/** The out dir as every module below the entry points takes it: absolute. */
+export function resolveOutDir(out: string): string {
+  return resolve(out);
+}
 
 /**
  * A profile's file name: a publishable username (spec/profile-store.md: 1-64 of A-Z a-z 0-9 . _ -,
@@ -16,9 +22,13 @@ export const PROFILE_DIRS = ['api/v1/users', 'service-api/v1/users'] as const;
 
 export const CREATORS_FILE = 'service-api/v1/creators';
 
+/** Where `build` publishes the contract (contract/openapi.json), served at /api/v1/openapi.json. */
+export const OPENAPI_FILE = 'api/v1/openapi.json';
+
 /** Error documents sit outside the users folders so a username can never collide with one. */
 export const ERRORS_DIR = '_errors';
-export function errorFile(code: ErrorCode): string {
+/** An error document's file, e.g. USER_NOT_FOUND -> _errors/user-not-found.json. */
+export function errorFile(code: string): string {
   return `${ERRORS_DIR}/${code.toLowerCase().replaceAll('_', '-')}.json`;
 }
 
@@ -29,3 +39,9 @@ export function errorFile(code: ErrorCode): string {
 export const STATE_DIR = '.profile-snapshot';
 export const MANIFEST_FILE = `${STATE_DIR}/manifest`;
 export const STAGING_DIR = `${STATE_DIR}/staging`;
+/** The out dir's lock (publish/lock.ts). */
+export const LOCK_FILE = `${STATE_DIR}/lock`;
+/** The record of the last pass (incremental/last-pass.ts). */
+export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
+/** The watcher's health status (watch/status.ts). */
+export const STATUS_FILE = `${STATE_DIR}/status.json`;

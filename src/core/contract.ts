@@ -7,9 +7,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** Where `build` publishes the contract in the out dir (served at /api/v1/openapi.json). */
-export const OPENAPI_FILE = 'api/v1/openapi.json';
-
 export const CONTRACT_URL = new URL('../../contract/openapi.json', import.meta.url);
 export const CONTRACT_PATH = fileURLToPath(CONTRACT_URL);
 

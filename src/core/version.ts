@@ -8,13 +8,14 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const { version: TOOL_VERSION } = createRequire(import.meta.url)('../package.json') as { version: string };
+export const { version: TOOL_VERSION } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
 let identity: string | undefined;
 
 export function toolIdentity(): string {
   if (identity === undefined) {
-    const root = dirname(fileURLToPath(import.meta.url));
+    // Every compiled module of the package: this file sits one folder below the compiled root.
+    const root = dirname(dirname(fileURLToPath(import.meta.url)));
     let newest = 0;
     for (const entry of readdirSync(root, { recursive: true, encoding: 'utf8' })) {
       if (entry.endsWith('.js')) newest = Math.max(newest, statSync(join(root, entry)).mtimeMs);

@@ -1,0 +1,2 @@
+/** A day in milliseconds: account ages are whole days since creation (spec/profile-store.md). */
+export const DAY_MS = 86_400_000;

@@ -1,9 +1,10 @@
 /**
- * Folders and failures under the out dir, shared by everything that writes there (the output
- * transaction, the lock): folders are created only as real folders, never through a symlink below
- * the out dir, and filesystem errors become output errors (exit 5) with a hint.
+ * Folders, files and failures under the out dir, shared by everything that writes there (the output
+ * transaction, the lock, the manifest, the last-pass record, the watcher's status): folders are
+ * created only as real folders, never through a symlink below the out dir, small files are replaced
+ * atomically, and filesystem errors become output errors (exit 5) with a hint.
  */
-import { lstatSync, mkdirSync, rmdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../core/errors.js';
 
@@ -35,6 +36,40 @@ export function prepareDir(outDir: string, dir: string): string[] {
     }
   }
   return created;
+}
+
+/**
+ * Replaces `file` (a path under the out dir) atomically: `write` fills a temporary file beside it,
+ * which is then renamed over it, so a reader sees the old file or the new one, never part of one.
+ * Its folder is made as prepareDir makes folders. When `write` fails (a full disk), or returns false
+ * (nothing to write), the temporary file goes and the old file stays as it was.
+ */
+export function replaceFile(outDir: string, file: string, write: (temporary: string) => boolean | void): boolean {
+  prepareDir(outDir, dirname(file));
+  const temporary = `${file}.tmp`;
+  let written: boolean | void;
+  try {
+    written = write(temporary);
+    if (written !== false) renameSync(temporary, file);
+  } catch (error) {
+    removeQuietly(temporary);
+    throw error;
+  }
+  if (written === false) removeQuietly(temporary);
+  return written !== false;
+}
+
+/** replaceFile with the whole content at once. */
+export function replaceFileWith(outDir: string, file: string, content: string): void {
+  replaceFile(outDir, file, (temporary) => writeFileSync(temporary, content));
+}
+
+function removeQuietly(file: string): void {
+  try {
+    rmSync(file, { force: true });
+  } catch {
+    // What failed is reported by the caller; a temporary file left here is replaced next time.
+  }
 }
 
 /** `first` (what a recursive mkdir reports it created first) and each folder below it down to `last`. */

@@ -16,10 +16,11 @@
  * writeClaims): a later line for the same key wins, and blank lines are skipped.
  * Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  */
-import { closeSync, copyFileSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
+import { replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 
 const HEADER = 'profile-snapshot manifest 2';
@@ -250,31 +251,32 @@ export function writeClaims(outDir: string, claims: { profiles: readonly string[
  */
 function replaceManifest(outDir: string, start: 'new' | 'extended', write: (out: BufferedFileWriter) => void): boolean {
   const path = join(outDir, MANIFEST_FILE);
-  const temporary = `${path}.tmp`;
-  if (start === 'extended') {
+  return replaceFile(outDir, path, (temporary) => {
+    if (start === 'extended' && !copyIfPresent(path, temporary)) return false;
+    const out = new BufferedFileWriter(temporary, undefined, start === 'extended' ? 'a' : 'w');
     try {
-      copyFileSync(path, temporary);
-    } catch (cause) {
-      rmSync(temporary, { force: true });
-      if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw cause;
+      write(out);
+    } catch (error) {
+      try {
+        out.close();
+      } catch {
+        // the write already failed; the descriptor is closed either way
+      }
+      throw error;
     }
-  }
-  const out = new BufferedFileWriter(temporary, undefined, start === 'extended' ? 'a' : 'w');
-  try {
-    write(out);
     out.close();
-  } catch (error) {
-    try {
-      out.close();
-    } catch {
-      // the write already failed; the descriptor is closed either way
-    }
-    rmSync(temporary, { force: true });
-    throw error;
+  });
+}
+
+/** Copies `from` to `to`; false when there is no `from`. */
+function copyIfPresent(from: string, to: string): boolean {
+  try {
+    copyFileSync(from, to);
+    return true;
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw cause;
   }
-  renameSync(temporary, path);
-  return true;
 }
 
 /** Identifies one written file (inode, size, mtime): any rewrite, by anyone, changes it. */

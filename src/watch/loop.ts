@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { build, type BuildOptions, type BuildReport } from '../build.js';
 import { fingerprint } from '../core/hash.js';
 import { OutDirLock } from '../publish/lock.js';
-import { StoreSession } from '../session.js';
+import { StoreSession } from '../incremental/session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { PublishRunner, type PublishResult } from './publisher.js';
 import type { PublishOptions } from '../remote/publish.js';

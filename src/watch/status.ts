@@ -4,10 +4,11 @@
  * without parsing logs and never sees half of it. It lives in the state folder, which is never served
  * or deployed. `regenerate` reads it too, to know when the cycle it asked for has finished.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WriteCounts } from '../publish/tree.js';
-import { STATE_DIR, STATUS_FILE } from '../core/layout.js';
+import { STATUS_FILE } from '../core/layout.js';
+import { replaceFileWith } from '../publish/folders.js';
 
 /** The outcome of one cycle. */
 export interface CycleStatus {
@@ -95,11 +96,7 @@ function statusPath(outDir: string): string {
 
 /** Replaces the status file atomically. Throws on failure (the caller logs it; it is never fatal). */
 export function writeStatus(outDir: string, status: WatchStatus): void {
-  const path = statusPath(outDir);
-  const temporary = `${path}.tmp`;
-  mkdirSync(join(outDir, STATE_DIR), { recursive: true });
-  writeFileSync(temporary, `${JSON.stringify(status, null, 2)}\n`);
-  renameSync(temporary, path);
+  replaceFileWith(outDir, statusPath(outDir), `${JSON.stringify(status, null, 2)}\n`);
 }
 
 /** The status file, or undefined when there is none (or it is unreadable). */

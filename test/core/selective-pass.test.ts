@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BuildOptions, BuildReport } from '../../src/build.js';
 import { StrictWarningsError } from '../../src/core/errors.js';
-import { StoreSession } from '../../src/session.js';
+import { StoreSession } from '../../src/incremental/session.js';
 import { StoreShadow } from '../../src/store/shadow.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { profile, publishedFiles } from '../helpers/output.js';

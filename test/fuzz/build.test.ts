@@ -18,7 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { build, type BuildReport } from '../../src/build.js';
 import { formatSummary, formatWarnings } from '../../src/cli/report.js';
 import { SnapshotError } from '../../src/core/errors.js';
-import { StoreSession } from '../../src/session.js';
+import { StoreSession } from '../../src/incremental/session.js';
 import { runCli } from '../helpers/cli.js';
 import { listFiles } from '../helpers/output.js';
 import { tempDir } from '../helpers/store.js';

@@ -9,10 +9,10 @@
  * signatures instead, see build.ts).
  */
 import { statSync } from 'node:fs';
-import { manifestStamp } from './publish/manifest.js';
-import type { RowWarning } from './render/user.js';
-import { ProfileStore, type OpenStoreOptions } from './store/read.js';
-import type { StoreChanges } from './store/shadow.js';
+import { manifestStamp } from '../publish/manifest.js';
+import type { RowWarning } from '../render/user.js';
+import { ProfileStore, type OpenStoreOptions } from '../store/read.js';
+import type { StoreChanges } from '../store/shadow.js';
 
 /** The last published pass, as far as a selective pass needs it. */
 interface Published {

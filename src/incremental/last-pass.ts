@@ -7,12 +7,12 @@
  * The record is removed before a pass changes anything and written after its commit, so it never
  * vouches for a tree half-way through a change.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RowWarning } from '../render/user.js';
-import { guard } from './folders.js';
+import { guard, replaceFileWith } from '../publish/folders.js';
 import { LAST_PASS_FILE, STATE_DIR } from '../core/layout.js';
-import { manifestStamp } from './manifest.js';
+import { manifestStamp } from '../publish/manifest.js';
 
 export interface PassConditions {
   /** toolIdentity() of the tool that made the pass. */
@@ -70,16 +70,9 @@ export function forgetPass(outDir: string): void {
 export function recordPass(outDir: string, pass: Omit<LastPass, 'format' | 'manifest'>): void {
   const manifest = manifestStamp(outDir);
   if (manifest === undefined) return;
-  const path = join(outDir, LAST_PASS_FILE);
   try {
-    writeFileSync(`${path}.tmp`, JSON.stringify({ format: 1, ...pass, manifest } satisfies LastPass));
-    renameSync(`${path}.tmp`, path);
+    replaceFileWith(outDir, join(outDir, LAST_PASS_FILE), JSON.stringify({ format: 1, ...pass, manifest } satisfies LastPass));
   } catch {
-    // A full disk, say: no record, and no half-written one left behind if it can be helped.
-    try {
-      rmSync(`${path}.tmp`, { force: true });
-    } catch {
-      // the next full pass overwrites it
-    }
+    // A full disk, say: no record, and the next build merely reads every row again.
   }
 }

@@ -1,0 +1,117 @@
+/**
+ * The one place that decides what a build may skip. A build asks, in order:
+ * 1. `unchanged()`, before reading anything: the last pass's record still vouches for the whole
+ *    tree (same tool, base URL, manifest, a settled and equal store stamp, no account age turned), so
+ *    nothing is read or written (last-pass.ts, store/stamp.ts);
+ * 2. `selection()`, inside the pass's read transaction: a long-lived session may read only the users
+ *    whose rows changed since its last pass (session.ts, store/shadow.ts), and carries the rest over;
+ * 3. per row, a `RowKeeper` keeps a profile whose row signature is unchanged (row-keeper.ts);
+ * then `passStaged()`, `committing()` / `commitFailed()` and `record()` keep those records true.
+ * Below all of these, the output transaction writes only documents whose data hash changed
+ * (publish/tree.ts).
+ */
+import { toolIdentity } from '../core/version.js';
+import { preloadManifest } from '../publish/tree.js';
+import type { ProfileStore } from '../store/read.js';
+import type { StoreStamp } from '../store/stamp.js';
+import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';
+import type { Selection, StoreSession } from './session.js';
+
+export interface PlanInputs {
+  store: ProfileStore;
+  /** A long-lived reader (the watcher's), which remembers its last pass. */
+  session: StoreSession | undefined;
+  /** Absolute. */
+  outDir: string;
+  /** Tool and base URL the tree is rendered with (a manifest's renderedBy). */
+  renderedBy: string;
+  baseUrl: string;
+  snapshotMs: number;
+  /** Read every row even when the records say nothing changed. */
+  fullPass: boolean;
+  /** How long the store's files must have been left alone before their stamp is trusted (tests). */
+  storeSettleMs: number | undefined;
+}
+
+/** What a committed pass published, for the records. */
+export interface CommittedPass extends PassResult {
+  /** The first snapshot time at which a published profile's account age turns over. */
+  stableUntilMs: number;
+}
+
+export class PassPlan {
+  /** Taken before the snapshot is read, so the rows a pass reads are never older than it. */
+  private readonly stamp: StoreStamp;
+  private readonly conditions: PassConditions;
+
+  constructor(private readonly inputs: PlanInputs) {
+    this.stamp = inputs.store.stamp(inputs.storeSettleMs);
+    this.conditions = { tool: toolIdentity(), store: this.stamp.value, baseUrl: inputs.baseUrl };
+  }
+
+  /** Only a settled stamp may say the store is as the last pass read it (see store/stamp.ts). */
+  private get trustedStamp(): string | undefined {
+    return this.stamp.settled ? this.stamp.value : undefined;
+  }
+
+  /** The last pass, when its output still stands exactly as a new pass would write it. */
+  unchanged(): LastPass | undefined {
+    const { outDir, snapshotMs, fullPass, session } = this.inputs;
+    if (this.trustedStamp === undefined || fullPass) return undefined;
+    const last = currentPass(outDir, this.conditions, snapshotMs);
+    if (last !== undefined && session !== undefined) this.adoptUnchanged(session, last);
+    return last;
+  }
+
+  /** Inside the pass's read transaction: the users to read, or undefined for every row. */
+  selection(): Selection | undefined {
+    const { session, store, outDir, renderedBy, snapshotMs, fullPass } = this.inputs;
+    if (fullPass) return session?.forget();
+    return session?.selection(store, outDir, renderedBy, snapshotMs, this.trustedStamp);
+  }
+
+  /** Still inside the read transaction: the session's copy is brought to the snapshot just staged. */
+  passStaged(selective: boolean): void {
+    const { store, session } = this.inputs;
+    if (selective) store.shadow.update();
+    else if (session !== undefined) store.shadow.capture();
+  }
+
+  /** The tree is about to change: the record must not vouch for it until the commit is done. */
+  committing(): void {
+    forgetPass(this.inputs.outDir);
+  }
+
+  /** The commit failed: the session's copy was brought up to a snapshot the tree does not show. */
+  commitFailed(): void {
+    this.inputs.store.shadow.discard();
+  }
+
+  /** Records a committed pass, for the next build (the record) and the next cycle (the session). */
+  record(pass: CommittedPass): void {
+    const { store, session, outDir, renderedBy, snapshotMs } = this.inputs;
+    session?.recordPublished(store, { outDir, renderedBy, snapshotMs, storeStamp: this.stamp.value, warnings: pass.warnings });
+    const { profiles, creators, skipped, files, warnings } = pass;
+    const stableUntilMs = pass.stableUntilMs === Infinity ? null : pass.stableUntilMs;
+    recordPass(outDir, { ...this.conditions, snapshotMs, stableUntilMs, profiles, creators, skipped, files, warnings });
+  }
+
+  /**
+   * An unchanged store in a session: the tree stands as the last pass left it, and the store is still
+   * the snapshot that pass read, so the session copies it now (once) for later passes to compare with.
+   * The copy only counts if the store's stamp did not move while it was taken.
+   */
+  private adoptUnchanged(session: StoreSession, last: LastPass): void {
+    const { store, outDir, renderedBy, storeSettleMs } = this.inputs;
+    if (session.holds(store, outDir, renderedBy)) return;
+    try {
+      const copied = store.inSnapshot(() => store.shadow.capture() && store.stamp(storeSettleMs).value === this.stamp.value);
+      if (!copied) return;
+      session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, storeStamp: this.stamp.value, warnings: last.warnings });
+      // The next pass would otherwise parse the manifest first: read it now, while nothing changed.
+      preloadManifest(outDir);
+    } catch {
+      // Best effort: the build's answer stands; the next pass that changes anything reads every row.
+    }
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * One pass over the store snapshot a build is in: every candidate row, or with a selection only
+ * those users (everything else carried over, see incremental/selective.ts). Each row is kept
+ * unrendered when the incremental layer says it may be, or rendered and staged; then the creators
+ * list, the error documents and the contract. The caller commits the staged output.
+ */
+import { performance } from 'node:perf_hooks';
+import { contractText } from './core/contract.js';
+import { StrictWarningsError } from './core/errors.js';
+import { fingerprint } from './core/hash.js';
+import { CREATORS_FILE, errorFile, OPENAPI_FILE } from './core/layout.js';
+import { collectIfGrown } from './core/memory.js';
+import { RowKeeper, signatureOf } from './incremental/row-keeper.js';
+import { carryOverUnselected, checkDuplicateHolder, SelectionFallsShort } from './incremental/selective.js';
+import type { Selection } from './incremental/session.js';
+import { CreatorsList } from './publish/creators.js';
+import { OutputTransaction } from './publish/tree.js';
+import { nextAgeChangeMs } from './render/dates.js';
+import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
+import { renderUser, type RowWarning } from './render/user.js';
+import { Col, type ProfileStore, type StoreRow } from './store/read.js';
+
+const PROGRESS_EVERY = 10_000;
+
+/** What a pass needs, resolved once by the build. */
+export interface PassInputs {
+  store: ProfileStore;
+  /** Absolute. */
+  outDir: string;
+  renderedBy: string;
+  baseUrl: string;
+  snapshotMs: number;
+  /** executionTimeMs is written as 0, so bytes repeat exactly. */
+  reproducible: boolean;
+  strict: boolean;
+  onProgress: ((rowsRead: number) => void) | undefined;
+  /** When the build started (performance.now()), for the list's executionTimeMs. */
+  started: number;
+}
+
+/** A pass rendered and staged, its output not committed yet. */
+export interface StagedPass {
+  output: OutputTransaction;
+  profiles: number;
+  creators: number;
+  skipped: number;
+  rendered: number;
+  rowsRead: number;
+  warnings: RowWarning[];
+  /** The first snapshot time at which a published profile's account age turns over. */
+  stableUntilMs: number;
+  /** Whether it read only the selected users (a selective pass can fall back to a full one). */
+  selective: boolean;
+}
+
+/**
+ * Stages a pass over the selected users, or over every row when there is no selection or the
+ * selective pass would not give a full pass's result.
+ */
+export function stagePass(inputs: PassInputs, selection: Selection | undefined): StagedPass {
+  if (selection !== undefined) {
+    try {
+      return new Pass(inputs, selection).stage();
+    } catch (error) {
+      if (!(error instanceof SelectionFallsShort)) throw error;
+    }
+  }
+  return new Pass(inputs, undefined).stage();
+}
+
+class Pass {
+  private readonly output: OutputTransaction;
+  private readonly creators: CreatorsList;
+  private readonly keeper: RowKeeper;
+  private readonly warnings: RowWarning[] = [];
+  private profiles = 0;
+  private skipped = 0;
+  private rendered = 0;
+  private rowsRead = 0;
+  /** Carried-over profiles were not read: the selection says when the first of their ages turns over. */
+  private stableUntilMs: number;
+
+  constructor(private readonly inputs: PassInputs, private readonly selection: Selection | undefined) {
+    this.output = OutputTransaction.begin(inputs.outDir, inputs.renderedBy);
+    this.creators = new CreatorsList(this.output, CREATORS_FILE);
+    this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
+    this.stableUntilMs = selection?.stableUntilMs ?? Infinity;
+  }
+
+  stage(): StagedPass {
+    try {
+      if (this.selection !== undefined) {
+        this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
+      }
+      this.inputs.store.forEachRow((row) => this.readRow(row), this.selection !== undefined);
+      this.inputs.onProgress?.(this.rowsRead);
+      collectIfGrown();
+      this.stageFixedDocuments();
+      if (this.inputs.strict && this.warnings.length > 0) throw new StrictWarningsError(this.warnings);
+      collectIfGrown();
+      return this.result();
+    } catch (error) {
+      this.output.abort();
+      throw error;
+    }
+  }
+
+  private readRow(row: StoreRow): void {
+    if (++this.rowsRead % PROGRESS_EVERY === 0) {
+      this.inputs.onProgress?.(this.rowsRead);
+      collectIfGrown();
+    }
+    const kept = this.keeper.keep(row);
+    if (kept !== true) this.renderRow(row, kept);
+  }
+
+  /** Renders a row and stages its profile; `computedSignature` is the keeper's, if it made one. */
+  private renderRow(row: StoreRow, computedSignature: string | undefined): void {
+    const { snapshotMs, baseUrl } = this.inputs;
+    this.rendered++;
+    const renderStarted = performance.now();
+    const result = renderUser(row, { baseUrl, snapshotMs });
+    if (result.warnings.length > 0) this.warnings.push(...result.warnings);
+    if (!result.published) {
+      this.skipped++;
+      return;
+    }
+    const { user } = result;
+    this.stableUntilMs = Math.min(this.stableUntilMs, nextAgeChangeMs(result.createdMs, snapshotMs));
+    const name = user.username.toLowerCase();
+    // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
+    if (this.output.hasProfile(name)) {
+      checkDuplicateHolder(this.output, this.inputs.store, this.selection, name, row.user[Col.id]);
+      this.warnings.push({ id: row.user[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
+      this.skipped++;
+      return;
+    }
+    const userJson = JSON.stringify(user);
+    const hash = fingerprint(userJson);
+    const signature = signatureOf(row, user.accountAgeDays, result.warnings.length > 0, computedSignature);
+    const memberLength = user.status === 'active' ? this.creators.add(name, userJson, hash) : undefined;
+    const document = () => successDocument(userJson, meta(snapshotMs, this.elapsedSince(renderStarted)));
+    this.output.profile(name, hash, signature, memberLength, document);
+    this.profiles++;
+  }
+
+  /** The creators list, the error documents and the contract (published byte for byte). */
+  private stageFixedDocuments(): void {
+    const { snapshotMs, started } = this.inputs;
+    this.creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(snapshotMs, this.elapsedSince(started))));
+    for (const code of Object.keys(ERRORS) as ErrorCode[]) {
+      const spec = ERRORS[code];
+      this.output.file(errorFile(code), fingerprint(errorBody(spec)), () => errorDocument(spec, meta(snapshotMs, 0)));
+    }
+    const contract = contractText();
+    this.output.file(OPENAPI_FILE, fingerprint(contract), () => contract);
+  }
+
+  private elapsedSince(since: number): number {
+    return this.inputs.reproducible ? 0 : performance.now() - since;
+  }
+
+  private result(): StagedPass {
+    const { output, rendered, rowsRead, warnings } = this;
+    const profiles = this.profiles + this.keeper.kept;
+    const stableUntilMs = Math.min(this.stableUntilMs, this.keeper.stableUntilMs);
+    const selective = this.selection !== undefined;
+    return { output, profiles, creators: this.creators.size, skipped: this.skipped, rendered, rowsRead, warnings, stableUntilMs, selective };
+  }
+}

@@ -14,11 +14,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describeCause, outputError } from '../core/errors.js';
 import { prepareDir, removeEmptyFolders } from './folders.js';
-import { LOCK_FILE, STATE_DIR } from '../core/layout.js';
+import { LOCK_FILE, resolveOutDir, STATE_DIR } from '../core/layout.js';
 
 /** What the lock file says about its holder (JSON, one object). */
 export interface LockHolder {
@@ -64,7 +64,8 @@ export class OutDirLock {
    * naming the holder when it is still held after the wait.
    */
   static acquire(outDir: string, options: AcquireOptions): OutDirLock {
-    const dir = resolve(outDir);
+    // A public entry point (a library caller may hold the lock itself): the path is made absolute here.
+    const dir = resolveOutDir(outDir);
     const waitMs = options.waitMs ?? 5000;
     // Measured on the monotonic clock: a wall clock stepped back (NTP, a VM resumed) must not stretch the wait.
     const deadline = performance.now() + waitMs;
@@ -97,7 +98,7 @@ export class OutDirLock {
 
   /** The current holder of `outDir`'s lock, if a live one holds it. */
   static holderOf(outDir: string): LockHolder | undefined {
-    const holder = readHolder(join(resolve(outDir), LOCK_FILE));
+    const holder = readHolder(join(outDir, LOCK_FILE));
     return holder !== undefined && isAlive(holder) ? holder : undefined;
   }
 

@@ -13,12 +13,18 @@
  * in the manifest stops the build (exit 5).
  */
 import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
 import { entryHash, fileEntry, fileEntryStamp, fileStamp, manifestStamp, PENDING, profileEntry, readManifest, writeClaims, writeManifest, type ListOrder, type Manifest } from './manifest.js';
+
+/** Profile names and file paths a commit changes. */
+interface Claims {
+  profiles: readonly string[];
+  files: readonly string[];
+}
 
 export interface WriteCounts {
   written: number;
@@ -73,11 +79,11 @@ export class OutputTransaction {
   }
 
   /**
-   * Opens the out dir (creating it if needed) and reads what the last build wrote. `renderedBy` names
+   * Opens the out dir (absolute; created if needed) and reads what the last build wrote. `renderedBy` names
    * the tool and base URL rendering this build: row signatures recorded under another are not used.
    */
   static begin(outDir: string, renderedBy = ''): OutputTransaction {
-    return new OutputTransaction(resolve(outDir), renderedBy);
+    return new OutputTransaction(outDir, renderedBy);
   }
 
   /**
@@ -248,58 +254,16 @@ export class OutputTransaction {
     this.assertOpen();
     this.finished = true;
     const { outDir, next } = this;
-    const staleProfiles = [...this.previous.profiles.keys()];
-    const staleFiles = [...this.previous.files.keys()];
+    const stale: Claims = { profiles: [...this.previous.profiles.keys()], files: [...this.previous.files.keys()] };
     const counts: WriteCounts = { written: 0, unchanged: this.unchangedFiles, removed: 0 };
     try {
-      const { stagedNames, stagedSlots } = this;
       // Each staged profile's final entry (hash, signature, list length), put back once its files are in.
-      const stagedEntries = stagedNames.map((name) => next.profiles.get(name)!);
-      const changing = stagedNames.length + this.stagedFiles.length + staleProfiles.length + staleFiles.length;
+      const stagedEntries = this.stagedNames.map((name) => next.profiles.get(name)!);
+      const changing = this.stagedNames.length + this.stagedFiles.length + stale.profiles.length + stale.files.length;
       if (changing > 0) {
-        // Claim every file about to change before touching it: after a crash, the next run still
-        // knows they are ours and rewrites or removes them.
-        for (const name of stagedNames) next.profiles.set(name, PENDING);
-        for (const s of this.stagedFiles) next.files.set(s.path, PENDING);
-        for (const name of staleProfiles) next.profiles.set(name, PENDING);
-        for (const path of staleFiles) next.files.set(path, PENDING);
-        // Folders first: a path that cannot be used (a symlink, a file) fails before anything moves.
-        if (this.freshDirs) {
-          for (const dir of PROFILE_DIRS) {
-            prepareDir(outDir, dirname(join(outDir, dir)));
-            if (existsSync(join(outDir, dir))) throw outputError(`${join(outDir, dir)} appeared during the build`, 'rebuild; only one writer may use an out dir at a time');
-          }
-        } else if (stagedNames.length > 0) {
-          for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
-        }
-        for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
-        // The claim: the manifest on disk (the last build's, which `previous` was read from) with these
-        // files marked pending; with no manifest yet, the whole new one, in plain order (pending
-        // members cannot be listed as the list's).
-        const claims = { profiles: [...stagedNames, ...staleProfiles], files: [...this.stagedFiles.map((s) => s.path), ...staleFiles] };
-        if (!writeClaims(outDir, claims)) writeManifest(outDir, { ...next, list: undefined });
-
-        if (this.freshDirs) {
-          this.freshDirs.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));
-        }
-        for (let i = 0; i < stagedNames.length; i++) {
-          if (!this.freshDirs) this.publishProfile(stagedNames[i]!, `${this.stagingDir}/${stagedSlots[i]!}`);
-          next.profiles.set(stagedNames[i]!, stagedEntries[i]!);
-          counts.written += PROFILE_DIRS.length;
-        }
-        for (const s of this.stagedFiles) {
-          renameSync(s.staged, join(outDir, s.path));
-          next.files.set(s.path, fileEntry(s.hash, fileStamp(join(outDir, s.path))));
-          counts.written += 1;
-        }
-        for (const name of staleProfiles) {
-          for (const dir of PROFILE_DIRS) counts.removed += removeIfPresent(join(outDir, dir, name));
-          next.profiles.delete(name);
-        }
-        for (const path of staleFiles) {
-          counts.removed += removeIfPresent(join(outDir, path));
-          next.files.delete(path);
-        }
+        this.claim(stale);
+        counts.written = this.moveStagedIntoPlace(stagedEntries);
+        counts.removed = this.removeStale(stale);
         writeManifest(outDir, next);
       }
       rmSync(this.stagingDir, { recursive: true, force: true });
@@ -315,6 +279,72 @@ export class OutputTransaction {
     }
     ManifestCache.keep(outDir, next);
     return counts;
+  }
+
+  /**
+   * Claims every file about to change before touching it: after a crash, the next run still knows
+   * they are ours and rewrites or removes them. The claim is the manifest on disk (the last build's,
+   * which `previous` was read from) with these files marked pending; with no manifest yet, the whole
+   * new one, in plain order (pending members cannot be listed as the list's).
+   */
+  private claim(stale: Claims): void {
+    const { outDir, next, stagedNames, stagedFiles } = this;
+    for (const name of stagedNames) next.profiles.set(name, PENDING);
+    for (const s of stagedFiles) next.files.set(s.path, PENDING);
+    for (const name of stale.profiles) next.profiles.set(name, PENDING);
+    for (const path of stale.files) next.files.set(path, PENDING);
+    this.prepareFolders();
+    const claims = { profiles: [...stagedNames, ...stale.profiles], files: [...stagedFiles.map((s) => s.path), ...stale.files] };
+    if (!writeClaims(outDir, claims)) writeManifest(outDir, { ...next, list: undefined });
+  }
+
+  /** Folders first: a path that cannot be used (a symlink, a file) fails before anything moves. */
+  private prepareFolders(): void {
+    const { outDir } = this;
+    if (this.freshDirs) {
+      for (const dir of PROFILE_DIRS) {
+        prepareDir(outDir, dirname(join(outDir, dir)));
+        if (existsSync(join(outDir, dir))) throw outputError(`${join(outDir, dir)} appeared during the build`, 'rebuild; only one writer may use an out dir at a time');
+      }
+    } else if (this.stagedNames.length > 0) {
+      for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
+    }
+    for (const s of this.stagedFiles) prepareDir(outDir, dirname(join(outDir, s.path)));
+  }
+
+  /** Renames every staged document into place and records its entry; returns the files written. */
+  private moveStagedIntoPlace(stagedEntries: readonly string[]): number {
+    const { outDir, next, stagedNames, stagedSlots } = this;
+    let written = 0;
+    if (this.freshDirs) {
+      this.freshDirs.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));
+    }
+    for (let i = 0; i < stagedNames.length; i++) {
+      if (!this.freshDirs) this.publishProfile(stagedNames[i]!, `${this.stagingDir}/${stagedSlots[i]!}`);
+      next.profiles.set(stagedNames[i]!, stagedEntries[i]!);
+      written += PROFILE_DIRS.length;
+    }
+    for (const s of this.stagedFiles) {
+      renameSync(s.staged, join(outDir, s.path));
+      next.files.set(s.path, fileEntry(s.hash, fileStamp(join(outDir, s.path))));
+      written += 1;
+    }
+    return written;
+  }
+
+  /** Removes what the last build published and this one does not; returns the files removed. */
+  private removeStale(stale: Claims): number {
+    const { outDir, next } = this;
+    let removed = 0;
+    for (const name of stale.profiles) {
+      for (const dir of PROFILE_DIRS) removed += removeIfPresent(join(outDir, dir, name));
+      next.profiles.delete(name);
+    }
+    for (const path of stale.files) {
+      removed += removeIfPresent(join(outDir, path));
+      next.files.delete(path);
+    }
+    return removed;
   }
 
   /** Discards everything staged; the previous output stays exactly as it was. */
@@ -386,7 +416,7 @@ export class OutputTransaction {
  * found nothing to do), so that build does not parse it line by line when a change comes.
  */
 export function preloadManifest(outDir: string): void {
-  ManifestCache.prime(resolve(outDir));
+  ManifestCache.prime(outDir);
 }
 
 /**

@@ -363,6 +363,7 @@ const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8
 const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)?.[0] ?? '';
 const publishSection = /<!-- publish:start -->[\s\S]*<!-- publish:end -->/.exec(previous)?.[0] ?? '';
 const workerSection = /<!-- worker:start -->[\s\S]*<!-- worker:end -->/.exec(previous)?.[0] ?? '';
+const experimentsSection = /<!-- experiments:start -->[\s\S]*<!-- experiments:end -->/.exec(previous)?.[0] ?? '';
 writeFileSync(benchmarksFile, `# Benchmarks
 
 Written by \`npm run bench\` (scripts/bench.mjs) on ${new Date().toISOString().slice(0, 10)}.
@@ -412,7 +413,7 @@ ${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
-${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`);
+${experimentsSection ? `\n${experimentsSection}\n` : ''}${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`);
 log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);
 
 // Publishing to object storage, at the largest size up to 100k, against rclone (its own script).

@@ -2,9 +2,9 @@
  * Keeps a long pass's resident memory near what it really holds. V8 schedules a full collection by
  * how far the old generation has grown, and a build promotes a lot that dies soon after: the last
  * build's manifest as this build's replaces it entry by entry, the growing tables of the new one, the
- * creators list's bookkeeping. At 100k profiles that garbage held the peak about 20 MB above the live
- * data. So the pass asks for a full collection whenever the heap has grown enough since the last one
- * (see MIN_STEP): measured at 100k, the peak fell from about 158 MB to about 136 MB.
+ * creators list's bookkeeping. That garbage held the peak well above the live data, so the pass asks
+ * for a full collection whenever the heap has grown enough since the last one (see MIN_STEP); the
+ * peak resident memory is measured in BENCHMARKS.md.
  *
  * gc() is reached the way jest-leak-detector reaches it (expose-gc, then a fresh context). Where the
  * runtime refuses, this does nothing and V8 collects on its own schedule.
@@ -15,9 +15,9 @@ import { runInNewContext } from 'node:vm';
 /**
  * A collection runs once the heap has grown by a quarter of what the last one left live, and by at
  * least this much: a few per pass at any size, each marking about what is live, so they cost a small
- * share of the pass (a full collection is proportional to the live heap). A quarter, not half: a
- * rebuild at a million profiles holds about 190 MB live, and letting garbage grow by half on top of
- * that took its peak past 400 MB.
+ * share of the pass (a full collection is proportional to the live heap). A quarter, not half: at a
+ * million profiles, garbage growing by half on top of a rebuild's live data took its peak past the
+ * memory target.
  */
 const MIN_STEP = 16 * 2 ** 20;
 

@@ -1,8 +1,8 @@
 /**
  * The creators list: every active user, ordered by lower-cased username, each element the same bytes
  * as the data of that user's own document. Users arrive in id order, so each rendered member's JSON
- * is appended to a scratch file as it comes (never all held in memory: over 500 MB at a million
- * users) with only its name, offset and length kept; `finish` sorts those and streams the list out.
+ * is appended to a scratch file as it comes (never all held in memory: at a million users that would
+ * be the largest thing in the process) with only its name, offset and length kept; `finish` sorts those and streams the list out.
  *
  * A member whose row did not change since the last build is not rendered at all: its bytes are
  * copied from the last build's list file. The manifest lists that list's members in order with their

@@ -56,7 +56,7 @@ const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), fi
  */
 export function profileEntry(hash: string, signature: string, listLength: number | undefined): string {
   // join() gives one flat string; a template literal would keep a tree of pieces alive per entry,
-  // which at 100k profiles cost about 15 MB of resident memory.
+  // and there is one entry per profile (BENCHMARKS.md measures the resident memory).
   return [hash, signature, listLength ?? ''].join('\t');
 }
 
@@ -157,9 +157,8 @@ function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
 /**
  * `text.slice(from, to)` as a string of its own. V8 makes a slice of 13 characters or more a view that
  * keeps its whole parent alive, and every kept entry is carried into the next manifest: sliced from
- * one text, they kept it all (44 MB at a million profiles) alive to the end of the build. Shorter
- * slices are copies anyway. Measured at 1M: 22 MB less live, and a 10%-changed rebuild peaked at
- * 340-346 MB instead of 379-387.
+ * one text, they kept the whole manifest text alive to the end of the build. Shorter slices are
+ * copies anyway.
  */
 const own = (text: string, bytes: Buffer, from: number, to: number) => (to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to));
 

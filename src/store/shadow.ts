@@ -2,9 +2,8 @@
  * A long-lived reader's copy of the store snapshot its last pass published, kept in the connection's
  * temp schema (a file SQLite deletes on close; only the public columns a build reads, never a private
  * one). With it, finding what changed is SQLite's work alone: each large table is walked once beside
- * its copy, in C, and only the ids of changed users come back to JavaScript. Reading every row
- * through better-sqlite3 is what a pass costs otherwise (about 1.3 s of a 100k-user pass went to
- * marshalling rows, against 0.1 s per table for SQLite to compare them).
+ * its copy, in C, and only the ids of changed users come back to JavaScript. Otherwise a pass reads
+ * every row through better-sqlite3, and marshalling rows into JavaScript is most of what that costs.
  *
  * Every method runs inside the caller's read transaction (ProfileStore.inSnapshot), so the copy, the
  * comparison and the rows read agree on one snapshot; the copy's own changes are rolled back with

@@ -11,15 +11,16 @@
  *     the tree between two snapshots: it is run again (waiting up to `waitMs` for the commit to end).
  * Without a live writer, pending entries are an interrupted build: a defect.
  */
-import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { SnapshotError } from '../core/errors.js';
 import { OutDirLock, sleepSync } from '../publish/lock.js';
 import { manifestStamp } from '../publish/manifest.js';
-import { MANIFEST_FILE } from '../core/layout.js';
-import { audit, DEFECT_KINDS, type AuditOptions, type Defect, type DefectKind } from './audit.js';
+import { MANIFEST_FILE, resolveOutDir } from '../core/layout.js';
+import { audit, type AuditOptions } from './audit.js';
+import { DEFECT_KINDS, type Defect, type DefectKind } from './defects.js';
 
-export { audit, DEFECT_KINDS, type Defect, type DefectKind } from './audit.js';
+export { audit } from './audit.js';
+export { DEFECT_KINDS, type Defect, type DefectKind } from './defects.js';
 export { contractText, contractDocument, CONTRACT_PATH } from '../core/contract.js';
 export { OPENAPI_FILE } from '../core/layout.js';
 export { validator, describeErrors, type SchemaName } from './schemas.js';
@@ -59,7 +60,7 @@ export class VerifyFailedError extends SnapshotError {
 
 export function verify(outDir: string, options: VerifyOptions = {}): VerifyReport {
   const started = performance.now();
-  const out = resolve(outDir);
+  const out = resolveOutDir(outDir);
   const deadline = Date.now() + (options.waitMs ?? 30_000);
   let attempts = 0;
   for (;;) {
@@ -79,12 +80,7 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
     } else if (changed) {
       result.defects.push({ kind: 'manifest', path: MANIFEST_FILE, message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again' });
     }
-    // Stable order: by kind as listed in DEFECT_KINDS, then path (file order within the creators list kept).
-    const order = Object.keys(DEFECT_KINDS);
-    const defects = result.defects
-      .map((d, i) => ({ d, i }))
-      .sort((a, b) => order.indexOf(a.d.kind) - order.indexOf(b.d.kind) || (a.d.path < b.d.path ? -1 : a.d.path > b.d.path ? 1 : a.i - b.i))
-      .map(({ d }) => d);
+    const defects = sortDefects(result.defects);
     const summary: Partial<Record<DefectKind, number>> = {};
     for (const d of defects) summary[d.kind] = (summary[d.kind] ?? 0) + 1;
     return {
@@ -102,4 +98,13 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
       seconds: (performance.now() - started) / 1000,
     };
   }
+}
+
+/** Stable order: by kind as listed in DEFECT_KINDS, then path (file order within the creators list kept). */
+function sortDefects(defects: readonly Defect[]): Defect[] {
+  const order = Object.keys(DEFECT_KINDS);
+  return defects
+    .map((d, i) => ({ d, i }))
+    .sort((a, b) => order.indexOf(a.d.kind) - order.indexOf(b.d.kind) || (a.d.path < b.d.path ? -1 : a.d.path > b.d.path ? 1 : a.i - b.i))
+    .map(({ d }) => d);
 }

@@ -4,13 +4,14 @@
  * the creators list check needs is kept as one number (see `key`). Pure over its inputs, so a share
  * of the names can be audited in a worker thread (./profiles-worker.ts) while the rest is done here.
  */
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { closeSync, fstatSync, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeCause } from '../core/errors.js';
 import { PROFILE_DIRS } from '../core/layout.js';
 import { SUCCESS_HEAD } from '../render/documents.js';
 import { isPublishableUsername } from '../render/user.js';
-import type { Defect } from './audit.js';
+import type { Defect, DefectKind } from './defects.js';
 import { describeErrors, validator } from './schemas.js';
 
 /** What a users folder holds under a name (one byte per name and alias folder). */
@@ -83,83 +84,99 @@ export interface ProfilePass {
   threads: number;
 }
 
+/** Reports a defect found in a profile file. */
+type Report = (kind: DefectKind, path: string, message: string) => void;
+
 /**
  * Audits `names`; `types[i * PROFILE_DIRS.length + d]` says what alias folder `d` holds under
  * `names[i]` (ABSENT, FILE, ...).
  */
 export function auditProfiles(out: string, names: readonly string[], types: Uint8Array): ProfilePass {
   const result: ProfilePass = { defects: [], names: [], keys: [], files: 0, threads: 1 };
-  const defect = (kind: Defect['kind'], path: string, message: string) => result.defects.push({ kind, path, message });
+  const report: Report = (kind, path, message) => result.defects.push({ kind, path, message });
   const profileValidator = validator('ProfileResponse');
-  const dirs = PROFILE_DIRS.length;
-
   names.forEach((name, n) => {
-    const present: { path: string; bytes: Buffer }[] = [];
-    let firstFile: { bytes: Buffer; ino: number; dev: number } | undefined;
-    for (let d = 0; d < dirs; d++) {
-      const type = types[n * dirs + d]!;
-      const path = `${PROFILE_DIRS[d]}/${name}`;
-      if (type === ABSENT) {
-        const have = PROFILE_DIRS.filter((_, j) => types[n * dirs + j] !== ABSENT).map((dir) => `${dir}/${name}`).join(', ');
-        defect('alias-missing', path, `missing, while ${have} exists: every profile must be published under every alias path, or requests there answer 404`);
-        continue;
-      }
-      if (type !== FILE) {
-        defect('stray', path, `${type === FOLDER ? 'a folder' : type === SYMLINK ? 'a symbolic link' : 'not a regular file'} in a users folder: only profile files belong there${type === SYMLINK ? ' (Netlify deploys do not follow symbolic links)' : ''}`);
-        continue;
-      }
-      result.files++;
-      const file = join(out, path);
-      if (firstFile === undefined) {
-        firstFile = readWithInode(file);
-        present.push({ path, bytes: firstFile.bytes });
-        continue;
-      }
-      // Hard links to the first alias (how build writes them) hold its bytes: no second read.
-      const stats = lstatSync(file);
-      if (stats.ino === firstFile.ino && stats.dev === firstFile.dev) continue;
-      present.push({ path, bytes: readFileSync(file) });
-    }
-    if (present.length === 0) return;
-    const first = present[0]!;
-    const differing = present.slice(1).filter((p) => !p.bytes.equals(first.bytes));
+    const aliases = readAliases(out, name, types.subarray(n * PROFILE_DIRS.length, (n + 1) * PROFILE_DIRS.length), report);
+    result.files += aliases.files;
+    if (aliases.present.length === 0) return;
+    const first = aliases.present[0]!;
+    const differing = aliases.present.slice(1).filter((p) => !p.bytes.equals(first.bytes));
     for (const p of differing) {
-      defect('alias-differs', p.path, `differs from ${first.path}: the alias paths must answer the same bytes (${p.bytes.length} vs ${first.bytes.length} bytes)`);
+      report('alias-differs', p.path, `differs from ${first.path}: the alias paths must answer the same bytes (${p.bytes.length} vs ${first.bytes.length} bytes)`);
     }
-    const key = auditProfile(first.path, name, first.bytes);
-    for (const p of differing) auditProfile(p.path, name, p.bytes);
+    const key = auditProfile(first.path, name, first.bytes, profileValidator, report);
+    for (const p of differing) auditProfile(p.path, name, p.bytes, profileValidator, report);
     if (key !== undefined) {
       result.names.push(name);
       result.keys.push(key);
     }
   });
   return result;
+}
 
-  function auditProfile(path: string, name: string, bytes: Buffer): number | undefined {
-    let doc: any;
-    try {
-      doc = JSON.parse(bytes.toString('utf8'));
-    } catch (cause) {
-      defect('unparseable', path, `does not parse as JSON (${describeCause(cause)}; ${bytes.length} bytes): a truncated or corrupted profile`);
-      return undefined;
+/**
+ * The alias files of one name that are regular files, read once each: a hard link to the first
+ * (how build writes them) holds its bytes and is not read again. `types` holds one byte per alias.
+ */
+function readAliases(out: string, name: string, types: Uint8Array, report: Report): { present: { path: string; bytes: Buffer }[]; files: number } {
+  const present: { path: string; bytes: Buffer }[] = [];
+  let files = 0;
+  let firstFile: { bytes: Buffer; ino: number; dev: number } | undefined;
+  PROFILE_DIRS.forEach((dir, d) => {
+    const type = types[d]!;
+    const path = `${dir}/${name}`;
+    if (type === ABSENT) {
+      const have = PROFILE_DIRS.filter((_, j) => types[j] !== ABSENT).map((other) => `${other}/${name}`).join(', ');
+      report('alias-missing', path, `missing, while ${have} exists: every profile must be published under every alias path, or requests there answer 404`);
+      return;
     }
-    const username: unknown = doc?.data?.username;
-    let usernameReported = false;
-    if (typeof username === 'string') {
-      if (!isPublishableUsername(username)) {
-        usernameReported = true;
-        defect('unpublishable', path, `publishes the username ${JSON.stringify(username)}, which is not publishable (1-64 of A-Z a-z 0-9 . _ -, not starting with "."): it must not be served`);
-      } else if (username.toLowerCase() !== name) {
-        usernameReported = true;
-        defect('file-name', path, `the file name ${JSON.stringify(name)} is not the lower-cased username inside it (${JSON.stringify(username)}): requests for ${JSON.stringify(name)} would answer another user's profile`);
-      }
+    if (type !== FILE) {
+      report('stray', path, `${type === FOLDER ? 'a folder' : type === SYMLINK ? 'a symbolic link' : 'not a regular file'} in a users folder: only profile files belong there${type === SYMLINK ? ' (Netlify deploys do not follow symbolic links)' : ''}`);
+      return;
     }
-    const valid = profileValidator(doc);
-    if (!valid) {
-      const errors = (profileValidator.errors ?? []).filter((e) => !(usernameReported && e.instancePath === '/data/username'));
-      if (errors.length > 0) defect('schema', path, `does not match ProfileResponse: ${describeErrors(errors)}`);
+    files++;
+    const file = join(out, path);
+    if (firstFile === undefined) {
+      firstFile = readWithInode(file);
+      present.push({ path, bytes: firstFile.bytes });
+      return;
     }
-    if (typeof doc?.data !== 'object' || doc.data === null) return undefined;
-    return userKey(dataBytes(bytes, doc)) * FLAGS + (doc.data.status === 'active' ? ACTIVE : 0) + (valid && !usernameReported ? VALID : 0);
+    const stats = lstatSync(file);
+    if (stats.ino === firstFile.ino && stats.dev === firstFile.dev) return;
+    present.push({ path, bytes: readFileSync(file) });
+  });
+  return { present, files };
+}
+
+/** Parses and validates one profile file; its key (see `key` above) when it has a data object. */
+function auditProfile(path: string, name: string, bytes: Buffer, profileValidator: ValidateFunction, report: Report): number | undefined {
+  let doc: any;
+  try {
+    doc = JSON.parse(bytes.toString('utf8'));
+  } catch (cause) {
+    report('unparseable', path, `does not parse as JSON (${describeCause(cause)}; ${bytes.length} bytes): a truncated or corrupted profile`);
+    return undefined;
   }
+  const usernameReported = checkUsername(path, name, doc?.data?.username, report);
+  const valid = profileValidator(doc);
+  if (!valid) {
+    const errors = (profileValidator.errors ?? []).filter((e) => !(usernameReported && e.instancePath === '/data/username'));
+    if (errors.length > 0) report('schema', path, `does not match ProfileResponse: ${describeErrors(errors)}`);
+  }
+  if (typeof doc?.data !== 'object' || doc.data === null) return undefined;
+  return userKey(dataBytes(bytes, doc)) * FLAGS + (doc.data.status === 'active' ? ACTIVE : 0) + (valid && !usernameReported ? VALID : 0);
+}
+
+/** Whether the published username is wrong for its file (reported here, not again as a schema error). */
+function checkUsername(path: string, name: string, username: unknown, report: Report): boolean {
+  if (typeof username !== 'string') return false;
+  if (!isPublishableUsername(username)) {
+    report('unpublishable', path, `publishes the username ${JSON.stringify(username)}, which is not publishable (1-64 of A-Z a-z 0-9 . _ -, not starting with "."): it must not be served`);
+    return true;
+  }
+  if (username.toLowerCase() !== name) {
+    report('file-name', path, `the file name ${JSON.stringify(name)} is not the lower-cased username inside it (${JSON.stringify(username)}): requests for ${JSON.stringify(name)} would answer another user's profile`);
+    return true;
+  }
+  return false;
 }

@@ -157,7 +157,7 @@ describe('selective passes (a session reads only changed users)', () => {
     const report = passAfter("UPDATE users SET username = 'User7x1' WHERE id = 30", 1);
     expect(report.warnings.map((w) => w.id)).toEqual([30]);
     // User 30 is read by every pass now (it has a warning), but the name stays user 1's.
-    const next = passAfter('UPDATE users SET views = 99 WHERE id = 2', 2);
+    passAfter('UPDATE users SET views = 99 WHERE id = 2', 2);
     expect(profile(out, 'user7x1').data.views).toBe(1);
   });
 
@@ -233,7 +233,7 @@ describe('selective passes (a session reads only changed users)', () => {
     write('UPDATE users SET views = 500 WHERE id = 3');
     const full = pass({ fullPass: true });
     expect(full.rowsRead).toBe(CANDIDATES);
-    const report = passAfter('UPDATE users SET views = 501 WHERE id = 4', 1);
+    passAfter('UPDATE users SET views = 501 WHERE id = 4', 1);
   });
 
   it('a session starting on a tree the last build left standing copies the store then, and reads only changes after', () => {
@@ -241,6 +241,6 @@ describe('selective passes (a session reads only changed users)', () => {
     // Settled: the store's stamp is trusted at once, so this pass reads nothing and copies the store.
     const adopted = pass({ storeSettleMs: 0 });
     expect(adopted.storeUnchanged).toBe(true);
-    const report = passAfter('UPDATE users SET views = 1234 WHERE id = 17', 1);
+    passAfter('UPDATE users SET views = 1234 WHERE id = 17', 1);
   });
 });

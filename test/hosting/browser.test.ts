@@ -82,7 +82,7 @@ describe('a browser on another origin', () => {
     const tab = await context.newPage();
     await tab.goto(`${pageOrigin}/`);
     const results = await tab.evaluate(async (base) => {
-      const w = window as unknown as { call: (url: string, init?: RequestInit) => Promise<unknown> };
+      const w = globalThis as unknown as { call: (url: string, init?: RequestInit) => Promise<unknown> };
       return {
         profile: await w.call(`${base}/api/v1/users/ALICE`, { headers: { Accept: 'application/json' } }),
         query: await w.call(`${base}/api/v1/users?username=Dave_99`),
@@ -106,8 +106,8 @@ describe('a browser on another origin', () => {
     expect(creators.length).toBeGreaterThan(5);
     expect(creators.every((u) => u.status === 'active')).toBe(true);
     expect(results.preflighted).toMatchObject({ ok: true, status: 200, json: { data: { username: 'Carol.Dev' } } });
-    expect(results.control.ok).toBe(false);
-    expect(results.control.error).toContain('TypeError');
+    expect(results.control!.ok).toBe(false);
+    expect(results.control!.error).toContain('TypeError');
     await tab.close();
   });
 });

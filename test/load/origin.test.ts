@@ -76,7 +76,7 @@ describe('soak: serve under load while watch regenerates', () => {
       const out = join(dir.path, 'out');
       makeStore(db, 300);
       expect(cli(buildArgs(db, out)).code).toBe(0);
-      const writer = track(await startProc([new URL('./fixtures/writer.mjs', import.meta.url).pathname, db], {}));
+      track(await startProc([new URL('./fixtures/writer.mjs', import.meta.url).pathname, db], {}));
       const watcher = track(await watch(['--db', db, '--out', out, '--base-url', 'https://p.example.com', '--interval', '0.3']));
       const origin = track(await serve(out));
       const base = `http://127.0.0.1:${origin.match}`;

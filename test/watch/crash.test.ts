@@ -105,7 +105,7 @@ describe('under load and crashes', () => {
     const watcher = watch('--interval', '600');
     await waitFor('the restarted watcher\'s first cycle', () => {
       const s = status(out);
-      return s?.pid === watcher.child.pid && s.lastCycle?.ok && s.state === 'idle';
+      return s !== undefined && s.pid === watcher.child.pid && s.lastCycle?.ok && s.state === 'idle';
     }, 30_000);
     watcher.child.kill('SIGTERM');
     expect((await watcher.exit).code).toBe(0);

@@ -38,7 +38,7 @@ export default async function profileApi(request, context) {
   if (request.method !== 'GET' && request.method !== 'HEAD') {
     return answerError(request, url, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
   }
-  if (route.kind === 'error') return answerError(request, url, route.code);
+  if (route.kind === 'error') return answerError(request, url, /** @type {keyof typeof ROUTES.errors} */ (route.code));
 
   const found = await fetch(new URL(`/${route.file}`, url.origin), { headers: { accept: 'application/json' } });
   if (found.status === 200) return answer(request, found, 200);

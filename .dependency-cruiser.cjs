@@ -1,0 +1,46 @@
+/**
+ * Import rules for src/, checked by `npm run check:imports` (part of `npm test`): no cycles, and no
+ * module imports from a layer above its own. Layers, bottom to top, as docs/architecture.md lists them.
+ */
+const LAYERS = [
+  ['src/core/'],
+  ['src/store/'],
+  ['src/render/', 'src/seed/'],
+  ['src/publish/'],
+  ['src/incremental/', 'src/hosting/', 'src/remote/'],
+  ['src/pass\\.ts$'],
+  ['src/build\\.ts$'],
+  ['src/verify/'],
+  ['src/watch/'],
+  ['src/cli/'],
+  ['src/index\\.ts$'],
+];
+
+const pattern = (paths) => `^(${paths.map((p) => p.replaceAll('/', '\\/')).join('|')})`;
+
+const upward = LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `no-upward-from-${layer[0].replace(/^src\//, '').replace(/[\\/$]|\.ts/g, '')}`,
+  comment: `${layer.join(', ')} may import only from its own layer or the layers below it`,
+  severity: 'error',
+  from: { path: pattern(layer) },
+  to: { path: pattern(LAYERS.slice(i + 1).flat()) },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'modules that import each other, directly or not',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    ...upward,
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

@@ -1,0 +1,3 @@
+// Packages the tests use that ship no type declarations.
+declare module 's3rver';
+declare module 'autocannon';

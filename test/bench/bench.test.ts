@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { ensureCompiled, ROOT } from '../watch/helpers.js';
+import { ensureCompiled, REPO } from '../watch/helpers.js';
 
 const SCENARIOS = [
   'floor', 'floor, async writes', 'cold build', 'no-change build', 'no-change build, --full', '1% changed build', '10% changed build',
@@ -34,7 +34,7 @@ it('runs every scenario small, prints each with its ratio to the floor, and writ
   const work = temp(tmpdir());
   const report = join(work, 'BENCHMARKS.md');
   writeFileSync(report, 'old\n<!-- load:start -->\nload figures\n<!-- load:end -->\n');
-  const run = spawnSync(process.execPath, [join(ROOT, 'scripts/bench.mjs'), '--sizes', '500', '--no-disk', '--no-publish',
+  const run = spawnSync(process.execPath, [join(REPO, 'scripts/bench.mjs'), '--sizes', '500', '--no-disk', '--no-publish',
     '--tmpfs-dir', join(temp('/dev/shm'), 'bench'), '--store-dir', join(work, 'stores'), '--report', report], { encoding: 'utf8', timeout: 170_000 });
   expect(run.status, run.stderr).toBe(0);
   for (const scenario of SCENARIOS) {

@@ -4,27 +4,23 @@
  * that a tree is still exactly what it was.
  */
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BIN } from '../helpers/cli.js';
+import { runCli, type CliResult } from '../helpers/cli.js';
 import { listFiles, publishedFiles } from '../helpers/output.js';
-import { SCHEMA_SQL, tempDir as sharedTempDir } from '../helpers/store.js';
+import { TestStore, tempDir as sharedTempDir } from '../helpers/store.js';
 
 export const INJECT = fileURLToPath(new URL('./fixtures/inject.mjs', import.meta.url));
 export const BASE = 'https://p.example.com';
 /** A fixed snapshot time, so a reference build can match byte for byte. */
 export const EPOCH = '1767225600';
 
-export interface Run { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+export type Run = CliResult;
 
-/** The real bin; with `faults`, under the injecting preload (FAULT_* variables, see inject.mjs). */
+/** The real bin at the fixed snapshot time; with `faults`, under the injecting preload (FAULT_* variables, see inject.mjs). */
 export function cli(args: string[], faults?: Record<string, string>, env: Record<string, string> = {}, timeoutMs = 60_000): Run {
-  const fullEnv: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SOURCE_DATE_EPOCH: EPOCH, ...env, ...faults };
-  const node = faults ? ['--import', INJECT] : [];
-  const r = spawnSync(process.execPath, [...node, BIN, ...args], { env: fullEnv, encoding: 'utf8', timeout: timeoutMs });
-  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+  return runCli(args, { env: { SOURCE_DATE_EPOCH: EPOCH, ...env, ...faults }, nodeArgs: faults ? ['--import', INJECT] : [], timeoutMs });
 }
 
 export const buildArgs = (db: string, out: string, ...more: string[]) => ['build', '--db', db, '--out', out, '--base-url', BASE, ...more];
@@ -57,9 +53,8 @@ export function expectClearError(stderr: string, cause: RegExp): string[] {
  * bios of `bioBytes` each; `journal` is the platform's WAL or SQLite's default rollback journal.
  */
 export function makeStore(file: string, users: number, options: { bioBytes?: number; journal?: 'wal' | 'delete'; views?: number } = {}): void {
-  const db = new Database(file);
+  const { db } = new TestStore(file);
   db.pragma(`journal_mode = ${options.journal ?? 'wal'}`);
-  db.exec(SCHEMA_SQL);
   const bio = 'b'.repeat(options.bioBytes ?? 40);
   const user = db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status, email, password_hash, last_login_ip)
     VALUES (?, ?, ?, ?, '2024-01-01 00:00:00', ?, ?, 'someone@mail.invalid', 'HASH-secret', '10.0.0.1')`);

@@ -1,20 +1,30 @@
 /** Runs the real CLI (bin/profile-snapshot.js over the compiled build/) in a child process. */
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { REPO } from './store.js';
+import { BIN, REPO } from './paths.js';
 
-export const BIN = join(REPO, 'bin/profile-snapshot.js');
+export { BIN };
 
 export interface CliResult {
   code: number | null;
+  signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
 
-export function runCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): CliResult {
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Node's own options before the bin (e.g. a preload). */
+  nodeArgs?: string[];
+  timeoutMs?: number;
+}
+
+/** Runs the bin to its end. */
+export function runCli(args: string[], options: CliOptions = {}): CliResult {
   // A clean environment: the caller's PROFILE_*/BASE_URL/URL must not leak into tests.
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
   for (const [k, v] of Object.entries(options.env ?? {})) if (v !== undefined) env[k] = v;
-  const result = spawnSync(process.execPath, [BIN, ...args], { cwd: options.cwd ?? REPO, env, encoding: 'utf8', timeout: 60_000 });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  const argv = [...(options.nodeArgs ?? []), BIN, ...args];
+  const result = spawnSync(process.execPath, argv, { cwd: options.cwd ?? REPO, env, encoding: 'utf8', timeout: options.timeoutMs ?? 60_000 });
+  return { code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }

@@ -6,10 +6,10 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
+import { REPO } from './paths.js';
 
-export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+export { REPO };
 export const SCHEMA_SQL = readFileSync(join(REPO, 'data/schema.sql'), 'utf8');
 export const SAMPLE_SQL = readFileSync(join(REPO, 'data/sample.sql'), 'utf8');
 
@@ -61,11 +61,13 @@ export function eachTestWorkspace(use: (workspace: Workspace) => void, options: 
 /** `fill` for eachTestWorkspace: the sample store (data/sample.sql). */
 export const sampleStore = (db: string): void => TestStore.sample(db).close();
 
-/** Runs SQL on a store through its own connection, as the platform's writers would. */
-export function execSql(db: string, sql: string): void {
+/** Runs SQL on a store through its own connection, as the platform's writers would (busy timeout included). */
+export function execSql(db: string, sql: string, ...params: unknown[]): void {
   const handle = new Database(db);
+  handle.pragma('busy_timeout = 5000');
   try {
-    handle.exec(sql);
+    if (params.length > 0) handle.prepare(sql).run(...params);
+    else handle.exec(sql);
   } finally {
     handle.close();
   }

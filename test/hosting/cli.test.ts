@@ -4,7 +4,7 @@
  * netlify.toml and edge routing module in step with the route table, `netlify verify` and Netlify's
  * per-folder file limit.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,11 +13,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as edgeRoutes from '../../netlify/edge-functions/profile-api/routes.js';
 import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
 import { ALLOW_HEADER, PREFLIGHT_HEADERS, ROUTES, resolveRoute } from '../../src/hosting/routes.js';
+import { BIN, runCli } from '../helpers/cli.js';
 import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 import { requestTable } from './request-table.js';
 
-const BIN = join(REPO, 'bin/profile-snapshot.js');
-const cli = (args: string[], cwd = REPO) => spawnSync(process.execPath, [BIN, ...args], { cwd, encoding: 'utf8', timeout: 60_000 });
+const cli = (args: string[], cwd = REPO) => runCli(args, { cwd });
 
 let snapshot: Snapshot;
 beforeAll(() => { snapshot = buildSampleSnapshot(); });
@@ -42,7 +42,7 @@ describe('netlify config: the committed files follow the route table', () => {
   it('--check passes on the repository and fails (exit 5) on a hand-edited copy; plain config rewrites it', () => {
     const ok = cli(['netlify', 'config', '--check']);
     expect(ok.stderr).toContain('up to date');
-    expect(ok.status).toBe(0);
+    expect(ok.code).toBe(0);
 
     const root = mkdtempSync(join(tmpdir(), 'profile-snapshot-toml-'));
     try {
@@ -50,12 +50,12 @@ describe('netlify config: the committed files follow the route table', () => {
       mkdirSync(join(root, 'netlify/edge-functions/profile-api'), { recursive: true });
       cpSync(join(REPO, 'netlify/edge-functions/profile-api/routes.js'), join(root, 'netlify/edge-functions/profile-api/routes.js'));
       const stale = cli(['netlify', 'config', '--check', '--root', root]);
-      expect(stale.status).toBe(5);
+      expect(stale.code).toBe(5);
       expect(stale.stderr).toContain('netlify.toml');
       expect(stale.stderr).not.toContain('routes.js');
-      expect(cli(['netlify', 'config', '--root', root]).status).toBe(0);
+      expect(cli(['netlify', 'config', '--root', root]).code).toBe(0);
       expect(readFileSync(join(root, 'netlify.toml'), 'utf8')).toBe(readFileSync(join(REPO, 'netlify.toml'), 'utf8'));
-      expect(cli(['netlify', 'config', '--check', '--root', root]).status).toBe(0);
+      expect(cli(['netlify', 'config', '--check', '--root', root]).code).toBe(0);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
@@ -74,7 +74,7 @@ describe('netlify verify: Netlify\'s 54,000 files per folder', () => {
   it('passes on a normal snapshot', () => {
     const r = cli(['netlify', 'verify', '--out', snapshot.out]);
     expect(r.stderr).toContain('within Netlify\'s limits');
-    expect(r.status).toBe(0);
+    expect(r.code).toBe(0);
   });
 
   it('warns near the limit and fails clearly past it (files in dot folders do not count)', () => {
@@ -86,11 +86,11 @@ describe('netlify verify: Netlify\'s 54,000 files per folder', () => {
       for (let i = 0; i < 48_600; i++) writeFileSync(join(users, `u${i}`), '');
       for (let i = 0; i < 6000; i++) writeFileSync(join(out, '.profile-snapshot', `s${i}`), '');
       const near = cli(['netlify', 'verify', '--out', out]);
-      expect(near.status).toBe(0);
+      expect(near.code).toBe(0);
       expect(near.stderr).toContain('warning: api/v1/users holds 48,600 files');
       for (let i = 48_600; i < 54_001; i++) writeFileSync(join(users, `u${i}`), '');
       const over = cli(['netlify', 'verify', '--out', out]);
-      expect(over.status).toBe(5);
+      expect(over.code).toBe(5);
       expect(over.stderr).toContain('Netlify would reject this deploy: more than 54,000 files in api/v1/users (54,001)');
     } finally {
       rmSync(out, { recursive: true, force: true });
@@ -168,10 +168,10 @@ describe('serve as a process', () => {
     const empty = mkdtempSync(join(tmpdir(), 'profile-snapshot-empty-'));
     try {
       const r = cli(['serve', '--out', empty, '--port', '0']);
-      expect(r.status).toBe(5);
+      expect(r.code).toBe(5);
       expect(r.stderr).toContain('holds no snapshot');
       const p = cli(['serve', '--out', snapshot.out, '--port', '70000']);
-      expect(p.status).toBe(2);
+      expect(p.code).toBe(2);
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

@@ -6,11 +6,11 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { build } from '../../src/build.js';
 import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { REPO } from '../helpers/paths.js';
 
-export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+export { REPO };
 
 export interface Snapshot {
   root: string;

@@ -1,5 +1,4 @@
 /** A built tree and a bucket for publish tests, and the checks every publish test makes. */
-import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,11 +33,7 @@ export async function publishSite(site: Site, options: Partial<PublishOptions> =
   return publish({ ...options, out: site.out, remote: { bucket: site.bucket, prefix: PREFIX, endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8, ...options.remote } });
 }
 
-export function sql(db: string, statement: string): void {
-  const store = new Database(db);
-  store.exec(statement);
-  store.close();
-}
+export { execSql as sql } from '../helpers/store.js';
 
 /** The public objects (the tool's own state left out). */
 export const publicObjects = (objects: Map<string, StoredObject>) => new Map([...objects].filter(([key]) => !key.startsWith('.profile-snapshot/')));

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { build, type BuildReport } from '../../src/build.js';
-import { makeStore, ROOT, tempDir } from './helpers.js';
+import { makeStore, REPO, tempDir } from './helpers.js';
 
 const dir = tempDir();
 afterAll(() => dir.cleanup());
@@ -18,7 +18,7 @@ function sampleStore(file: string): void {
   const db = new Database(file);
   db.pragma('foreign_keys = OFF'); // the sample deliberately holds a dangling reference
   db.pragma('journal_mode = WAL');
-  for (const f of ['data/schema.sql', 'data/sample.sql']) db.exec(readFileSync(join(ROOT, f), 'utf8'));
+  for (const f of ['data/schema.sql', 'data/sample.sql']) db.exec(readFileSync(join(REPO, f), 'utf8'));
   db.close();
 }
 

@@ -2,19 +2,19 @@
  * Helpers for the watch tests: real SQLite stores in temp folders (WAL mode, as the platform runs
  * them), the real bin in child processes, and bounded polling instead of sleeps-and-hope.
  */
-import Database from 'better-sqlite3';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WatchStatus } from '../../src/watch/status.js';
-import { tempDir as sharedTempDir } from '../helpers/store.js';
+import { BIN, REPO } from '../helpers/paths.js';
+import { TestStore, tempDir as sharedTempDir } from '../helpers/store.js';
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const BIN = join(ROOT, 'bin/profile-snapshot.js');
+export { BIN, REPO } from '../helpers/paths.js';
+export { listFiles, publishedFiles } from '../helpers/output.js';
+export { execSql as sql } from '../helpers/store.js';
 export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
-const SCHEMA = readFileSync(join(ROOT, 'data/schema.sql'), 'utf8');
 
 /** The CLI runs compiled code: recompile when any source is newer than its output (serialised). */
 export function ensureCompiled(): void {
@@ -31,7 +31,7 @@ export function ensureCompiled(): void {
     }
   }
   try {
-    if (stale()) spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'ignore' });
+    if (stale()) spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: REPO, stdio: 'ignore' });
   } finally {
     rmdirSync(lock);
   }
@@ -43,10 +43,10 @@ function stale(): boolean {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return walk(path);
     if (!entry.name.endsWith('.ts')) return false;
-    const built = join(ROOT, 'build', relative(join(ROOT, 'src'), path)).replace(/\.ts$/, '.js');
+    const built = join(REPO, 'build', relative(join(REPO, 'src'), path)).replace(/\.ts$/, '.js');
     return !existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs;
   });
-  return walk(join(ROOT, 'src'));
+  return walk(join(REPO, 'src'));
 }
 
 /** A temp folder for one test (the shared helper, named for this suite). */
@@ -55,9 +55,8 @@ export const tempDir = () => sharedTempDir('ps-watch-');
 /** A contract-schema store in WAL mode with `users` active users named user00001..., some with extras. */
 export function makeStore(file: string, users: number): void {
   mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
+  const { db } = new TestStore(file);
   db.pragma('journal_mode = WAL');
-  db.exec(SCHEMA);
   db.exec(`INSERT INTO decorations (id, name, file) VALUES ('halo', 'Halo', 'halo.png')`);
   const user = db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
     VALUES (?, ?, ?, ?, NULL, '2024-01-01 00:00:00', ?, 'active', ?, 'x@mail.invalid', 'HASH', '10.0.0.1')`);
@@ -77,18 +76,6 @@ export function makeStore(file: string, users: number): void {
 
 export const userName = (id: number) => `user${String(id).padStart(5, '0')}`;
 
-/** Runs SQL against a store as the platform would (WAL, busy timeout). */
-export function sql(file: string, statements: string, ...params: unknown[]): void {
-  const db = new Database(file);
-  db.pragma('busy_timeout = 5000');
-  try {
-    if (params.length > 0) db.prepare(statements).run(...params);
-    else db.exec(statements);
-  } finally {
-    db.close();
-  }
-}
-
 /** Children still running: a timed-out wait shows their stderr, which usually says why. */
 const running = new Set<Proc>();
 
@@ -103,7 +90,7 @@ export interface Proc {
 export function start(command: string, args: string[], env: Record<string, string> = {}): Proc {
   // Vitest sets BASE_URL=/ in its own environment; the CLI must not inherit that (nor any PROFILE_*).
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['BASE_URL', 'URL', 'PROFILE_DB', 'PROFILE_OUT', 'SOURCE_DATE_EPOCH'].includes(k)));
-  const child = spawn(command, args, { cwd: ROOT, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { cwd: REPO, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '', err = '';
   child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr!.on('data', (c: Buffer) => { err += c.toString(); });
@@ -156,23 +143,6 @@ export function cycleAfter(out: string, after: number, timeoutMs = 15_000): Prom
 }
 
 export const lastCycle = (out: string) => status(out)?.lastCycle?.number ?? 0;
-
-/** Every file under `dir`, relative, sorted. */
-export function listFiles(dir: string): string[] {
-  const files: string[] = [];
-  const walk = (d: string) => {
-    for (const entry of readdirSync(d, { withFileTypes: true })) {
-      const path = join(d, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else files.push(relative(dir, path));
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return files.sort();
-}
-
-/** The published files (everything outside the tool's state folder). */
-export const publishedFiles = (out: string) => listFiles(out).filter((f) => !f.startsWith('.profile-snapshot/'));
 
 export function readJson(path: string): any {
   return JSON.parse(readFileSync(path, 'utf8'));

@@ -68,13 +68,31 @@ export interface Origin {
 export function createOrigin(options: OriginOptions): Origin {
   const out = resolvePath(options.out);
   const table = options.table ?? ROUTES;
+  checkSnapshot(out, options.out, table);
+  const responder = new Responder(table, serveConfig(out, table));
+  const handle = (req: IncomingMessage, res: ServerResponse) => responder.handle(req, res);
+  const server = createServer((req, res) => {
+    if (options.log) logWhenClosed(req, res, options.log);
+    handle(req, res).catch((error: unknown) => answerFailure(res, error));
+  });
+  return { server, handle };
+}
+
+/** Refuses to serve a folder that holds no snapshot (its error documents are what every miss answers). */
+function checkSnapshot(out: string, given: string, table: RouteTable): void {
   for (const code of Object.keys(table.errors) as ErrorCode[]) {
     const file = resolvePath(out, table.errors[code].file);
     if (!existsSync(file) || !statSync(file).isFile()) {
-      throw outputError(`${options.out} holds no snapshot (${table.errors[code].file} is missing)`, `run profile-snapshot build --out ${options.out} first`);
+      throw outputError(`${given} holds no snapshot (${table.errors[code].file} is missing)`, `run profile-snapshot build --out ${given} first`);
     }
   }
-  const config = {
+}
+
+type ServeConfig = Parameters<typeof handler>[2];
+
+/** serve-handler's settings: the contract's headers on every answer, nothing it would add of its own. */
+function serveConfig(out: string, table: RouteTable): ServeConfig {
+  return {
     public: out,
     directoryListing: false,
     etag: true,
@@ -91,50 +109,22 @@ export function createOrigin(options: OriginOptions): Origin {
       ],
     }],
   };
+}
 
-  /** Hands serve-handler one file of the out dir, with the status the route decided. */
-  const sendFile = async (req: IncomingMessage, res: ServerResponse, files: PinnedFiles, file: string, status: number, onMissing: () => Promise<void>) => {
-    // Ranges would split a JSON document (and serve-handler would answer 206/416): always send it whole.
-    delete req.headers.range;
-    // A conditional request may only be answered 304 for a 200 resource, never in place of an error.
-    if (status !== 200) delete req.headers['if-none-match'];
-    req.url = `/${file}`;
-    res.statusCode = status;
-    await handler(req, res, config, {
-      lstat: files.lstat as unknown as Methods['lstat'],
-      createReadStream: files.createReadStream as unknown as Methods['createReadStream'],
-      // The file vanished between routing and reading (a build removed the profile): a miss.
-      sendError: async (...args: unknown[]) => {
-        const spec = args[6] as { statusCode?: number } | undefined;
-        if (spec?.statusCode === 404) return onMissing();
-        // Never reached for a file the table names; answer like any other internal failure.
-        throw new Error(`serve-handler refused ${file}: ${spec?.statusCode ?? 'unknown'}`);
-      },
-    });
-  };
+/** Answers one request as the route table says: the handler, the file sender and the error sender. */
+class Responder {
+  constructor(private readonly table: RouteTable, private readonly config: ServeConfig) {}
 
-  const sendError = (req: IncomingMessage, res: ServerResponse, files: PinnedFiles, code: ErrorCode) => {
-    const { status, file } = table.errors[code];
-    return sendFile(req, res, files, file, status, async () => sendFallback(res, status, code));
-  };
-
-  /** The error document rendered in memory: only if the snapshot lost its error files meanwhile. */
-  const sendFallback = async (res: ServerResponse, status: number, code: ErrorCode) => {
-    if (res.headersSent) return void res.end();
-    res.writeHead(status, table.headers);
-    res.end(errorAnswerBody(code, new Date().toISOString()));
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const files = pinnedFiles();
     res.once('close', files.close);
-    const resolution = routeRequest(req.url ?? '/', table);
+    const resolution = routeRequest(req.url ?? '/', this.table);
     if (resolution.kind === 'outside') {
       res.writeHead(404, OUTSIDE_HEADERS);
       res.end(req.method === 'HEAD' ? undefined : OUTSIDE_BODY);
       return;
     }
-    for (const [name, value] of Object.entries(table.headers)) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(this.table.headers)) res.setHeader(name, value);
     if (req.method === 'OPTIONS') {
       for (const [name, value] of Object.entries(PREFLIGHT_HEADERS)) res.setHeader(name, value);
       res.writeHead(204);
@@ -145,46 +135,75 @@ export function createOrigin(options: OriginOptions): Origin {
       res.setHeader('Allow', ALLOW_HEADER);
       // serve-handler answers anything it is given; make it read the error document with GET.
       req.method = 'GET';
-      await sendError(req, res, files, 'METHOD_NOT_ALLOWED');
-      return;
+      return this.sendError(req, res, files, 'METHOD_NOT_ALLOWED');
     }
     switch (resolution.kind) {
       case 'error':
-        return sendError(req, res, files, resolution.code);
+        return this.sendError(req, res, files, resolution.code);
       case 'file':
-        return sendFile(req, res, files, resolution.file, 200, () => sendError(req, res, files, 'NOT_FOUND'));
+        return this.sendFile(req, res, files, resolution.file, 200, () => this.sendError(req, res, files, 'NOT_FOUND'));
       case 'profile':
-        return sendFile(req, res, files, resolution.file, 200, () => sendError(req, res, files, 'USER_NOT_FOUND'));
+        return this.sendFile(req, res, files, resolution.file, 200, () => this.sendError(req, res, files, 'USER_NOT_FOUND'));
     }
-  };
+  }
 
-  const server = createServer((req, res) => {
-    const started = process.hrtime.bigint();
-    const method = req.method ?? '';
-    const url = req.url ?? '';
-    // Read now: once the connection has closed, the socket no longer knows its peer.
-    const client = req.socket.remoteAddress ?? '-';
-    if (options.log) {
-      const log = options.log;
-      // 'close', not 'finish': a request whose client hung up is logged too, once.
-      res.once('close', () => {
-        const ms = Number(process.hrtime.bigint() - started) / 1e6;
-        const length = res.getHeader('content-length') ?? '-';
-        // The request target is quoted as JSON so that no request can forge a log line.
-        log(`${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`);
-      });
-    }
-    handle(req, res).catch((error: unknown) => {
-      // A bug or an I/O failure: answer 500 once, keep serving.
-      if (!res.headersSent) {
-        res.writeHead(500, { ...OUTSIDE_HEADERS, 'Cache-Control': 'no-store' });
-        res.end('Internal Server Error\n');
-      } else {
-        res.destroy(error instanceof Error ? error : undefined);
-      }
+  /** Hands serve-handler one file of the out dir, with the status the route decided. */
+  private async sendFile(req: IncomingMessage, res: ServerResponse, files: PinnedFiles, file: string, status: number, onMissing: () => Promise<void>): Promise<void> {
+    // Ranges would split a JSON document (and serve-handler would answer 206/416): always send it whole.
+    delete req.headers.range;
+    // A conditional request may only be answered 304 for a 200 resource, never in place of an error.
+    if (status !== 200) delete req.headers['if-none-match'];
+    req.url = `/${file}`;
+    res.statusCode = status;
+    await handler(req, res, this.config, {
+      lstat: files.lstat as unknown as Methods['lstat'],
+      createReadStream: files.createReadStream as unknown as Methods['createReadStream'],
+      // The file vanished between routing and reading (a build removed the profile): a miss.
+      sendError: async (...args: unknown[]) => {
+        const spec = args[6] as { statusCode?: number } | undefined;
+        if (spec?.statusCode === 404) return onMissing();
+        // Never reached for a file the table names; answer like any other internal failure.
+        throw new Error(`serve-handler refused ${file}: ${spec?.statusCode ?? 'unknown'}`);
+      },
     });
+  }
+
+  private sendError(req: IncomingMessage, res: ServerResponse, files: PinnedFiles, code: ErrorCode): Promise<void> {
+    const { status, file } = this.table.errors[code];
+    return this.sendFile(req, res, files, file, status, async () => this.sendFallback(res, status, code));
+  }
+
+  /** The error document rendered in memory: only if the snapshot lost its error files meanwhile. */
+  private sendFallback(res: ServerResponse, status: number, code: ErrorCode): void {
+    if (res.headersSent) return void res.end();
+    res.writeHead(status, this.table.headers);
+    res.end(errorAnswerBody(code, new Date().toISOString()));
+  }
+}
+
+/** Logs the request once its connection closes ('close', not 'finish': a client that hung up is logged too). */
+function logWhenClosed(req: IncomingMessage, res: ServerResponse, log: (line: string) => void): void {
+  const started = process.hrtime.bigint();
+  const method = req.method ?? '';
+  const url = req.url ?? '';
+  // Read now: once the connection has closed, the socket no longer knows its peer.
+  const client = req.socket.remoteAddress ?? '-';
+  res.once('close', () => {
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const length = res.getHeader('content-length') ?? '-';
+    // The request target is quoted as JSON so that no request can forge a log line.
+    log(`${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`);
   });
-  return { server, handle };
+}
+
+/** A bug or an I/O failure: answer 500 once, keep serving. */
+function answerFailure(res: ServerResponse, error: unknown): void {
+  if (!res.headersSent) {
+    res.writeHead(500, { ...OUTSIDE_HEADERS, 'Cache-Control': 'no-store' });
+    res.end('Internal Server Error\n');
+  } else {
+    res.destroy(error instanceof Error ? error : undefined);
+  }
 }
 
 /** Listens; resolves with the actual address (port 0 picks a free port). */

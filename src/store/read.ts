@@ -171,34 +171,14 @@ export class ProfileStore {
       };
       let count = 0;
       try {
-        const socials = iterate<[unknown, unknown, unknown]>(sql.socials);
-        const badges = iterate<[unknown, unknown]>(sql.badges);
-        const bans = iterate<[unknown, unknown, unknown, unknown]>(sql.bans);
-        let social = socials.next(), badge = badges.next(), ban = bans.next();
+        const socials = new ChildRows(iterate<[unknown, unknown, unknown]>(sql.socials));
+        const badges = new ChildRows(iterate<[unknown, unknown]>(sql.badges));
+        const bans = new ChildRows(iterate<[unknown, unknown, unknown, unknown]>(sql.bans));
         for (const user of iterate<UserColumns>(sql.users)) {
           const id = user[0];
-          // Child rows of users filtered out (or of no user at all) are skipped on the way.
-          while (!social.done && (social.value[0] as number) < id) social = socials.next();
-          let userSocials: [unknown, unknown][] | readonly never[] = NONE;
-          if (!social.done && social.value[0] === id) {
-            userSocials = [];
-            do {
-              (userSocials as [unknown, unknown][]).push([social.value[1], social.value[2]]);
-              social = socials.next();
-            } while (!social.done && social.value[0] === id);
-          }
-          while (!badge.done && (badge.value[0] as number) < id) badge = badges.next();
-          let userBadges: unknown[] | readonly never[] = NONE;
-          if (!badge.done && badge.value[0] === id) {
-            userBadges = [];
-            do {
-              (userBadges as unknown[]).push(badge.value[1]);
-              badge = badges.next();
-            } while (!badge.done && badge.value[0] === id);
-          }
-          while (!ban.done && (ban.value[0] as number) < id) ban = bans.next();
-          let userBan: readonly [unknown, unknown, unknown] | undefined;
-          if (!ban.done && ban.value[0] === id) userBan = [ban.value[1], ban.value[2], ban.value[3]];
+          const userSocials = socials.take(id, pickSocial);
+          const userBadges = badges.take(id, pickBadge);
+          const userBan = bans.take(id, pickBan)[0];
           const decorationId = user[8];
           each({
             user,
@@ -234,6 +214,39 @@ export class ProfileStore {
     this.db.close();
   }
 }
+
+/**
+ * A child table's rows in user-id order, consumed beside the users in one merge join: rows of users
+ * filtered out (or of no user at all) are skipped on the way.
+ */
+class ChildRows<Row extends readonly unknown[]> {
+  private current: IteratorResult<Row>;
+
+  constructor(private readonly rows: Iterator<Row>) {
+    this.current = rows.next();
+  }
+
+  /** The rows of user `id`, each through `pick`; the shared empty array when it has none. */
+  take<T>(id: number, pick: (row: Row) => T): T[] | readonly never[] {
+    let current = this.current;
+    while (!current.done && (current.value[0] as number) < id) current = this.rows.next();
+    if (current.done || current.value[0] !== id) {
+      this.current = current;
+      return NONE;
+    }
+    const taken: T[] = [];
+    do {
+      taken.push(pick(current.value));
+      current = this.rows.next();
+    } while (!current.done && current.value[0] === id);
+    this.current = current;
+    return taken;
+  }
+}
+
+const pickSocial = (row: readonly [unknown, unknown, unknown]): [unknown, unknown] => [row[1], row[2]];
+const pickBadge = (row: readonly [unknown, unknown]): unknown => row[1];
+const pickBan = (row: readonly [unknown, unknown, unknown, unknown]): readonly [unknown, unknown, unknown] => [row[1], row[2], row[3]];
 
 /** SQLite failures become store errors (exit 3) with a fix; our own errors pass through. */
 function translateSqliteError(cause: unknown, file: string): unknown {

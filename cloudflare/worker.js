@@ -68,132 +68,168 @@ const OUTSIDE_HEADERS = {"Content-Type":"text/plain; charset=utf-8","X-Content-T
 const OUTSIDE_BODY = "Not Found\n";
 const EDGE_CACHE_CONTROL = "public, s-maxage=30";
 const ERROR_BODIES = {"USER_NOT_FOUND":"{\"status\":404,\"code\":\"USER_NOT_FOUND\",\"message\":\"No active or suspended profile has this username.\"}","USERNAME_REQUIRED":"{\"status\":400,\"code\":\"USERNAME_REQUIRED\",\"message\":\"The username query parameter is required and must not be empty.\"}","NOT_FOUND":"{\"status\":404,\"code\":\"NOT_FOUND\",\"message\":\"No API resource exists at this path.\"}","METHOD_NOT_ALLOWED":"{\"status\":405,\"code\":\"METHOD_NOT_ALLOWED\",\"message\":\"Only GET and OPTIONS are allowed.\"}"};
+/**
+ * A whole error document produced at answer time (`meta.timestamp` is the answer's time), byte for
+ * byte what `errorDocument` writes, for hosts that cannot read the snapshot's error files.
+ * @param {ErrorCode} code
+ * @param {string} isoTimestamp
+ */
 function errorAnswerBody(code, isoTimestamp) {
-    return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
+  return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
 }
 const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+/**
+ * `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`.
+ * @param {string} path
+ * @param {string} prefix
+ */
 function under(path, prefix) {
-    return path === prefix || path.indexOf(prefix + '/') === 0;
+  return path === prefix || path.indexOf(prefix + '/') === 0;
 }
+
+/**
+ * The profile answer for a username as requested (any letter case).
+ * @param {string} dir
+ * @param {string} requested
+ * @returns {Resolution}
+ */
 function profile(dir, requested) {
-    var username = requested.toLowerCase();
-    if (!CANONICAL_USERNAME.test(username))
-        return { kind: 'error', code: 'USER_NOT_FOUND' };
-    return { kind: 'profile', file: dir + '/' + username, username: username };
+  var username = requested.toLowerCase();
+  if (!CANONICAL_USERNAME.test(username)) return { kind: 'error', code: 'USER_NOT_FOUND' };
+  return { kind: 'profile', file: dir + '/' + username, username: username };
 }
+
+/**
+ * Resolves a request path (already percent-decoded, as Netlify's rule engine sees it) and query
+ * (anything with getAll). Pure.
+ * @param {string} path
+ * @param {QueryValues} query
+ * @param {RouteTable} [table]
+ * @returns {Resolution}
+ */
 function resolveRoute(path, query, table) {
-    var routes = table || ROUTES;
-    var i;
-    for (i = 0; i < routes.files.length; i++)
-        if (path === routes.files[i].path)
-            return { kind: 'file', file: routes.files[i].file };
-    // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
-    for (var code in routes.errors)
-        if (path === '/' + routes.errors[code].file)
-            return { kind: 'file', file: routes.errors[code].file };
-    // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
-    if (path === routes.query.path || path === routes.query.path + '/') {
-        var values = query.getAll(routes.query.param);
-        var value = values[values.length - 1];
-        if (value === undefined || value === '')
-            return { kind: 'error', code: 'USERNAME_REQUIRED' };
-        return profile(routes.query.dir, value);
-    }
-    for (i = 0; i < routes.profiles.length; i++) {
-        var alias = routes.profiles[i];
-        if (!under(path, alias.path))
-            continue;
-        var rest = path.slice(alias.path.length + 1);
-        if (rest === '' || rest.indexOf('/') !== -1)
-            return { kind: 'error', code: 'USER_NOT_FOUND' };
-        return profile(alias.dir, rest);
-    }
-    for (i = 0; i < routes.prefixes.length; i++)
-        if (under(path, routes.prefixes[i]))
-            return { kind: 'error', code: 'NOT_FOUND' };
-    return { kind: 'outside' };
+  var routes = table || ROUTES;
+  var i;
+  for (i = 0; i < routes.files.length; i++) {
+    var entry = routes.files[i];
+    if (entry && path === entry.path) return { kind: 'file', file: entry.file };
+  }
+  // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
+  for (var code in routes.errors) {
+    var error = routes.errors[/** @type {ErrorCode} */ (code)];
+    if (path === '/' + error.file) return { kind: 'file', file: error.file };
+  }
+  // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
+  if (path === routes.query.path || path === routes.query.path + '/') {
+    var values = query.getAll(routes.query.param);
+    var value = values[values.length - 1];
+    if (value === undefined || value === '') return { kind: 'error', code: 'USERNAME_REQUIRED' };
+    return profile(routes.query.dir, value);
+  }
+  for (i = 0; i < routes.profiles.length; i++) {
+    var alias = routes.profiles[i];
+    if (!alias || !under(path, alias.path)) continue;
+    var rest = path.slice(alias.path.length + 1);
+    if (rest === '' || rest.indexOf('/') !== -1) return { kind: 'error', code: 'USER_NOT_FOUND' };
+    return profile(alias.dir, rest);
+  }
+  for (i = 0; i < routes.prefixes.length; i++) {
+    var prefix = routes.prefixes[i];
+    if (prefix !== undefined && under(path, prefix)) return { kind: 'error', code: 'NOT_FOUND' };
+  }
+  return { kind: 'outside' };
 }
 async function handleRequest(request, env, ctx) {
-    const url = new URL(request.url);
-    const route = routeOf(url);
-    if (route.kind === 'outside')
-        return answerOutside(request, env);
-    if (request.method === 'OPTIONS') {
-        return new Response(null, { status: 204, headers: { ...ROUTES.headers, ...PREFLIGHT_HEADERS } });
-    }
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-        return answerError(request, url, env, ctx, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
-    }
-    if (route.kind === 'error')
-        return answerError(request, url, env, ctx, route.code);
-    const found = await readDocument(request, url, env, ctx, route.file);
-    if (found)
-        return answerDocument(request, found, 200, true);
-    return answerError(request, url, env, ctx, route.kind === 'profile' ? 'USER_NOT_FOUND' : 'NOT_FOUND');
+  const url = new URL(request.url);
+  const route = routeOf(url);
+  if (route.kind === 'outside') return answerOutside(request, env);
+  if (request.method === 'OPTIONS') {
+    return new Response(null, { status: 204, headers: { ...ROUTES.headers, ...PREFLIGHT_HEADERS } });
+  }
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    return answerError(request, url, env, ctx, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
+  }
+  if (route.kind === 'error') return answerError(request, url, env, ctx, route.code);
+  const found = await readDocument(request, url, env, ctx, route.file);
+  if (found) return answerDocument(request, found, 200, true);
+  return answerError(request, url, env, ctx, route.kind === 'profile' ? 'USER_NOT_FOUND' : 'NOT_FOUND');
 }
+
+/** The path decoded once, as Netlify's rule engine and the origin see it; a malformed escape is no route. */
 function routeOf(url) {
-    try {
-        return resolveRoute(decodeURIComponent(url.pathname), url.searchParams);
-    }
-    catch {
-        return { kind: 'error', code: 'NOT_FOUND' };
-    }
+  try {
+    return resolveRoute(decodeURIComponent(url.pathname), url.searchParams);
+  } catch {
+    return { kind: 'error', code: 'NOT_FOUND' };
+  }
 }
+
 function answerOutside(request, env) {
-    if (env.OUTSIDE === 'origin')
-        return fetch(request);
-    return new Response(request.method === 'HEAD' ? null : OUTSIDE_BODY, { status: 404, headers: OUTSIDE_HEADERS });
+  if (env.OUTSIDE === 'origin') return fetch(request);
+  return new Response(request.method === 'HEAD' ? null : OUTSIDE_BODY, { status: 404, headers: OUTSIDE_HEADERS });
 }
+
+/** The error document from the bucket with the error's status; rendered here if the bucket lost it. */
 async function answerError(request, url, env, ctx, code, extra = {}) {
-    const status = ROUTES.errors[code].status;
-    const found = await readDocument(request, url, env, ctx, ROUTES.errors[code].file);
-    if (found)
-        return answerDocument(request, found, status, false, extra);
-    const body = request.method === 'HEAD' ? null : errorAnswerBody(code, new Date().toISOString());
-    return new Response(body, { status, headers: { ...ROUTES.headers, ...extra } });
+  const status = ROUTES.errors[code].status;
+  const found = await readDocument(request, url, env, ctx, ROUTES.errors[code].file);
+  if (found) return answerDocument(request, found, status, false, extra);
+  const body = request.method === 'HEAD' ? null : errorAnswerBody(code, new Date().toISOString());
+  return new Response(body, { status, headers: { ...ROUTES.headers, ...extra } });
 }
+
+/**
+ * A document ({ etag, body }) with the contract headers. Only a 200 carries its ETag and may become
+ * a 304: a conditional request never turns an error into "not modified".
+ */
 async function answerDocument(request, found, status, conditional, extra = {}) {
-    const headers = { ...ROUTES.headers, ...extra };
-    if (conditional)
-        headers.ETag = found.etag;
-    const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
-    if (request.method === 'HEAD' || notModified) {
-        await found.body?.cancel();
-        return new Response(null, { status: notModified ? 304 : status, headers });
-    }
-    return new Response(found.body, { status, headers });
+  const headers = { ...ROUTES.headers, ...extra };
+  if (conditional) headers.ETag = found.etag;
+  const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
+  if (request.method === 'HEAD' || notModified) {
+    await found.body?.cancel();
+    return new Response(null, { status: notModified ? 304 : status, headers });
+  }
+  return new Response(found.body, { status, headers });
 }
+
+/** If-None-Match's weak comparison (RFC 9110 13.1.2): `*`, or any listed tag with the same opaque value. */
 function etagMatches(header, etag) {
-    if (header === null || etag === '')
-        return false;
-    const opaque = (tag) => tag.trim().replace(/^W\//, '');
-    return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
+  if (header === null || etag === '') return false;
+  const opaque = (tag) => tag.trim().replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
+
+/** The object's key under the bucket: `<PREFIX>/<file>`, as `publish --to s3://<bucket>/<PREFIX>` wrote it. */
 function objectKey(env, file) {
-    const prefix = (env.PREFIX ?? '').replace(/^\/+|\/+$/g, '');
-    return prefix === '' ? file : `${prefix}/${file}`;
+  const prefix = (env.PREFIX ?? '').replace(/^\/+|\/+$/g, '');
+  return prefix === '' ? file : `${prefix}/${file}`;
 }
+
+/**
+ * A document by its file under the snapshot, from the data centre's cache when it holds it, else
+ * from R2 (then kept in the cache for the contract's s-maxage, in the background, so a published
+ * change shows within it). The cache key sits under the API prefix, at a path the route table never
+ * answers from a file, so it cannot collide with anything the zone caches from an origin.
+ */
 async function readDocument(request, url, env, ctx, file) {
-    const key = objectKey(env, file);
-    const cache = env.CACHE === 'off' ? undefined : globalThis.caches?.default;
-    const cacheKey = new Request(`${url.origin}${ROUTES.prefixes[0]}/.edge-cache/${key}`);
-    if (cache) {
-        const hit = await cache.match(cacheKey);
-        if (hit)
-            return { etag: hit.headers.get('ETag') ?? '', body: hit.body };
-    }
-    if (request.method === 'HEAD') {
-        const head = await env.PROFILES.head(key);
-        return head ? { etag: head.httpEtag, body: null } : null;
-    }
-    const object = await env.PROFILES.get(key);
-    if (!object || !object.body)
-        return null;
-    if (!cache)
-        return { etag: object.httpEtag, body: object.body };
-    const [answer, kept] = object.body.tee();
-    ctx.waitUntil(cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })));
-    return { etag: object.httpEtag, body: answer };
+  const key = objectKey(env, file);
+  const cache = env.CACHE === 'off' ? undefined : globalThis.caches?.default;
+  const cacheKey = new Request(`${url.origin}${ROUTES.prefixes[0]}/.edge-cache/${key}`);
+  if (cache) {
+    const hit = await cache.match(cacheKey);
+    if (hit) return { etag: hit.headers.get('ETag') ?? '', body: hit.body };
+  }
+  if (request.method === 'HEAD') {
+    const head = await env.PROFILES.head(key);
+    return head ? { etag: head.httpEtag, body: null } : null;
+  }
+  const object = await env.PROFILES.get(key);
+  if (!object || !object.body) return null;
+  if (!cache) return { etag: object.httpEtag, body: object.body };
+  const [answer, kept] = object.body.tee();
+  ctx.waitUntil(cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })));
+  return { etag: object.httpEtag, body: answer };
 }
 
 export default {

@@ -16,10 +16,10 @@
  *     the distribution may not list the bucket (404 when it may), and both become USER_NOT_FOUND.
  *     Only profiles and the table's documents ever reach the bucket, so nothing else is affected.
  */
-import { CANONICAL_USERNAME, ERROR_BODIES, ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, errorAnswerBody, profile, resolveRoute, under, type RouteTable } from './routes.js';
-import { cloudFrontQuery, rawQueryValues, parsedQueryValues, decodeQueryPart, errorResponse, generated, handler, merged, routeOfRequest, STATUS_TEXT } from './cloudfront-function.js';
+import { CANONICAL_USERNAME, ERROR_BODIES, ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type RouteTable } from './routes.js';
+import { STATUS_TEXT } from './cloudfront-function.js';
 import { generatedBanner, syncGeneratedFiles } from './generated.js';
-import { constant, source } from './routing-source.js';
+import { constant, hostCode } from './routing-source.js';
 import { STATE_DIR } from '../core/layout.js';
 
 export const FUNCTION_FILE = 'aws/viewer-request.js';
@@ -47,7 +47,9 @@ export function renderViewerRequestFunction(table: RouteTable = ROUTES): string 
     constant('ERROR_BODIES', ERROR_BODIES, data),
     constant('STATUS_TEXT', STATUS_TEXT, data),
     `var CANONICAL_USERNAME = ${CANONICAL_USERNAME.toString()};`,
-    ...[handler, routeOfRequest, cloudFrontQuery, rawQueryValues, parsedQueryValues, decodeQueryPart, errorResponse, generated, merged, errorAnswerBody, under, profile, resolveRoute].map(source),
+    hostCode('cloudfront-handler.js', 'cloudfront'),
+    hostCode('routing.js', 'answers'),
+    hostCode('routing.js', 'routing'),
     '',
   ].join('\n');
 }

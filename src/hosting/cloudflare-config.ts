@@ -1,15 +1,14 @@
 /**
  * Renders the Cloudflare side of the route table: `cloudflare/worker.js`, an ES module Worker that
  * answers the API from an R2 bucket filled by `publish` (dependency-free, no build step: the routing
- * module of ./routing-source.ts, then the handler of ./worker.ts, both by their source), and
+ * module of ./routing-source.ts, then the handler of ./worker-handler.js, both as written), and
  * `cloudflare/wrangler.toml`, which binds it to the bucket and routes only the API's paths to it.
  * Both are committed; `profile-snapshot cloudflare config --check` fails when they differ from what
  * this module renders.
  */
 import { generatedBanner, syncGeneratedFiles } from './generated.js';
 import { ROUTES, type RouteTable } from './routes.js';
-import { routingSource, source } from './routing-source.js';
-import { answerDocument, answerError, answerOutside, etagMatches, handleRequest, objectKey, readDocument, routeOf } from './worker.js';
+import { hostCode, routingSource } from './routing-source.js';
 
 export const WORKER_MODULE = 'cloudflare/worker.js';
 export const WRANGLER_TOML = 'cloudflare/wrangler.toml';
@@ -46,7 +45,7 @@ export function renderWorkerModule(table: RouteTable = ROUTES): string {
     '// the API\'s to the zone\'s origin instead of answering a plain 404.',
     '',
     ...routingSource({ exported: false, answers: true }, table),
-    ...[handleRequest, routeOf, answerOutside, answerError, answerDocument, etagMatches, objectKey, readDocument].map(source),
+    hostCode('worker-handler.js', 'worker'),
     '',
     'export default {',
     '  fetch(request, env, ctx) {',

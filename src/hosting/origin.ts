@@ -16,7 +16,8 @@ import handler from 'serve-handler';
 import { outputError } from '../core/errors.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
-import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, errorAnswerBody, resolveRoute, type Resolution, type RouteTable } from './routes.js';
+import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type Resolution, type RouteTable } from './routes.js';
+import { errorAnswerBody, resolveRoute } from './routing.js';
 
 type Methods = NonNullable<Parameters<typeof handler>[3]>;
 

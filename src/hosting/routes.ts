@@ -66,14 +66,6 @@ export const ERROR_BODIES: Record<ErrorCode, string> = Object.fromEntries(
 ) as Record<ErrorCode, string>;
 
 /**
- * A whole error document produced at answer time (`meta.timestamp` is the answer's time, as on the
- * origin's fallback). Written in ES 5.1 because the CloudFront Function carries its source.
- */
-export function errorAnswerBody(code: ErrorCode, isoTimestamp: string): string {
-  return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
-}
-
-/**
  * Usernames as published on disk (publish/layout.ts). Any other name can never have a file, so it is
  * a miss without looking, and a name like `..` can never become a path. Re-exported: the edge
  * function's routing module embeds it by name.
@@ -131,56 +123,9 @@ export type Resolution =
   /** Not an API path: not ours to answer (other services share the host on Netlify). */
   | { kind: 'outside' };
 
-/*
- * The resolver below is emitted by its source into every host that runs code: the Netlify edge
- * function, the Cloudflare Worker and the CloudFront Function, whose runtime (cloudfront-js-2.0)
- * has ES 5.1 plus a few later features. So it is written in ES 5.1 (var, indexed and for-in loops,
- * indexOf, string concatenation, no default parameters) and a test parses it as such.
- */
-
-/** `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`. */
-export function under(path: string, prefix: string): boolean {
-  return path === prefix || path.indexOf(prefix + '/') === 0;
-}
-
-/** The profile answer for a username as requested (any letter case). */
-export function profile(dir: string, requested: string): Resolution {
-  var username = requested.toLowerCase();
-  if (!CANONICAL_USERNAME.test(username)) return { kind: 'error', code: 'USER_NOT_FOUND' };
-  return { kind: 'profile', file: dir + '/' + username, username: username };
-}
-
 /** The query as each host has it: URLSearchParams, or CloudFront's parsed query string (cloudfront-function.ts). */
 export interface QueryValues {
   getAll(name: string): string[];
-}
-
-/**
- * Resolves a request path (already percent-decoded, as Netlify's rule engine sees it) and query.
- * Pure: the same function drives the origin server and, by its source, every other host.
- */
-export function resolveRoute(path: string, query: QueryValues, table?: RouteTable): Resolution {
-  var routes = table || ROUTES;
-  var i;
-  for (i = 0; i < routes.files.length; i++) if (path === routes.files[i]!.path) return { kind: 'file', file: routes.files[i]!.file };
-  // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
-  for (var code in routes.errors) if (path === '/' + routes.errors[code as ErrorCode].file) return { kind: 'file', file: routes.errors[code as ErrorCode].file };
-  // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
-  if (path === routes.query.path || path === routes.query.path + '/') {
-    var values = query.getAll(routes.query.param);
-    var value = values[values.length - 1];
-    if (value === undefined || value === '') return { kind: 'error', code: 'USERNAME_REQUIRED' };
-    return profile(routes.query.dir, value);
-  }
-  for (i = 0; i < routes.profiles.length; i++) {
-    var alias = routes.profiles[i]!;
-    if (!under(path, alias.path)) continue;
-    var rest = path.slice(alias.path.length + 1);
-    if (rest === '' || rest.indexOf('/') !== -1) return { kind: 'error', code: 'USER_NOT_FOUND' };
-    return profile(alias.dir, rest);
-  }
-  for (i = 0; i < routes.prefixes.length; i++) if (under(path, routes.prefixes[i]!)) return { kind: 'error', code: 'NOT_FOUND' };
-  return { kind: 'outside' };
 }
 
 /** The error documents as URL paths (they are static files of the site, reachable as such). */

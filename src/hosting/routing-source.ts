@@ -1,12 +1,25 @@
 /**
  * The route table as plain JavaScript for hosts that run code (the Netlify edge function, the
- * Cloudflare Worker): the table's data and the very resolver the origin server runs (its compiled
- * source), so every host routes by the same code. Dependency-free; loadable by Deno, workerd and Node.
+ * Cloudflare Worker, the CloudFront Function): the table's data and the very resolver the origin
+ * server runs (./routing.js), embedded as written, so every host routes by the same code.
+ * Dependency-free; loadable by Deno, workerd and Node.
  */
-import { ALLOW_HEADER, CANONICAL_USERNAME, EDGE_CACHE_CONTROL, ERROR_BODIES, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, errorAnswerBody, profile, resolveRoute, under, type RouteTable } from './routes.js';
+import { readFileSync } from 'node:fs';
+import { ALLOW_HEADER, CANONICAL_USERNAME, EDGE_CACHE_CONTROL, ERROR_BODIES, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type RouteTable } from './routes.js';
 
-/** A module-level function's compiled source (the build targets ES2022: the code as written, minus types). */
-export const source = (fn: (...args: never[]) => unknown): string => fn.toString();
+/**
+ * A region of one of this folder's plain JavaScript files, between `// ---- host code: <region> ----`
+ * and `// ---- end of host code ----`, exactly as written (the compile step copies these files to
+ * build/ unchanged, so the generated files do not depend on the compiler).
+ */
+export function hostCode(file: string, region: string): string {
+  const text = readFileSync(new URL(`./${file}`, import.meta.url), 'utf8');
+  const begin = `// ---- host code: ${region} ----\n`;
+  const start = text.indexOf(begin);
+  const end = text.indexOf('// ---- end of host code ----', start);
+  if (start === -1 || end === -1) throw new Error(`bug: ${file} has no host code region ${region}`);
+  return text.slice(start + begin.length, end).trimEnd();
+}
 
 /** `const NAME = <JSON>;`, exported or not (`var` for ES 5.1 hosts). */
 export function constant(name: string, value: unknown, options: { exported: boolean; pretty?: boolean; keyword?: 'const' | 'var' }): string {
@@ -23,7 +36,6 @@ export interface RoutingOptions {
 
 /** The routing module's lines: the table, the resolver and its helpers. */
 export function routingSource(options: RoutingOptions, table: RouteTable = ROUTES): string[] {
-  const exported = options.exported ? 'export ' : '';
   const lines = [
     constant('ROUTES', table, { exported: options.exported, pretty: true }),
     constant('PREFLIGHT_HEADERS', PREFLIGHT_HEADERS, options),
@@ -35,16 +47,11 @@ export function routingSource(options: RoutingOptions, table: RouteTable = ROUTE
       constant('OUTSIDE_BODY', OUTSIDE_BODY, options),
       constant('EDGE_CACHE_CONTROL', EDGE_CACHE_CONTROL, options),
       constant('ERROR_BODIES', ERROR_BODIES, options),
-      source(errorAnswerBody),
+      hostCode('routing.js', 'answers'),
     );
   }
-  lines.push(
-    `const CANONICAL_USERNAME = ${CANONICAL_USERNAME.toString()};`,
-    source(under),
-    source(profile),
-  );
+  lines.push(`const CANONICAL_USERNAME = ${CANONICAL_USERNAME.toString()};`, hostCode('routing.js', 'routing'));
   // The edge function fetches error documents from the site by path; the Worker reads them by key.
-  if (options.exported) lines.push('export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }');
-  lines.push(`${exported}${source(resolveRoute)}`);
+  if (options.exported) lines.push('export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }', 'export { resolveRoute };');
   return lines;
 }

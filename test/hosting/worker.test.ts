@@ -6,7 +6,7 @@
  * outside the API, a bucket without a prefix, and a bucket that lost its error documents.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorAnswerBody } from '../../src/hosting/routes.js';
+import { errorAnswerBody } from '../../src/hosting/routing.js';
 import { serveSnapshot } from './fixture.js';
 import { BOOKKEEPING_ATTEMPTS, CDN_PREFIX, deleteObject, publishSample, putObject, readKeys, startWorker, TABLE_KEY, type PublishedSample, type WorkerHost } from './cdn-fixture.js';
 import { CONTRACT, requestTable, send, tableFailures } from './request-table.js';

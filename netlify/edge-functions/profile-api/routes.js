@@ -61,45 +61,66 @@ export const ROUTES = {
 export const PREFLIGHT_HEADERS = {"Access-Control-Allow-Headers":"*","Access-Control-Max-Age":"86400"};
 export const ALLOW_HEADER = "GET, HEAD, OPTIONS";
 const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
+/**
+ * `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`.
+ * @param {string} path
+ * @param {string} prefix
+ */
 function under(path, prefix) {
-    return path === prefix || path.indexOf(prefix + '/') === 0;
+  return path === prefix || path.indexOf(prefix + '/') === 0;
 }
+
+/**
+ * The profile answer for a username as requested (any letter case).
+ * @param {string} dir
+ * @param {string} requested
+ * @returns {Resolution}
+ */
 function profile(dir, requested) {
-    var username = requested.toLowerCase();
-    if (!CANONICAL_USERNAME.test(username))
-        return { kind: 'error', code: 'USER_NOT_FOUND' };
-    return { kind: 'profile', file: dir + '/' + username, username: username };
+  var username = requested.toLowerCase();
+  if (!CANONICAL_USERNAME.test(username)) return { kind: 'error', code: 'USER_NOT_FOUND' };
+  return { kind: 'profile', file: dir + '/' + username, username: username };
+}
+
+/**
+ * Resolves a request path (already percent-decoded, as Netlify's rule engine sees it) and query
+ * (anything with getAll). Pure.
+ * @param {string} path
+ * @param {QueryValues} query
+ * @param {RouteTable} [table]
+ * @returns {Resolution}
+ */
+function resolveRoute(path, query, table) {
+  var routes = table || ROUTES;
+  var i;
+  for (i = 0; i < routes.files.length; i++) {
+    var entry = routes.files[i];
+    if (entry && path === entry.path) return { kind: 'file', file: entry.file };
+  }
+  // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
+  for (var code in routes.errors) {
+    var error = routes.errors[/** @type {ErrorCode} */ (code)];
+    if (path === '/' + error.file) return { kind: 'file', file: error.file };
+  }
+  // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
+  if (path === routes.query.path || path === routes.query.path + '/') {
+    var values = query.getAll(routes.query.param);
+    var value = values[values.length - 1];
+    if (value === undefined || value === '') return { kind: 'error', code: 'USERNAME_REQUIRED' };
+    return profile(routes.query.dir, value);
+  }
+  for (i = 0; i < routes.profiles.length; i++) {
+    var alias = routes.profiles[i];
+    if (!alias || !under(path, alias.path)) continue;
+    var rest = path.slice(alias.path.length + 1);
+    if (rest === '' || rest.indexOf('/') !== -1) return { kind: 'error', code: 'USER_NOT_FOUND' };
+    return profile(alias.dir, rest);
+  }
+  for (i = 0; i < routes.prefixes.length; i++) {
+    var prefix = routes.prefixes[i];
+    if (prefix !== undefined && under(path, prefix)) return { kind: 'error', code: 'NOT_FOUND' };
+  }
+  return { kind: 'outside' };
 }
 export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }
-export function resolveRoute(path, query, table) {
-    var routes = table || ROUTES;
-    var i;
-    for (i = 0; i < routes.files.length; i++)
-        if (path === routes.files[i].path)
-            return { kind: 'file', file: routes.files[i].file };
-    // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
-    for (var code in routes.errors)
-        if (path === '/' + routes.errors[code].file)
-            return { kind: 'file', file: routes.errors[code].file };
-    // The query form: Netlify treats `/api/v1/users/` as `/api/v1/users`.
-    if (path === routes.query.path || path === routes.query.path + '/') {
-        var values = query.getAll(routes.query.param);
-        var value = values[values.length - 1];
-        if (value === undefined || value === '')
-            return { kind: 'error', code: 'USERNAME_REQUIRED' };
-        return profile(routes.query.dir, value);
-    }
-    for (i = 0; i < routes.profiles.length; i++) {
-        var alias = routes.profiles[i];
-        if (!under(path, alias.path))
-            continue;
-        var rest = path.slice(alias.path.length + 1);
-        if (rest === '' || rest.indexOf('/') !== -1)
-            return { kind: 'error', code: 'USER_NOT_FOUND' };
-        return profile(alias.dir, rest);
-    }
-    for (i = 0; i < routes.prefixes.length; i++)
-        if (under(path, routes.prefixes[i]))
-            return { kind: 'error', code: 'NOT_FOUND' };
-    return { kind: 'outside' };
-}
+export { resolveRoute };

@@ -1,55 +1,22 @@
 /**
  * The Cloudflare Worker's request handling over an R2 bucket that `publish` fills. Not run from
- * here: `cloudflare config` emits these functions by their source into cloudflare/worker.js, after
- * the routing module (./routing-source.ts), so each may use only web-standard globals, the routing
- * module's names (ROUTES, resolveRoute...) and the other functions of this file.
+ * here: `cloudflare config` embeds the code between the markers into cloudflare/worker.js, as it is
+ * written here, after the routing module (./routing-source.ts), so it may use only web-standard
+ * globals and the routing module's names (ROUTES, resolveRoute, ...), imported below for reading.
  *
  * It answers exactly as `serve` does. Keys are only ever built from what the route table resolves
  * (a canonical username under a users folder, a file of the table, an error document), so no
  * spelling or encoding of a path can reach `<PREFIX>/.profile-snapshot/` or any other key.
+ *
+ * env (cloudflare/wrangler.toml): PROFILES, the R2 binding (get/head); PREFIX, the key prefix
+ * `publish --to s3://bucket/<prefix>` used (empty for none); CACHE, `off` to read R2 on every
+ * request; OUTSIDE, `origin` to pass paths that are not the API's to the zone's origin.
  */
-import type { ErrorCode } from '../render/documents.js';
-import { ALLOW_HEADER, EDGE_CACHE_CONTROL, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, errorAnswerBody, resolveRoute, type Resolution } from './routes.js';
+import { ALLOW_HEADER, EDGE_CACHE_CONTROL, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES } from './routes.js';
+import { errorAnswerBody, resolveRoute } from './routing.js';
 
-/** What the Worker needs of an R2 object (R2Object / R2ObjectBody). */
-export interface StoredObject {
-  httpEtag: string;
-  body?: ReadableStream<Uint8Array>;
-}
-
-/** What the Worker needs of its R2 binding. */
-export interface ObjectBucket {
-  get(key: string): Promise<StoredObject | null>;
-  head(key: string): Promise<StoredObject | null>;
-}
-
-interface EdgeCache {
-  match(request: Request): Promise<Response | undefined>;
-  put(request: Request, response: Response): Promise<void>;
-}
-
-/** The bindings and variables of cloudflare/wrangler.toml. */
-export interface WorkerEnv {
-  PROFILES: ObjectBucket;
-  /** Key prefix the snapshot was published under (`publish --to s3://bucket/<prefix>`); empty for none. */
-  PREFIX?: string;
-  /** `off` reads R2 on every request; anything else keeps documents in the data centre's cache. */
-  CACHE?: string;
-  /** `origin` passes paths that are not the API's to the zone's origin; anything else answers a plain 404. */
-  OUTSIDE?: string;
-}
-
-export interface WorkerContext {
-  waitUntil(promise: Promise<unknown>): void;
-}
-
-/** A document found in the cache or the bucket: its entity tag and, for GET, its bytes. */
-interface Found {
-  etag: string;
-  body: ReadableStream<Uint8Array> | null;
-}
-
-export async function handleRequest(request: Request, env: WorkerEnv, ctx: WorkerContext): Promise<Response> {
+// ---- host code: worker ----
+async function handleRequest(request, env, ctx) {
   const url = new URL(request.url);
   const route = routeOf(url);
   if (route.kind === 'outside') return answerOutside(request, env);
@@ -66,7 +33,7 @@ export async function handleRequest(request: Request, env: WorkerEnv, ctx: Worke
 }
 
 /** The path decoded once, as Netlify's rule engine and the origin see it; a malformed escape is no route. */
-export function routeOf(url: URL): Resolution {
+function routeOf(url) {
   try {
     return resolveRoute(decodeURIComponent(url.pathname), url.searchParams);
   } catch {
@@ -74,13 +41,13 @@ export function routeOf(url: URL): Resolution {
   }
 }
 
-export function answerOutside(request: Request, env: WorkerEnv): Promise<Response> | Response {
+function answerOutside(request, env) {
   if (env.OUTSIDE === 'origin') return fetch(request);
   return new Response(request.method === 'HEAD' ? null : OUTSIDE_BODY, { status: 404, headers: OUTSIDE_HEADERS });
 }
 
 /** The error document from the bucket with the error's status; rendered here if the bucket lost it. */
-export async function answerError(request: Request, url: URL, env: WorkerEnv, ctx: WorkerContext, code: ErrorCode, extra: Record<string, string> = {}): Promise<Response> {
+async function answerError(request, url, env, ctx, code, extra = {}) {
   const status = ROUTES.errors[code].status;
   const found = await readDocument(request, url, env, ctx, ROUTES.errors[code].file);
   if (found) return answerDocument(request, found, status, false, extra);
@@ -89,11 +56,11 @@ export async function answerError(request: Request, url: URL, env: WorkerEnv, ct
 }
 
 /**
- * A document with the contract headers. Only a 200 carries its ETag and may become a 304: a
- * conditional request never turns an error into "not modified".
+ * A document ({ etag, body }) with the contract headers. Only a 200 carries its ETag and may become
+ * a 304: a conditional request never turns an error into "not modified".
  */
-export async function answerDocument(request: Request, found: Found, status: number, conditional: boolean, extra: Record<string, string> = {}): Promise<Response> {
-  const headers: Record<string, string> = { ...ROUTES.headers, ...extra };
+async function answerDocument(request, found, status, conditional, extra = {}) {
+  const headers = { ...ROUTES.headers, ...extra };
   if (conditional) headers.ETag = found.etag;
   const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
   if (request.method === 'HEAD' || notModified) {
@@ -104,14 +71,14 @@ export async function answerDocument(request: Request, found: Found, status: num
 }
 
 /** If-None-Match's weak comparison (RFC 9110 13.1.2): `*`, or any listed tag with the same opaque value. */
-export function etagMatches(header: string | null, etag: string): boolean {
+function etagMatches(header, etag) {
   if (header === null || etag === '') return false;
-  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  const opaque = (tag) => tag.trim().replace(/^W\//, '');
   return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
 /** The object's key under the bucket: `<PREFIX>/<file>`, as `publish --to s3://<bucket>/<PREFIX>` wrote it. */
-export function objectKey(env: WorkerEnv, file: string): string {
+function objectKey(env, file) {
   const prefix = (env.PREFIX ?? '').replace(/^\/+|\/+$/g, '');
   return prefix === '' ? file : `${prefix}/${file}`;
 }
@@ -119,13 +86,12 @@ export function objectKey(env: WorkerEnv, file: string): string {
 /**
  * A document by its file under the snapshot, from the data centre's cache when it holds it, else
  * from R2 (then kept in the cache for the contract's s-maxage, in the background, so a published
- * change shows within it). The cache key
- * sits under the API prefix, at a path the route table never answers from a file, so it cannot
- * collide with anything the zone caches from an origin.
+ * change shows within it). The cache key sits under the API prefix, at a path the route table never
+ * answers from a file, so it cannot collide with anything the zone caches from an origin.
  */
-export async function readDocument(request: Request, url: URL, env: WorkerEnv, ctx: WorkerContext, file: string): Promise<Found | null> {
+async function readDocument(request, url, env, ctx, file) {
   const key = objectKey(env, file);
-  const cache = env.CACHE === 'off' ? undefined : (globalThis as { caches?: { default?: EdgeCache } }).caches?.default;
+  const cache = env.CACHE === 'off' ? undefined : globalThis.caches?.default;
   const cacheKey = new Request(`${url.origin}${ROUTES.prefixes[0]}/.edge-cache/${key}`);
   if (cache) {
     const hit = await cache.match(cacheKey);
@@ -142,3 +108,6 @@ export async function readDocument(request: Request, url: URL, env: WorkerEnv, c
   ctx.waitUntil(cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })));
   return { etag: object.httpEtag, body: answer };
 }
+// ---- end of host code ----
+
+export { handleRequest };

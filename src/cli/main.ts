@@ -4,7 +4,7 @@
  * the one exit point.
  */
 import { Command, CommanderError } from 'commander';
-import { ExitCode, SnapshotError, StrictWarningsError, describeCause } from '../core/errors.js';
+import { ExitCode, messageWithCause, SnapshotError, StrictWarningsError } from '../core/errors.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
 import { TOOL_VERSION } from '../core/version.js';
@@ -16,8 +16,8 @@ type CommandFactory = (io: Io, state: CliState) => Command;
 
 /**
  * Every command, in `--help` order, loaded on demand: a command's module pulls in its own libraries
- * (ajv for verify, serve-handler for serve...), and loading them all cost a build about 0.4 s of
- * start-up. `build` must start fast: a CI step and every no-change rebuild pay it.
+ * (ajv for verify, serve-handler for serve...), and loading them all would slow every start-up.
+ * `build` must start fast: a CI step and every no-change rebuild pay it.
  */
 const COMMANDS: Record<string, () => Promise<CommandFactory>> = {
   build: async () => (await import('./commands/build.js')).buildCommand,
@@ -66,9 +66,7 @@ function exitCodeFor(error: unknown, io: Io, state: CliState): number {
   }
   if (error instanceof SnapshotError) {
     if (error instanceof StrictWarningsError) io.stderr.write(formatWarnings(error.warnings));
-    const cause = error.cause === undefined ? '' : describeCause(error.cause);
-    const detail = cause === '' || error.message.includes(cause) ? '' : ` (${cause})`;
-    io.stderr.write(`profile-snapshot: ${error.message}${detail}${error.hint ? `. Fix: ${error.hint}.` : ''}\n`);
+    io.stderr.write(`profile-snapshot: ${messageWithCause(error)}${error.hint ? `. Fix: ${error.hint}.` : ''}\n`);
     if (state.json) {
       const warnings = error instanceof StrictWarningsError ? error.warnings : undefined;
       io.stdout.write(`${JSON.stringify({ error: { kind: error.kind, exitCode: error.exitCode, message: error.message, hint: error.hint ?? null }, warnings }, null, 2)}\n`);

@@ -4,12 +4,14 @@
  */
 import { Command, Option } from 'commander';
 import type { BuildOptions } from '../build.js';
-import { normalizeBaseUrl, positiveInteger, snapshotTime } from '../core/config.js';
+import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
+import { DEFAULT_OUT_DIR } from '../core/layout.js';
+import { wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
 
 export const DEFAULTS = {
   db: 'data/profiles.db',
-  out: 'dist',
+  out: DEFAULT_OUT_DIR,
   baseUrl: 'http://localhost:3000',
   busyTimeoutMs: 5000,
 } as const;
@@ -50,7 +52,8 @@ Exit codes:
   5 out dir unusable            1 a bug in profile-snapshot
 `;
 
-export function resolveOutDir(flags: { out?: string }, env: NodeJS.ProcessEnv): string {
+/** The out dir from the flag, the environment or the default, as given (messages name it so). */
+export function outDirOption(flags: { out?: string }, env: NodeJS.ProcessEnv): string {
   return flags.out ?? env.PROFILE_OUT ?? DEFAULTS.out;
 }
 
@@ -63,10 +66,10 @@ export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOption
   snapshotTime(env.SOURCE_DATE_EPOCH);
   return {
     db: flags.db ?? env.PROFILE_DB ?? DEFAULTS.db,
-    out: resolveOutDir(flags, env),
+    out: outDirOption(flags, env),
     baseUrl: normalizeBaseUrl(baseUrlInput, baseUrlSource),
     strict: Boolean(flags.strict),
     fullPass: Boolean(flags.full),
-    busyTimeoutMs: positiveInteger(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
+    busyTimeoutMs: wholeNumber(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
   };
 }

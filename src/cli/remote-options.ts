@@ -4,7 +4,7 @@
  * chain finds them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles...).
  */
 import { Command, Option } from 'commander';
-import { positiveInteger } from '../core/config.js';
+import { wholeNumber } from './numbers.js';
 import { usageError } from '../core/errors.js';
 import type { RemoteOptions } from '../remote/client.js';
 import { parseTarget } from '../remote/target.js';
@@ -46,7 +46,7 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
   if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
     throw usageError(`the endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`, 'pass e.g. --endpoint https://<account>.r2.cloudflarestorage.com');
   }
-  const concurrency = positiveInteger(flags.concurrency ?? String(DEFAULT_CONCURRENCY), '--concurrency');
+  const concurrency = wholeNumber(flags.concurrency ?? String(DEFAULT_CONCURRENCY), '--concurrency');
   if (concurrency < 1 || concurrency > 1024) throw usageError('--concurrency must be between 1 and 1024');
   return {
     ...parseTarget(to, toSource),
@@ -55,13 +55,13 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
     pathStyle: Boolean(flags.pathStyle),
     concurrency,
     // The SDK's own variable, which an explicit setting would otherwise override.
-    maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : positiveInteger(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
+    maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : wholeNumber(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
   };
 }
 
 /** The deletion guard's flags. */
 export function resolveGuard(flags: RemoteFlags): { maxDeletes: number | undefined; force: boolean } {
-  return { maxDeletes: flags.maxDeletes === undefined ? undefined : positiveInteger(flags.maxDeletes, '--max-deletes'), force: Boolean(flags.force) };
+  return { maxDeletes: flags.maxDeletes === undefined ? undefined : wholeNumber(flags.maxDeletes, '--max-deletes'), force: Boolean(flags.force) };
 }
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);

@@ -1,16 +1,12 @@
 /** Human-facing text: the one-line build summary, warnings, and a progress line on a terminal. */
 import type { BuildReport } from '../build.js';
+import { count, filesLine, plural } from '../core/text.js';
 import type { RowWarning } from '../render/user.js';
-
-const plural = (n: number, word: string) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
 
 /** e.g. "profile-snapshot: 25 profiles (19 creators), 3 skipped; files 52 written, 0 unchanged, 0 removed; 4 warnings; 0.12 s" */
 export function formatSummary(report: BuildReport): string {
-  const { files } = report;
   return `profile-snapshot: ${plural(report.profiles, 'profile')} published (${plural(report.creators, 'creator')}), `
-    + `${report.skipped.toLocaleString('en-US')} skipped; files ${files.written.toLocaleString('en-US')} written, `
-    + `${files.unchanged.toLocaleString('en-US')} unchanged, ${files.removed.toLocaleString('en-US')} removed; `
-    + `${plural(report.warnings.length, 'warning')}; `
+    + `${count(report.skipped)} skipped; ${filesLine(report.files)}; ${plural(report.warnings.length, 'warning')}; `
     + `${report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : ''}${report.seconds.toFixed(2)} s`;
 }
 

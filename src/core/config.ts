@@ -39,7 +39,3 @@ export function snapshotTime(sourceDateEpoch: string | undefined, now: () => num
   return { ms: Number(sourceDateEpoch) * 1000, reproducible: true };
 }
 
-export function positiveInteger(value: string, source: string): number {
-  if (!/^\d+$/.test(value)) throw usageError(`${source} must be a whole number, not ${JSON.stringify(value)}`);
-  return Number(value);
-}

@@ -64,3 +64,9 @@ export function describeCause(cause: unknown): string {
   }
   return String(cause);
 }
+
+/** The error's message, with its cause in parentheses unless the message already says it. */
+export function messageWithCause(error: SnapshotError): string {
+  const cause = error.cause === undefined ? '' : describeCause(error.cause);
+  return cause === '' || error.message.includes(cause) ? error.message : `${error.message} (${cause})`;
+}

@@ -10,6 +10,9 @@ export function resolveOutDir(out: string): string {
   return resolve(out);
 }
 
+/** The out dir when none is given: the folder Netlify publishes, too. */
+export const DEFAULT_OUT_DIR = 'dist';
+
 /**
  * A profile's file name: a publishable username (spec/profile-store.md: 1-64 of A-Z a-z 0-9 . _ -,
  * not starting with ".") in lower case. The route table and the output tree both rely on it: it can

@@ -18,12 +18,13 @@ import { ERRORS, type ErrorCode } from '../render/documents.js';
 import { generatedBanner, syncGeneratedFiles } from './generated.js';
 import { ROUTES, errorPath, type RouteTable } from './routes.js';
 import { routingSource } from './routing-source.js';
+import { DEFAULT_OUT_DIR } from '../core/layout.js';
 
 export const NETLIFY_TOML = 'netlify.toml';
 /** The edge function's name is its folder under netlify/edge-functions/. */
 export const EDGE_FUNCTION = 'profile-api';
 export const EDGE_ROUTES_MODULE = `netlify/edge-functions/${EDGE_FUNCTION}/routes.js`;
-export const PUBLISH_DIR = 'dist';
+export const PUBLISH_DIR = DEFAULT_OUT_DIR;
 /**
  * Builds the site, then gates the deploy on `profile-snapshot verify --netlify` (package.json's
  * build:netlify): a snapshot with any defect, a folder over Netlify's limit (see ./limits.ts) or a

@@ -5,10 +5,10 @@
  * interrupted build, a document missing) never reaches the bucket.
  */
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
-import { MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
+import { MANIFEST_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
 import { OutDirLock, sleepSync } from '../publish/lock.js';
 import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../publish/manifest.js';
 
@@ -32,7 +32,7 @@ const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle
  * (up to `waitMs`); pending with no live writer means an interrupted build: not publishable (exit 5).
  */
 export function readLocalTree(outDir: string, waitMs: number): LocalTree {
-  const out = resolve(outDir);
+  const out = resolveOutDir(outDir);
   const deadline = Date.now() + waitMs;
   for (;;) {
     const stamp = manifestStamp(out);

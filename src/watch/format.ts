@@ -2,11 +2,9 @@
  * One line per cycle, built from the cycle's status record, so the watcher's log and `regenerate`
  * print the same words. Pure functions: the CLI decides where the lines go.
  */
-import { describeCause, SnapshotError } from '../core/errors.js';
+import { messageWithCause, SnapshotError } from '../core/errors.js';
+import { count, filesLine, plural } from '../core/text.js';
 import type { CycleStatus } from './status.js';
-
-const count = (n: number | null) => (n ?? 0).toLocaleString('en-US');
-const plural = (n: number | null, word: string) => `${count(n)} ${word}${n === 1 ? '' : 's'}`;
 
 /** e.g. "cycle 7: 18 profiles (14 creators), 6 skipped; files 2 written, 39 unchanged, 0 removed; 12 warnings; 0.05 s" */
 export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string {
@@ -19,16 +17,13 @@ export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string
   }
   const files = cycle.files ?? { written: 0, unchanged: 0, removed: 0 };
   return `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${plural(cycle.profiles, 'profile')} (${plural(cycle.creators, 'creator')}), `
-    + `${count(cycle.skipped)} skipped; files ${count(files.written)} written, ${count(files.unchanged)} unchanged, `
-    + `${count(files.removed)} removed; ${plural(cycle.warnings, 'warning')}; ${seconds}`;
+    + `${count(cycle.skipped)} skipped; ${filesLine(files)}; ${plural(cycle.warnings, 'warning')}; ${seconds}`;
 }
 
 /** The error part of a cycle's status: typed failures keep their kind and exit code; anything else is a bug (1). */
 export function errorStatus(error: unknown): NonNullable<CycleStatus['error']> {
   if (error instanceof SnapshotError) {
-    const cause = error.cause === undefined ? '' : describeCause(error.cause);
-    const detail = cause === '' || error.message.includes(cause) ? '' : ` (${cause})`;
-    return { kind: error.kind, exitCode: error.exitCode, message: `${error.message}${detail}`, hint: error.hint ?? null };
+    return { kind: error.kind, exitCode: error.exitCode, message: messageWithCause(error), hint: error.hint ?? null };
   }
   // The log line stays one line; the stack goes to the status file (and is printed once per streak).
   return {

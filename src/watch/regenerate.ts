@@ -7,7 +7,7 @@
 import { describeHolder, OutDirLock, type LockHolder } from '../publish/lock.js';
 import { outputError } from '../core/errors.js';
 import { readStatus, type CycleStatus } from './status.js';
-import { resolve } from 'node:path';
+import { resolveOutDir } from '../core/layout.js';
 import { performance } from 'node:perf_hooks';
 
 export interface RegenerateResult {
@@ -17,7 +17,7 @@ export interface RegenerateResult {
 }
 
 export async function regenerate(outDir: string, options: { timeoutMs: number; pollMs?: number }): Promise<RegenerateResult> {
-  const out = resolve(outDir);
+  const out = resolveOutDir(outDir);
   const holder = OutDirLock.holderOf(out);
   if (holder === undefined) {
     throw outputError(`no watcher is running for ${out}`,

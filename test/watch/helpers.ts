@@ -31,18 +31,19 @@ export function ensureCompiled(): void {
     }
   }
   try {
-    if (stale()) spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: REPO, stdio: 'ignore' });
+    if (stale()) spawnSync('npm', ['run', 'compile'], { cwd: REPO, stdio: 'ignore' });
   } finally {
     rmdirSync(lock);
   }
-  if (stale()) throw new Error('build/ is older than src/ and tsc did not refresh it: run npx tsc -p tsconfig.json');
+  if (stale()) throw new Error('build/ is older than src/ and npm run compile did not refresh it: run it');
 }
 
 function stale(): boolean {
   const walk = (dir: string): boolean => readdirSync(dir, { withFileTypes: true }).some((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return walk(path);
-    if (!entry.name.endsWith('.ts')) return false;
+    // TypeScript compiles to .js; plain .js modules are copied as they are; .d.ts files are not compiled.
+    if (entry.name.endsWith('.d.ts') || !/\.[jt]s$/.test(entry.name)) return false;
     const built = join(REPO, 'build', relative(join(REPO, 'src'), path)).replace(/\.ts$/, '.js');
     return !existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs;
   });

@@ -8,7 +8,7 @@ import { outputError } from '../../core/errors.js';
 import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../../hosting/limits.js';
 import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
 import type { CliState, Io } from '../io.js';
-import { outOption, resolveOutDir } from '../options.js';
+import { outDirOption, outOption } from '../options.js';
 import { hostConfigCommand } from './host-config.js';
 
 export function netlifyCommand(io: Io, _state: CliState): Command {
@@ -26,7 +26,7 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
     .description(`Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`)
     .addOption(outOption('the snapshot'))
     .action((flags: { out?: string }) => {
-      const out = resolveOutDir(flags, io.env);
+      const out = outDirOption(flags, io.env);
       const report = checkNetlifyLimits(out);
       for (const near of report.near) {
         io.stderr.write(`profile-snapshot: warning: ${nearLimitMessage(near)}\n`);

@@ -3,11 +3,11 @@
  * what changed since the last publish, in an order that never shows readers a broken API.
  */
 import { Command, Option } from 'commander';
-import { positiveInteger } from '../../core/config.js';
+import { wholeNumber } from '../numbers.js';
 import { usageError } from '../../core/errors.js';
 import { publish, type PublishReport } from '../../remote/publish.js';
 import type { CliState, Io } from '../io.js';
-import { outOption, resolveOutDir } from '../options.js';
+import { outDirOption, outOption } from '../options.js';
 import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';
 import { ProgressLine } from '../report.js';
 
@@ -50,8 +50,8 @@ Exit codes:
       let report: PublishReport;
       try {
         report = await publish({
-          out: resolveOutDir(flags, io.env), remote, ...resolveGuard(flags), full: flags.full, dryRun: flags.dryRun,
-          waitMs: positiveInteger(flags.wait, '--wait'),
+          out: outDirOption(flags, io.env), remote, ...resolveGuard(flags), full: flags.full, dryRun: flags.dryRun,
+          waitMs: wholeNumber(flags.wait, '--wait'),
           onProgress: ({ phase, done, total }) => progress.update(`${phase === 'upload' ? 'uploaded' : 'deleted'} ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} objects`),
         });
       } finally {

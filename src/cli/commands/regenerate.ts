@@ -4,11 +4,12 @@
  * 3/4/5 when it failed), 5 when no watcher runs.
  */
 import { Command, Option } from 'commander';
-import { SnapshotError, usageError, type SnapshotErrorKind } from '../../core/errors.js';
+import { SnapshotError, type SnapshotErrorKind } from '../../core/errors.js';
 import { formatCycle } from '../../watch/format.js';
 import { regenerate } from '../../watch/regenerate.js';
 import type { CliState, Io } from '../io.js';
-import { outOption, resolveOutDir } from '../options.js';
+import { parseNumber } from '../numbers.js';
+import { outDirOption, outOption } from '../options.js';
 
 const KINDS: readonly SnapshotErrorKind[] = ['usage', 'store', 'strictWarnings', 'output'];
 
@@ -26,8 +27,8 @@ export function regenerateCommand(io: Io, state: CliState): Command {
     .option('--json', 'print the cycle\'s status as JSON on stdout', false)
     .action(async (flags: RegenerateFlags) => {
       state.json = Boolean(flags.json);
-      if (!/^\d+$/.test(flags.timeout) || Number(flags.timeout) === 0) throw usageError(`--timeout must be a positive whole number of seconds, not ${JSON.stringify(flags.timeout)}`);
-      const result = await regenerate(resolveOutDir(flags, io.env), { timeoutMs: Number(flags.timeout) * 1000 });
+      const timeoutSeconds = parseNumber(flags.timeout, '--timeout', { expected: 'a positive whole number of seconds', positive: true });
+      const result = await regenerate(outDirOption(flags, io.env), { timeoutMs: timeoutSeconds * 1000 });
       const { cycle } = result;
       if (state.json) io.stdout.write(`${JSON.stringify(cycle, null, 2)}\n`);
       if (!cycle.ok && cycle.error && KINDS.includes(cycle.error.kind as SnapshotErrorKind)) {

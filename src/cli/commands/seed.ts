@@ -1,6 +1,6 @@
 /** `profile-snapshot seed`: a deterministic synthetic store, for benchmarks and trying things out. */
 import { Command } from 'commander';
-import { positiveInteger } from '../../core/config.js';
+import { wholeNumber } from '../numbers.js';
 import { seedStore } from '../../seed/synthetic.js';
 import type { CliState, Io } from '../io.js';
 import { ProgressLine } from '../report.js';
@@ -19,8 +19,8 @@ export function seedCommand(io: Io, _state: CliState): Command {
       try {
         const report = seedStore({
           db: flags.db,
-          users: positiveInteger(flags.users, '--users'),
-          seed: positiveInteger(flags.seed, '--seed'),
+          users: wholeNumber(flags.users, '--users'),
+          seed: wholeNumber(flags.seed, '--seed'),
           force: Boolean(flags.force),
           onProgress: (n) => progress.update(`wrote ${n.toLocaleString('en-US')} users`),
         });

@@ -3,7 +3,8 @@ import { Command, Option } from 'commander';
 import { usageError } from '../../core/errors.js';
 import { closeGracefully, createOrigin, listen } from '../../hosting/origin.js';
 import type { CliState, Io } from '../io.js';
-import { outOption, resolveOutDir } from '../options.js';
+import { parseNumber } from '../numbers.js';
+import { outDirOption, outOption } from '../options.js';
 
 export const SERVE_DEFAULTS = { port: 3000, host: '127.0.0.1' } as const;
 
@@ -23,14 +24,14 @@ export function serveCommand(io: Io, _state: CliState, hooks: ServeHooks = {}): 
     .addOption(new Option('--host <host>', `address to listen on (default: "${SERVE_DEFAULTS.host}")`))
     .option('--verbose', 'print one access-log line per request on stderr', false)
     .action(async (flags: ServeFlags) => {
-      const out = resolveOutDir(flags, io.env);
+      const out = outDirOption(flags, io.env);
       const portText = flags.port ?? io.env.PORT ?? String(SERVE_DEFAULTS.port);
-      if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) throw usageError(`--port must be a TCP port (0-65535), not ${JSON.stringify(portText)}`);
+      const port = parseNumber(portText, '--port', { expected: 'a TCP port (0-65535)', max: 65535 });
       const host = flags.host ?? SERVE_DEFAULTS.host;
       const { server } = createOrigin({ out, log: flags.verbose ? (line) => io.stderr.write(`${line}\n`) : undefined });
       let address;
       try {
-        address = await listen(server, Number(portText), host);
+        address = await listen(server, port, host);
       } catch (cause) {
         throw usageError(`cannot listen on ${host}:${portText}`, 'pick another --port or --host', cause);
       }

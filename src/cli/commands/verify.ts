@@ -3,10 +3,10 @@
  * deployed, 5 (out dir unusable) with every defect listed when it must not be.
  */
 import { Command, Option } from 'commander';
-import { positiveInteger } from '../../core/config.js';
+import { wholeNumber } from '../numbers.js';
 import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index.js';
 import type { CliState, Io } from '../io.js';
-import { outOption, resolveOutDir } from '../options.js';
+import { outDirOption, outOption } from '../options.js';
 
 interface VerifyFlags { out?: string; netlify: boolean; root: string; json: boolean; wait: string }
 
@@ -29,8 +29,8 @@ Exit codes:
 `)
     .action((flags: VerifyFlags) => {
       state.json = flags.json;
-      const out = resolveOutDir(flags, io.env);
-      const report = verify(out, { netlify: flags.netlify, root: flags.root, waitMs: positiveInteger(flags.wait, '--wait') });
+      const out = outDirOption(flags, io.env);
+      const report = verify(out, { netlify: flags.netlify, root: flags.root, waitMs: wholeNumber(flags.wait, '--wait') });
       for (const warning of report.warnings) io.stderr.write(`profile-snapshot: warning: ${warning}\n`);
       if (flags.json) {
         io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

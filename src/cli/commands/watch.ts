@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { snapshotTime } from '../../core/config.js';
-import { usageError } from '../../core/errors.js';
+import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
 import { formatCycle } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
@@ -40,8 +40,8 @@ second watcher on the same out dir waits briefly, then exits 5 naming it.
     .action(async (flags: WatchFlags) => {
       state.json = Boolean(flags.json);
       const options = resolveBuildOptions(flags, io);
-      const intervalMs = parseSeconds(flags.interval, '--interval', false);
-      const execMinIntervalMs = parseSeconds(flags.execMinInterval, '--exec-min-interval', true);
+      const intervalMs = seconds(flags.interval, '--interval', false);
+      const execMinIntervalMs = seconds(flags.execMinInterval, '--exec-min-interval', true);
       const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);
       const publish = flags.publish === undefined ? undefined : publishOptions(flags.publish, flags, io);
 
@@ -122,9 +122,3 @@ function publishOptions(to: string, flags: WatchFlags, io: Io): NonNullable<Para
   return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags) } };
 }
 
-function parseSeconds(value: string, flag: string, zeroAllowed: boolean): number {
-  if (!/^\d+(\.\d+)?$/.test(value) || (!zeroAllowed && Number(value) <= 0)) {
-    throw usageError(`${flag} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number of seconds, not ${JSON.stringify(value)}`);
-  }
-  return Math.round(Number(value) * 1000);
-}

@@ -1,0 +1,12 @@
+/** Counts as the tool prints them, in the build's summary line and the watcher's cycle line alike. */
+
+/** 12,345 (null, a count a failed cycle does not have, as 0). */
+export const count = (n: number | null): string => (n ?? 0).toLocaleString('en-US');
+
+/** "1 profile", "12,345 profiles". */
+export const plural = (n: number | null, word: string): string => `${count(n)} ${word}${n === 1 ? '' : 's'}`;
+
+/** "files 2 written, 39 unchanged, 0 removed". */
+export function filesLine(files: { written: number; unchanged: number; removed: number }): string {
+  return `files ${count(files.written)} written, ${count(files.unchanged)} unchanged, ${count(files.removed)} removed`;
+}

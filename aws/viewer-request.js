@@ -114,7 +114,9 @@ function merged(a, b) {
  * @param {string} isoTimestamp
  */
 function errorAnswerBody(code, isoTimestamp) {
-  return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
+  return (
+    '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}'
+  );
 }
 /**
  * `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`.

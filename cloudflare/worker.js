@@ -75,7 +75,9 @@ const ERROR_BODIES = {"USER_NOT_FOUND":"{\"status\":404,\"code\":\"USER_NOT_FOUN
  * @param {string} isoTimestamp
  */
 function errorAnswerBody(code, isoTimestamp) {
-  return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
+  return (
+    '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}'
+  );
 }
 const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
 /**
@@ -228,7 +230,9 @@ async function readDocument(request, url, env, ctx, file) {
   if (!object || !object.body) return null;
   if (!cache) return { etag: object.httpEtag, body: object.body };
   const [answer, kept] = object.body.tee();
-  ctx.waitUntil(cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })));
+  ctx.waitUntil(
+    cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })),
+  );
   return { etag: object.httpEtag, body: answer };
 }
 

@@ -10,5 +10,7 @@ const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
 const usage = process.resourceUsage();
 const maxRssKb = hwm ? Number(hwm[1]) : usage.maxRSS;
 // CPU time of the whole process (start-up included), as the floor's (bench-floor.mjs) is counted.
-process.stderr.write(`\nBENCH ${JSON.stringify({ code, maxRssKb, userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000 })}\n`);
+process.stderr.write(
+  `\nBENCH ${JSON.stringify({ code, maxRssKb, userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000 })}\n`,
+);
 process.exitCode = code;

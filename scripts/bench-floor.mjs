@@ -46,21 +46,29 @@ function folderOf(path) {
 /** Runs `work` over `items` with `lanes` of them in flight at once. */
 async function inLanes(items, work, lanes = 64) {
   let next = 0;
-  await Promise.all(Array.from({ length: lanes }, async () => {
-    while (next < items.length) await work(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < items.length) await work(items[next++]);
+    }),
+  );
 }
 
 if (mode === '--async') {
   // Links after every write: a link's target may still be in flight in another lane.
-  await inLanes(operations.filter((op) => op.kind === 'w'), (op) => {
-    folderOf(op.path);
-    return writeFile(op.path, op.bytes);
-  });
-  await inLanes(operations.filter((op) => op.kind === 'l'), (op) => {
-    folderOf(op.path);
-    return link(op.target, op.path);
-  });
+  await inLanes(
+    operations.filter((op) => op.kind === 'w'),
+    (op) => {
+      folderOf(op.path);
+      return writeFile(op.path, op.bytes);
+    },
+  );
+  await inLanes(
+    operations.filter((op) => op.kind === 'l'),
+    (op) => {
+      folderOf(op.path);
+      return link(op.target, op.path);
+    },
+  );
 } else {
   for (const op of operations) {
     folderOf(op.path);
@@ -71,4 +79,6 @@ if (mode === '--async') {
 
 const usage = process.resourceUsage();
 const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-process.stderr.write(`\nBENCH ${JSON.stringify({ code: 0, maxRssKb: hwm ? Number(hwm[1]) : usage.maxRSS, userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000 })}\n`);
+process.stderr.write(
+  `\nBENCH ${JSON.stringify({ code: 0, maxRssKb: hwm ? Number(hwm[1]) : usage.maxRSS, userMs: usage.userCPUTime / 1000, systemMs: usage.systemCPUTime / 1000 })}\n`,
+);

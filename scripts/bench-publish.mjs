@@ -40,7 +40,7 @@ const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVE
 
 function ensureRclone() {
   if (spawnSync('rclone', ['version'], { stdio: 'ignore' }).status === 0) return true;
-  log('rclone is not installed: installing Debian\'s package (apt-get install -y rclone)');
+  log("rclone is not installed: installing Debian's package (apt-get install -y rclone)");
   spawnSync('apt-get', ['install', '-y', 'rclone'], { stdio: 'inherit' });
   return spawnSync('rclone', ['version'], { stdio: 'ignore' }).status === 0;
 }
@@ -54,10 +54,12 @@ function run(command, commandArgs, env = {}) {
   const child = spawn(command, commandArgs, { env: { PATH: process.env.PATH, HOME: work, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve, reject) => child.on('close', (code) => {
-    if (code !== 0) reject(new Error(`${command} ${commandArgs.join(' ')} failed (${code}):\n${stderr}`));
-    else resolve({ seconds: (performance.now() - started) / 1000 });
-  }));
+  return new Promise((resolve, reject) =>
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`${command} ${commandArgs.join(' ')} failed (${code}):\n${stderr}`));
+      else resolve({ seconds: (performance.now() - started) / 1000 });
+    }),
+  );
 }
 
 /** A proxy in front of the S3 server that counts requests by method (LIST apart). */
@@ -76,12 +78,16 @@ function countingProxy(port) {
     req.pipe(forward);
   });
   server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ port: server.address().port, counts, close: () => server.close() })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ port: server.address().port, counts, close: () => server.close() })),
+  );
 }
 
 async function startS3(directory, buckets) {
   mkdirSync(directory, { recursive: true });
-  const child = spawn(process.execPath, ['--openssl-legacy-provider', join(repo, 'scripts/bench-s3-server.mjs'), directory, ...buckets], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--openssl-legacy-provider', join(repo, 'scripts/bench-s3-server.mjs'), directory, ...buckets], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const port = await new Promise((resolve, reject) => {
     child.stdout.once('data', (d) => resolve(Number(String(d).trim())));
     child.once('exit', (code) => reject(new Error(`the S3 server exited (${code})`)));
@@ -125,13 +131,36 @@ async function main() {
   const proxy = await countingProxy(s3.port);
   const endpoint = `http://127.0.0.1:${proxy.port}`;
   const tools = {
-    'profile-snapshot publish': () => run(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint], CREDENTIALS),
-    'rclone sync': () => run('rclone', ['sync', out, `bench:rclone/${PREFIX}`, '--exclude', '.profile-snapshot/**', '--checksum', '--fast-list',
-      '--transfers', '32', '--checkers', '32', '--s3-no-check-bucket', ...Object.entries(HEADERS).flatMap(([k, v]) => ['--header-upload', `${k}: ${v}`])], {
-      RCLONE_CONFIG_BENCH_TYPE: 's3', RCLONE_CONFIG_BENCH_PROVIDER: 'Other', RCLONE_CONFIG_BENCH_ENDPOINT: endpoint,
-      RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: 'S3RVER', RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: 'S3RVER', RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
-      RCLONE_CONFIG_BENCH_REGION: 'us-east-1',
-    }),
+    'profile-snapshot publish': () =>
+      run(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint], CREDENTIALS),
+    'rclone sync': () =>
+      run(
+        'rclone',
+        [
+          'sync',
+          out,
+          `bench:rclone/${PREFIX}`,
+          '--exclude',
+          '.profile-snapshot/**',
+          '--checksum',
+          '--fast-list',
+          '--transfers',
+          '32',
+          '--checkers',
+          '32',
+          '--s3-no-check-bucket',
+          ...Object.entries(HEADERS).flatMap(([k, v]) => ['--header-upload', `${k}: ${v}`]),
+        ],
+        {
+          RCLONE_CONFIG_BENCH_TYPE: 's3',
+          RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
+          RCLONE_CONFIG_BENCH_ENDPOINT: endpoint,
+          RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: 'S3RVER',
+          RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: 'S3RVER',
+          RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
+          RCLONE_CONFIG_BENCH_REGION: 'us-east-1',
+        },
+      ),
   };
   if (!hasRclone) delete tools['rclone sync'];
   const results = [];
@@ -172,7 +201,9 @@ function report(results, hasRclone) {
   const peer = (r) => results.find((p) => p.tool === 'rclone sync' && p.scenario === r.scenario);
   const rows = results.map((r) => {
     const p = r.tool === 'rclone sync' ? undefined : peer(r);
-    const ratio = p ? ` (${(r.seconds / p.seconds).toPrecision(2)}x rclone's time, ${(total(r) / total(p)).toPrecision(2)}x its requests)` : '';
+    const ratio = p
+      ? ` (${(r.seconds / p.seconds).toPrecision(2)}x rclone's time, ${(total(r) / total(p)).toPrecision(2)}x its requests)`
+      : '';
     return `| ${r.scenario} | ${r.tool} | ${r.seconds.toFixed(2)}${ratio} | ${kinds.map((k) => (r.requests[k] ?? 0).toLocaleString('en-US')).join(' | ')} | ${total(r).toLocaleString('en-US')} |`;
   });
   const machine = `${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;

@@ -26,7 +26,9 @@ import { writeSection } from './report-section.mjs';
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
-  process.stdout.write('Usage: node scripts/bench-worker.mjs [--users 2000] [--duration 10] [--runs 3] [--connections 20] [--r2-delay-ms 0,20] [--report BENCHMARKS.md]\n');
+  process.stdout.write(
+    'Usage: node scripts/bench-worker.mjs [--users 2000] [--duration 10] [--runs 3] [--connections 20] [--r2-delay-ms 0,20] [--report BENCHMARKS.md]\n',
+  );
   process.exit(0);
 }
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -68,16 +70,21 @@ function cli(...command) {
 
 /** Every public file of a built tree (not the tool's dot folder), by path. */
 function publicFiles(out, dir = out) {
-  return readdirSync(dir).filter((name) => !name.startsWith('.')).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? publicFiles(out, path) : [relative(out, path)];
-  });
+  return readdirSync(dir)
+    .filter((name) => !name.startsWith('.'))
+    .flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? publicFiles(out, path) : [relative(out, path)];
+    });
 }
 
 async function startWorker(cache, delay, files, out) {
   const worker = join(repo, 'cloudflare/worker.js');
   const mf = new Miniflare({
-    modules: [{ type: 'ESModule', path: join(repo, 'cloudflare/bench-counter.js'), contents: COUNTER }, { type: 'ESModule', path: worker }],
+    modules: [
+      { type: 'ESModule', path: join(repo, 'cloudflare/bench-counter.js'), contents: COUNTER },
+      { type: 'ESModule', path: worker },
+    ],
     compatibilityDate: '2026-04-01',
     r2Buckets: ['PROFILES'],
     bindings: { PREFIX, CACHE: cache, BENCH_R2_DELAY_MS: String(delay) },
@@ -99,21 +106,31 @@ const reads = async (host) => Number(await (await fetch(`${host.origin}/__bench/
 async function checkAnswers(host, user) {
   const answer = await fetch(`${host.origin}/api/v1/users/${user.toUpperCase()}`);
   const json = await answer.json();
-  if (answer.status !== 200 || json.data?.username?.toLowerCase() !== user) throw new Error(`CACHE=${host.cache} answered ${answer.status} for ${user}`);
+  if (answer.status !== 200 || json.data?.username?.toLowerCase() !== user)
+    throw new Error(`CACHE=${host.cache} answered ${answer.status} for ${user}`);
 }
 
 async function drive(host, paths) {
   let next = 0;
   const before = await reads(host);
   const result = await autocannon({
-    url: host.origin, connections: CONNECTIONS, duration: DURATION,
+    url: host.origin,
+    connections: CONNECTIONS,
+    duration: DURATION,
     requests: [{ setupRequest: (request) => ({ ...request, path: paths[next++ % paths.length] }) }],
   });
   const total = result.requests.total;
   // A wrong answer ends the bench; a socket error is counted and reported (workerd's local server
   // resets an odd keep-alive connection under load).
   if (result.non2xx > 0) throw new Error(`CACHE=${host.cache}, R2 delay ${host.delay} ms: ${result.non2xx} non-2xx answers of ${total}`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, readsPerRequest: ((await reads(host)) - before) / total, errors: result.errors, total };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    readsPerRequest: ((await reads(host)) - before) / total,
+    errors: result.errors,
+    total,
+  };
 }
 
 function workloads(users) {
@@ -124,14 +141,19 @@ function workloads(users) {
 }
 
 function table(results) {
-  const rows = ['| R2 read | workload | CACHE | req/s | p50 ms | p99 ms | R2 reads per request | socket errors |', '|---|---|---|---|---|---|---|---|'];
+  const rows = [
+    '| R2 read | workload | CACHE | req/s | p50 ms | p99 ms | R2 reads per request | socket errors |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
   for (const [key, byCache] of Object.entries(results)) {
     const [delay, name] = key.split(' ');
     const read = delay === '0' ? 'local' : `local + ${delay} ms (model)`;
     for (const cache of ['on', 'off']) {
       const runs = byCache[cache];
       const errors = `${runs.reduce((n, r) => n + r.errors, 0)} of ${runs.reduce((n, r) => n + r.total, 0)}`;
-      rows.push(`| ${read} | ${name} | ${cache} | ${Math.round(median(runs.map((r) => r.rps)))} | ${median(runs.map((r) => r.p50))} | ${median(runs.map((r) => r.p99))} | ${median(runs.map((r) => r.readsPerRequest)).toFixed(3)} | ${errors} |`);
+      rows.push(
+        `| ${read} | ${name} | ${cache} | ${Math.round(median(runs.map((r) => r.rps)))} | ${median(runs.map((r) => r.p50))} | ${median(runs.map((r) => r.p99))} | ${median(runs.map((r) => r.readsPerRequest)).toFixed(3)} | ${errors} |`,
+      );
     }
     const ratio = median(byCache.on.map((r) => r.rps)) / median(byCache.off.map((r) => r.rps));
     rows.push(`| ${read} | ${name} | on / off | ${ratio.toFixed(2)}x | | | | |`);
@@ -149,7 +171,9 @@ async function main() {
     cli('build', '--db', db, '--out', out);
     const files = publicFiles(out);
     const users = readdirSync(join(out, 'api/v1/users'));
-    log(`profile-snapshot Worker cache bench: ${users.length} published profiles (${files.length} objects), ${CONNECTIONS} connections, ${DURATION} s x ${RUNS} runs per case`);
+    log(
+      `profile-snapshot Worker cache bench: ${users.length} published profiles (${files.length} objects), ${CONNECTIONS} connections, ${DURATION} s x ${RUNS} runs per case`,
+    );
     const results = {};
     for (const delay of DELAYS) {
       const pair = [await startWorker('on', delay, files, out), await startWorker('off', delay, files, out)];
@@ -166,7 +190,10 @@ async function main() {
     const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, Linux ${release()}, Node ${process.version}, miniflare ${miniflare} (workerd)`;
     const report = table(results);
     log(`\n${machine}\n\n${report}`);
-    writeSection(REPORT, 'worker', `<!-- worker:start -->
+    writeSection(
+      REPORT,
+      'worker',
+      `<!-- worker:start -->
 ## The Cloudflare Worker's cache (workerd)
 
 \`npm run bench:worker\` (\`node scripts/bench-worker.mjs --users ${USERS} --duration ${DURATION} --runs ${RUNS} --connections ${CONNECTIONS} --r2-delay-ms ${DELAYS.join(',')}\`):
@@ -183,7 +210,8 @@ a billed operation: the cache takes a hot document from one read per request to 
 per 30 s. The default is CACHE "on" for that reason. A miss costs a cache write besides the read,
 which in the local runtime costs more than a local read saves (the local mix rows): CACHE "off" suits
 a deployment whose traffic rarely asks for the same document twice within 30 s.
-<!-- worker:end -->`);
+<!-- worker:end -->`,
+    );
   } finally {
     for (const host of hosts) await host.mf.dispose();
     rmSync(work, { recursive: true, force: true });

@@ -21,7 +21,19 @@
  */
 import Database from 'better-sqlite3';
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { cpus, totalmem, release } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +46,9 @@ const args = process.argv.slice(2);
 const flag = (name) => args.includes(name);
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 
-const sizes = value('--sizes', flag('--1m') ? '10000,100000,1000000' : '10000,100000').split(',').map(Number);
+const sizes = value('--sizes', flag('--1m') ? '10000,100000,1000000' : '10000,100000')
+  .split(',')
+  .map(Number);
 const storeDir = value('--store-dir', join(repo, '.bench/stores'));
 const targets = [{ name: 'tmpfs', root: value('--tmpfs-dir', '/dev/shm/profile-snapshot-bench') }];
 if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', join(repo, '.bench/disk')) });
@@ -170,10 +184,18 @@ function waitFor(predicate, timeoutMs, what) {
  */
 async function withWatcher(db, out, args, env, use) {
   const statusFile = join(out, '.profile-snapshot/status.json');
-  const status = () => { try { return JSON.parse(readFileSync(statusFile, 'utf8')); } catch { return undefined; } };
+  const status = () => {
+    try {
+      return JSON.parse(readFileSync(statusFile, 'utf8'));
+    } catch {
+      return undefined;
+    }
+  };
   const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env });
   let stderr = '';
-  watcher.stderr.on('data', (d) => { stderr += d; });
+  watcher.stderr.on('data', (d) => {
+    stderr += d;
+  });
   try {
     return await use(watcher, status);
   } catch (error) {
@@ -187,7 +209,15 @@ async function withWatcher(db, out, args, env, use) {
 /** Watch cycles in a long-lived watcher: the idle cycle and the 1%-changed cycle (status durations). */
 function watchCycles(db, out) {
   return withWatcher(db, out, ['--interval', '3600'], ENV, async (watcher, status) => {
-    const cycle = async (n) => (await waitFor(() => { const s = status(); return s?.lastCycle?.number >= n && s.state === 'idle' ? s.lastCycle : undefined; }, 600_000, `watch cycle ${n}`));
+    const cycle = async (n) =>
+      await waitFor(
+        () => {
+          const s = status();
+          return s?.lastCycle?.number >= n && s.state === 'idle' ? s.lastCycle : undefined;
+        },
+        600_000,
+        `watch cycle ${n}`,
+      );
     await cycle(1); // warm-up: the first cycle after start
     watcher.kill('SIGHUP');
     const idle = await cycle(2);
@@ -215,18 +245,23 @@ function wallClockCycle(db, out) {
   return withWatcher(db, out, ['--interval', '1'], env, async (_watcher, status) => {
     // The slowest of cycles 3 to 5: some find no age turned yet and take the unchanged-store shortcut.
     const seen = [];
-    await waitFor(() => {
-      const s = status();
-      if (s?.lastCycle?.number >= 3 && !seen.some((c) => c.number === s.lastCycle.number)) seen.push(s.lastCycle);
-      return seen.length >= 3 ? true : undefined;
-    }, 900_000, 'wall-clock watch cycles 3 to 5');
+    await waitFor(
+      () => {
+        const s = status();
+        if (s?.lastCycle?.number >= 3 && !seen.some((c) => c.number === s.lastCycle.number)) seen.push(s.lastCycle);
+        return seen.length >= 3 ? true : undefined;
+      },
+      900_000,
+      'wall-clock watch cycles 3 to 5',
+    );
     return seen.reduce((a, b) => (b.durationMs > a.durationMs ? b : a));
   });
 }
 
 /** Runs of the cold build and of the floor per size: their medians are the figures. */
 const REPEATS = Number(value('--repeats', '5'));
-if (!Number.isInteger(REPEATS) || REPEATS < 1) throw new Error(`--repeats must be a whole number of runs, 1 or more; got ${value('--repeats')}`);
+if (!Number.isInteger(REPEATS) || REPEATS < 1)
+  throw new Error(`--repeats must be a whole number of runs, 1 or more; got ${value('--repeats')}`);
 /** The middle one of `items` by `key` (the upper middle of an even count). */
 const medianBy = (items, key) => items.toSorted((a, b) => key(a) - key(b))[items.length >> 1];
 /** Each size's separate runs, for the report. */
@@ -238,9 +273,23 @@ const row = (users, fs, scenario, floorSeconds, run) => {
   const rendered = run.rendered ?? run.report?.rendered;
   const { seconds, userS, systemS, rssMb } = run;
   const storeUnchanged = run.report?.storeUnchanged;
-  rows.push({ users, fs, scenario, seconds, userS, systemS, ratio: floorSeconds ? seconds / floorSeconds : undefined, written, rssMb, rendered, storeUnchanged });
+  rows.push({
+    users,
+    fs,
+    scenario,
+    seconds,
+    userS,
+    systemS,
+    ratio: floorSeconds ? seconds / floorSeconds : undefined,
+    written,
+    rssMb,
+    rendered,
+    storeUnchanged,
+  });
   const cpu = userS === undefined ? '' : `cpu ${fmt(userS)} user ${fmt(systemS)} sys`;
-  log(`${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(36)} ${fmt(seconds, 3).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${cpu.padEnd(25)} ${String(written ?? '').padStart(9)} written  ${String(rendered ?? '').padStart(8)} rendered  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''}`);
+  log(
+    `${String(users).padStart(8)} ${fs.padEnd(5)} ${scenario.padEnd(36)} ${fmt(seconds, 3).padStart(7)} s  ${floorSeconds ? `${fmt(seconds / floorSeconds)}x floor` : '         '}  ${cpu.padEnd(25)} ${String(written ?? '').padStart(9)} written  ${String(rendered ?? '').padStart(8)} rendered  ${rssMb ? `${fmt(rssMb, 0)} MB RSS` : ''}`,
+  );
 };
 const cycle = (c) => ({ seconds: c.durationMs / 1000, written: c.files?.written, rendered: c.rendered });
 
@@ -252,7 +301,8 @@ const cycle = (c) => ({ seconds: c.durationMs / 1000, written: c.files?.written,
  */
 function coldAndFloor(db, root) {
   const layout = join(root, 'layout');
-  const colds = [], floors = [];
+  const colds = [],
+    floors = [];
   let tree;
   for (let i = 0; i < REPEATS; i++) {
     const coldOut = join(root, `cold-${i}`);
@@ -293,7 +343,9 @@ for (const users of sizes) {
     const cold = { ...medianBy(measured.colds, (c) => c.seconds), rssMb: Math.max(...measured.colds.map((c) => c.rssMb)) };
     const eachRun = `floor ${measured.floors.map((f) => fmt(f.seconds)).join(', ')} s; cold build ${measured.colds.map((c) => fmt(c.seconds)).join(', ')} s`;
     if (REPEATS > 1) runs.push(`${users.toLocaleString('en-US')} users, ${target.name}: ${eachRun}`);
-    log(`${String(users).padStart(8)} ${target.name.padEnd(5)} floor: ${measured.fileCount} files, ${fmt(measured.bytes / 2 ** 20, 0)} MiB${REPEATS > 1 ? `; medians of ${REPEATS} runs: ${eachRun}` : ''}`);
+    log(
+      `${String(users).padStart(8)} ${target.name.padEnd(5)} floor: ${measured.fileCount} files, ${fmt(measured.bytes / 2 ** 20, 0)} MiB${REPEATS > 1 ? `; medians of ${REPEATS} runs: ${eachRun}` : ''}`,
+    );
     row(users, target.name, 'floor', floorSeconds, { ...floorRun, written: measured.fileCount, rssMb: undefined });
     row(users, target.name, 'floor, async writes', floorSeconds, { ...measured.asyncFloor, written: measured.fileCount, rssMb: undefined });
     row(users, target.name, 'cold build', floorSeconds, cold);
@@ -331,15 +383,29 @@ const at = (users) => {
   if (users === 100_000) {
     target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
     const same = find(users, 'tmpfs', 'no-change build');
-    target(`no-change build, ${label}, new process`, 'at most 1.0 s, zero files rewritten', `${fmt(same.seconds)} s, ${same.written} rewritten`, same.seconds <= 1 && same.written === 0);
+    target(
+      `no-change build, ${label}, new process`,
+      'at most 1.0 s, zero files rewritten',
+      `${fmt(same.seconds)} s, ${same.written} rewritten`,
+      same.seconds <= 1 && same.written === 0,
+    );
     const afterWrite = find(users, 'tmpfs', 'no-change build after that');
-    target(`no-change build, ${label}, after a build of a store just written`, 'at most 1.0 s, the store not read',
-      `${fmt(afterWrite.seconds)} s, ${afterWrite.storeUnchanged ? 'not read' : 'read'}`, afterWrite.seconds <= 1 && afterWrite.storeUnchanged);
+    target(
+      `no-change build, ${label}, after a build of a store just written`,
+      'at most 1.0 s, the store not read',
+      `${fmt(afterWrite.seconds)} s, ${afterWrite.storeUnchanged ? 'not read' : 'read'}`,
+      afterWrite.seconds <= 1 && afterWrite.storeUnchanged,
+    );
     const idle = find(users, 'tmpfs', 'watch cycle, idle');
     target(`watch cycle, nothing changed, ${label}`, 'at most 0.5 s', `${fmt(idle.seconds)} s`, idle.seconds <= 0.5);
     // The same with the wall clock, as in production: only account ages move.
     const quiet = find(users, 'tmpfs', 'watch cycle, quiet, wall clock');
-    target(`watch cycle, nothing changed, ${label}, wall clock`, 'at most 0.5 s', `${fmt(quiet.seconds)} s, ${quiet.written} files (ages turned)`, quiet.seconds <= 0.5);
+    target(
+      `watch cycle, nothing changed, ${label}, wall clock`,
+      'at most 0.5 s',
+      `${fmt(quiet.seconds)} s, ${quiet.written} files (ages turned)`,
+      quiet.seconds <= 0.5,
+    );
     const one = find(users, 'tmpfs', 'watch cycle, 1% changed');
     target(`watch cycle, 1% changed, ${label}`, 'at most 0.8 s', `${fmt(one.seconds)} s, ${one.written} files`, one.seconds <= 0.8);
   }
@@ -350,13 +416,24 @@ const at = (users) => {
   const builds = rows.filter((r) => r.users === users && r.rssMb && !r.scenario.startsWith('watch'));
   const peak = builds.reduce((a, b) => (b.rssMb > a.rssMb ? b : a), builds[0]);
   const limit = users === 100_000 ? 150 : users === 1_000_000 ? 400 : undefined;
-  if (peak && limit) target(`peak RSS of build, ${label}`, `at most ${limit} MB`, `${fmt(peak.rssMb, 0)} MB (${peak.fs}, ${peak.scenario})`, peak.rssMb <= limit);
+  if (peak && limit)
+    target(
+      `peak RSS of build, ${label}`,
+      `at most ${limit} MB`,
+      `${fmt(peak.rssMb, 0)} MB (${peak.fs}, ${peak.scenario})`,
+      peak.rssMb <= limit,
+    );
 };
 for (const users of sizes) at(users);
 for (const t of goals) log(`target ${t.ok ? 'MET   ' : 'MISSED'} ${t.what}: ${t.goal}; measured ${t.figure}`);
 
 const cpuCell = (seconds) => (seconds === undefined ? '' : fmt(seconds));
-const table = rows.map((r) => `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds, r.seconds < 0.1 ? 3 : 2)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${cpuCell(r.userS)} | ${cpuCell(r.systemS)} | ${r.written ?? ''} | ${r.rendered ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`).join('\n');
+const table = rows
+  .map(
+    (r) =>
+      `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds, r.seconds < 0.1 ? 3 : 2)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${cpuCell(r.userS)} | ${cpuCell(r.systemS)} | ${r.written ?? ''} | ${r.rendered ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`,
+  )
+  .join('\n');
 // The load and soak figures (npm run load) live in their own marked section: keep it.
 const benchmarksFile = value('--report', join(repo, 'BENCHMARKS.md'));
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
@@ -364,7 +441,9 @@ const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)
 const publishSection = /<!-- publish:start -->[\s\S]*<!-- publish:end -->/.exec(previous)?.[0] ?? '';
 const workerSection = /<!-- worker:start -->[\s\S]*<!-- worker:end -->/.exec(previous)?.[0] ?? '';
 const experimentsSection = /<!-- experiments:start -->[\s\S]*<!-- experiments:end -->/.exec(previous)?.[0] ?? '';
-writeFileSync(benchmarksFile, `# Benchmarks
+writeFileSync(
+  benchmarksFile,
+  `# Benchmarks
 
 Written by \`npm run bench\` (scripts/bench.mjs) on ${new Date().toISOString().slice(0, 10)}.
 
@@ -401,11 +480,15 @@ three such cycles is shown. "rows rendered" counts the rows that were rendered.
 |---|---|---|---|---|---|---|---|---|---|
 ${table}
 
-${runs.length > 0 ? `The floor and the cold build are each the median of ${REPEATS} runs, interleaved (the cold build's
+${
+  runs.length > 0
+    ? `The floor and the cold build are each the median of ${REPEATS} runs, interleaved (the cold build's
 peak RSS is the highest of them). Runs:
 ${runs.map((r) => `- ${r}`).join('\n')}
 
-` : ''}Targets (issues 5 and 14: 2-core machine, tmpfs, checked against the figures above):
+`
+    : ''
+}Targets (issues 5 and 14: 2-core machine, tmpfs, checked against the figures above):
 
 | target | goal | measured | |
 |---|---|---|---|
@@ -413,12 +496,17 @@ ${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
-${experimentsSection ? `\n${experimentsSection}\n` : ''}${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`);
+${experimentsSection ? `\n${experimentsSection}\n` : ''}${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`,
+);
 log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);
 
 // Publishing to object storage, at the largest size up to 100k, against rclone (its own script).
 if (!flag('--no-publish')) {
   const users = Math.min(100_000, Math.max(...sizes));
-  const published = spawnSync(process.execPath, [join(repo, 'scripts/bench-publish.mjs'), '--users', String(users), '--store-dir', storeDir, '--report', benchmarksFile], { stdio: 'inherit' });
+  const published = spawnSync(
+    process.execPath,
+    [join(repo, 'scripts/bench-publish.mjs'), '--users', String(users), '--store-dir', storeDir, '--report', benchmarksFile],
+    { stdio: 'inherit' },
+  );
   if (published.status !== 0) process.exitCode = 1;
 }

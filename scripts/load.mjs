@@ -30,7 +30,8 @@ if (!existsSync(REPORT)) {
 }
 const r = JSON.parse(readFileSync(REPORT, 'utf8'));
 const mb = (kb) => (kb / 1024).toFixed(1);
-const row = (name, f) => `| ${name} | ${f.requests.toLocaleString('en-US')} | ${f.reqPerSec.toLocaleString('en-US')} | ${f.p50Ms} | ${f.p99Ms} | ${f.errors + f.timeouts} | ${f.unexpected} |`;
+const row = (name, f) =>
+  `| ${name} | ${f.requests.toLocaleString('en-US')} | ${f.reqPerSec.toLocaleString('en-US')} | ${f.p50Ms} | ${f.p99Ms} | ${f.errors + f.timeouts} | ${f.unexpected} |`;
 const lines = [
   '<!-- load:start -->',
   '## Load and soak of the origin server',
@@ -44,13 +45,22 @@ const lines = [
 if (r.load) {
   lines.push(row('`serve` (router), canonical profile paths + creators', r.load.routerCanonical));
   lines.push(row('plain serve-handler, the same paths', r.load.plainCanonical));
-  lines.push(row(`\`serve\`, the whole request table (${r.rows.table} rows: hits, misses, mixed case, query form, alias, 400/404/405, OPTIONS)`, r.load.routerTable));
+  lines.push(
+    row(
+      `\`serve\`, the whole request table (${r.rows.table} rows: hits, misses, mixed case, query form, alias, 400/404/405, OPTIONS)`,
+      r.load.routerTable,
+    ),
+  );
   const ratio = r.load.routerCanonical.reqPerSec / r.load.plainCanonical.reqPerSec;
-  lines.push('', `Router throughput on the same paths: ${(ratio * 100).toFixed(0)} % of plain serve-handler; p99 ${r.load.routerCanonical.p99Ms} ms against ${r.load.plainCanonical.p99Ms} ms.`);
+  lines.push(
+    '',
+    `Router throughput on the same paths: ${(ratio * 100).toFixed(0)} % of plain serve-handler; p99 ${r.load.routerCanonical.p99Ms} ms against ${r.load.plainCanonical.p99Ms} ms.`,
+  );
 }
 if (r.soak) {
   const s = r.soak;
-  lines.push('',
+  lines.push(
+    '',
     `Soak: ${r.soakSeconds} s at ${r.connections} connections against \`serve\` while \`watch --interval 0.3\` regenerated the tree ${s.cycles} times from a store a writer kept changing ` +
       `(${s.requests.toLocaleString('en-US')} requests, ${s.reqPerSec} req/s, p99 ${s.p99Ms} ms, ${s.errors + s.timeouts} socket errors or timeouts, ${s.unexpected} wrong or partial answers).`,
     '',
@@ -62,10 +72,14 @@ if (r.soak) {
       return `| ${who} | ${mb(s.heapStart[key] / 1024)} | ${mb(s.heapEnd[key] / 1024)} | ${mb(p.start.rssKb)} | ${mb(p.middleThirdPeakRssKb)} | ${mb(p.lastThirdPeakRssKb)} | ${mb(p.end.rssKb)} | ${p.start.fds} | ${p.peakFds} | ${p.end.fds} |`;
     }),
     '',
-    'Live heap: `process.memoryUsage().heapUsed` after a full collection (the processes run with `--expose-gc` and a probe that collects on SIGUSR2), idle before and after the soak; the test allows +20 % +4 MB. RSS grows to a plateau in the first 20-30 s under 100 connections (V8 sizing its heap, socket buffers); the test asserts that the last third\'s peak stays within the middle third\'s (+10 %, +8 MB), and that the idle descriptor count comes back.',
+    "Live heap: `process.memoryUsage().heapUsed` after a full collection (the processes run with `--expose-gc` and a probe that collects on SIGUSR2), idle before and after the soak; the test allows +20 % +4 MB. RSS grows to a plateau in the first 20-30 s under 100 connections (V8 sizing its heap, socket buffers); the test asserts that the last third's peak stays within the middle third's (+10 %, +8 MB), and that the idle descriptor count comes back.",
   );
 }
-lines.push('', `Reproduce: \`npm run load\` (LOAD_SECONDS, SOAK_SECONDS to change the durations). Result of the run: ${run.status === 0 ? 'every assertion passed' : 'FAILED (see the test output)'}.`, '<!-- load:end -->');
+lines.push(
+  '',
+  `Reproduce: \`npm run load\` (LOAD_SECONDS, SOAK_SECONDS to change the durations). Result of the run: ${run.status === 0 ? 'every assertion passed' : 'FAILED (see the test output)'}.`,
+  '<!-- load:end -->',
+);
 const section = lines.join('\n');
 writeSection(BENCHMARKS, 'load', section);
 console.log(`load: figures written to ${BENCHMARKS}`);

@@ -128,7 +128,10 @@ function resolveInputs(options: BuildOptions): BuildInputs {
   const { session } = options;
   const store = session ? session.open() : ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   return {
-    store, session, baseUrl, started,
+    store,
+    session,
+    baseUrl,
+    started,
     outDir: resolveOutDir(options.out),
     renderedBy: `${toolIdentity()}\t${baseUrl}`,
     snapshotMs: options.snapshotMs,
@@ -171,8 +174,11 @@ function commit(staged: StagedPass, plan: PassPlan): WriteCounts {
 function folderNotices(profiles: number, noticeAt: number): string[] {
   if (profiles <= noticeAt) return [];
   const limit = NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US');
-  return PROFILE_DIRS.map((dir) => `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than `
-    + `${limit} files in one folder (see "The 54,000-files-per-folder limit" in docs/hosting.md: past it, self-host with serve)`);
+  return PROFILE_DIRS.map(
+    (dir) =>
+      `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ` +
+      `${limit} files in one folder (see "The 54,000-files-per-folder limit" in docs/hosting.md: past it, self-host with serve)`,
+  );
 }
 
 /** Advice about the whole tree; in a session, why its copy of the snapshot could not be kept. */
@@ -187,7 +193,11 @@ function unchangedReport(last: LastPass, options: BuildOptions, inputs: BuildInp
   return {
     out: inputs.outDir,
     snapshotTime: new Date(options.snapshotMs).toISOString(),
-    profiles: last.profiles, creators: last.creators, skipped: last.skipped, rendered: 0, rowsRead: 0,
+    profiles: last.profiles,
+    creators: last.creators,
+    skipped: last.skipped,
+    rendered: 0,
+    rowsRead: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
     warnings: last.warnings,
     notices: notices(last.profiles, options, inputs),
@@ -201,7 +211,13 @@ function passReport(staged: StagedPass, files: WriteCounts, options: BuildOption
   return {
     out: inputs.outDir,
     snapshotTime: new Date(options.snapshotMs).toISOString(),
-    profiles, creators, skipped, rendered, rowsRead, files, warnings,
+    profiles,
+    creators,
+    skipped,
+    rendered,
+    rowsRead,
+    files,
+    warnings,
     notices: notices(profiles, options, inputs),
     seconds: (performance.now() - inputs.started) / 1000,
     storeUnchanged: false,

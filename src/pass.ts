@@ -80,7 +80,10 @@ class Pass {
   /** Carried-over profiles were not read: the selection says when the first of their ages turns over. */
   private stableUntilMs: number;
 
-  constructor(private readonly inputs: PassInputs, private readonly selection: Selection | undefined) {
+  constructor(
+    private readonly inputs: PassInputs,
+    private readonly selection: Selection | undefined,
+  ) {
     this.output = OutputTransaction.begin(inputs.outDir, inputs.renderedBy);
     this.creators = new CreatorsList(this.output, CREATORS_FILE);
     this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
@@ -131,7 +134,10 @@ class Pass {
     // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
     if (this.output.hasProfile(name)) {
       checkDuplicateHolder(this.output, this.inputs.store, this.selection, name, row.user[Col.id]);
-      this.warnings.push({ id: row.user[Col.id], reason: 'username equals another user\'s ignoring letter case, and that user has a lower id; not published' });
+      this.warnings.push({
+        id: row.user[Col.id],
+        reason: "username equals another user's ignoring letter case, and that user has a lower id; not published",
+      });
       this.skipped++;
       return;
     }
@@ -165,6 +171,16 @@ class Pass {
     const profiles = this.profiles + this.keeper.kept;
     const stableUntilMs = Math.min(this.stableUntilMs, this.keeper.stableUntilMs);
     const selective = this.selection !== undefined;
-    return { output, profiles, creators: this.creators.size, skipped: this.skipped, rendered, rowsRead, warnings, stableUntilMs, selective };
+    return {
+      output,
+      profiles,
+      creators: this.creators.size,
+      skipped: this.skipped,
+      rendered,
+      rowsRead,
+      warnings,
+      stableUntilMs,
+      selective,
+    };
   }
 }

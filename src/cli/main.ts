@@ -11,7 +11,6 @@ import { TOOL_VERSION } from '../core/version.js';
 
 export type { Io } from './io.js';
 
-
 type CommandFactory = (io: Io, state: CliState) => Command;
 
 /**
@@ -49,7 +48,12 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
     for (const name of wanted) {
       const command = (await COMMANDS[name]!())(io, state);
-      program.addCommand(command.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) }).showHelpAfterError('(run with --help for usage)'));
+      program.addCommand(
+        command
+          .exitOverride()
+          .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+          .showHelpAfterError('(run with --help for usage)'),
+      );
     }
     await program.parseAsync(argv as string[], { from: 'user' });
     return ExitCode.ok;
@@ -69,10 +73,14 @@ function exitCodeFor(error: unknown, io: Io, state: CliState): number {
     io.stderr.write(`profile-snapshot: ${messageWithCause(error)}${error.hint ? `. Fix: ${error.hint}.` : ''}\n`);
     if (state.json) {
       const warnings = error instanceof StrictWarningsError ? error.warnings : undefined;
-      io.stdout.write(`${JSON.stringify({ error: { kind: error.kind, exitCode: error.exitCode, message: error.message, hint: error.hint ?? null }, warnings }, null, 2)}\n`);
+      io.stdout.write(
+        `${JSON.stringify({ error: { kind: error.kind, exitCode: error.exitCode, message: error.message, hint: error.hint ?? null }, warnings }, null, 2)}\n`,
+      );
     }
     return error.exitCode;
   }
-  io.stderr.write(`profile-snapshot: internal error, please report it: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  io.stderr.write(
+    `profile-snapshot: internal error, please report it: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   return ExitCode.bug;
 }

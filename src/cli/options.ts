@@ -35,11 +35,24 @@ export function addBuildOptions(command: Command): Command {
   return command
     .addOption(new Option('--db <file>', `profile store (SQLite), opened read-only [env: PROFILE_DB] (default: "${DEFAULTS.db}")`))
     .addOption(outOption('output folder, the site the CDN publishes'))
-    .addOption(new Option('--base-url <url>', `absolute http(s) URL the API is served from, used in avatarUrl, pageUrl and decoration URLs [env: BASE_URL, then Netlify's URL] (default: "${DEFAULTS.baseUrl}")`))
+    .addOption(
+      new Option(
+        '--base-url <url>',
+        `absolute http(s) URL the API is served from, used in avatarUrl, pageUrl and decoration URLs [env: BASE_URL, then Netlify's URL] (default: "${DEFAULTS.baseUrl}")`,
+      ),
+    )
     .option('--strict', 'treat any data warning as an error: exit 4 and write nothing', false)
     .option('--json', 'print the report (counts, every warning) as JSON on stdout', false)
-    .option('--full', 'read every row even when the store is unchanged since the last build (by default such a build reads and writes nothing)', false)
-    .addOption(new Option('--busy-timeout <ms>', 'how long to wait for a store locked by a writer before giving up (exit 3)').default(String(DEFAULTS.busyTimeoutMs)));
+    .option(
+      '--full',
+      'read every row even when the store is unchanged since the last build (by default such a build reads and writes nothing)',
+      false,
+    )
+    .addOption(
+      new Option('--busy-timeout <ms>', 'how long to wait for a store locked by a writer before giving up (exit 3)').default(
+        String(DEFAULTS.busyTimeoutMs),
+      ),
+    );
 }
 
 export const OUT_ENV_HELP = `
@@ -60,7 +73,14 @@ export function outDirOption(flags: { out?: string }, env: NodeJS.ProcessEnv): s
 /** Everything but the snapshot time, which each build takes afresh (see `snapshotTime`). */
 export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOptions, 'snapshotMs' | 'reproducible'> {
   const { env } = io;
-  const baseUrlSource = flags.baseUrl !== undefined ? '--base-url' : env.BASE_URL !== undefined ? 'BASE_URL' : env.URL !== undefined ? 'URL' : 'the default base URL';
+  const baseUrlSource =
+    flags.baseUrl !== undefined
+      ? '--base-url'
+      : env.BASE_URL !== undefined
+        ? 'BASE_URL'
+        : env.URL !== undefined
+          ? 'URL'
+          : 'the default base URL';
   const baseUrlInput = flags.baseUrl ?? env.BASE_URL ?? env.URL ?? DEFAULTS.baseUrl;
   // Validate SOURCE_DATE_EPOCH now so a bad value is a usage error before any work.
   snapshotTime(env.SOURCE_DATE_EPOCH);

@@ -23,8 +23,18 @@ export interface RemoteFlags {
 
 export function addRemoteOptions(command: Command): Command {
   return command
-    .addOption(new Option('--endpoint <url>', 'S3-compatible endpoint (MinIO, R2, GCS...) [env: AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL] (default: AWS S3)'))
-    .addOption(new Option('--region <name>', 'the bucket\'s region [env: AWS_REGION, AWS_DEFAULT_REGION, or the AWS profile\'s] (default with --endpoint: us-east-1)'))
+    .addOption(
+      new Option(
+        '--endpoint <url>',
+        'S3-compatible endpoint (MinIO, R2, GCS...) [env: AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL] (default: AWS S3)',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--region <name>',
+        "the bucket's region [env: AWS_REGION, AWS_DEFAULT_REGION, or the AWS profile's] (default with --endpoint: us-east-1)",
+      ),
+    )
     .option('--path-style', 'path-style requests (endpoint/bucket/key), as MinIO-like servers want', false)
     .addOption(new Option('--concurrency <n>', 'requests in flight at once').default(String(DEFAULT_CONCURRENCY)))
     .addOption(new Option('--max-deletes <n>', 'objects a publish may delete (default: 10% of the live profile objects, at least 100)'))
@@ -44,7 +54,10 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const endpoint = flags.endpoint ?? nonEmpty(io.env.AWS_ENDPOINT_URL_S3) ?? nonEmpty(io.env.AWS_ENDPOINT_URL);
   if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
-    throw usageError(`the endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`, 'pass e.g. --endpoint https://<account>.r2.cloudflarestorage.com');
+    throw usageError(
+      `the endpoint must be an http(s) URL, got ${JSON.stringify(endpoint)}`,
+      'pass e.g. --endpoint https://<account>.r2.cloudflarestorage.com',
+    );
   }
   const concurrency = wholeNumber(flags.concurrency ?? String(DEFAULT_CONCURRENCY), '--concurrency');
   if (concurrency < 1 || concurrency > 1024) throw usageError('--concurrency must be between 1 and 1024');
@@ -61,7 +74,10 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
 
 /** The deletion guard's flags. */
 export function resolveGuard(flags: RemoteFlags): { maxDeletes: number | undefined; force: boolean } {
-  return { maxDeletes: flags.maxDeletes === undefined ? undefined : wholeNumber(flags.maxDeletes, '--max-deletes'), force: Boolean(flags.force) };
+  return {
+    maxDeletes: flags.maxDeletes === undefined ? undefined : wholeNumber(flags.maxDeletes, '--max-deletes'),
+    force: Boolean(flags.force),
+  };
 }
 
 const nonEmpty = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);

@@ -5,9 +5,11 @@ import type { RowWarning } from '../render/user.js';
 
 /** e.g. "profile-snapshot: 25 profiles (19 creators), 3 skipped; files 52 written, 0 unchanged, 0 removed; 4 warnings; 0.12 s" */
 export function formatSummary(report: BuildReport): string {
-  return `profile-snapshot: ${plural(report.profiles, 'profile')} published (${plural(report.creators, 'creator')}), `
-    + `${count(report.skipped)} skipped; ${filesLine(report.files)}; ${plural(report.warnings.length, 'warning')}; `
-    + `${report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : ''}${report.seconds.toFixed(2)} s`;
+  return (
+    `profile-snapshot: ${plural(report.profiles, 'profile')} published (${plural(report.creators, 'creator')}), ` +
+    `${count(report.skipped)} skipped; ${filesLine(report.files)}; ${plural(report.warnings.length, 'warning')}; ` +
+    `${report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : ''}${report.seconds.toFixed(2)} s`
+  );
 }
 
 const SHOWN_WARNINGS = 20;

@@ -13,10 +13,17 @@ export function normalizeBaseUrl(input: string, source: string): string {
   try {
     url = new URL(input);
   } catch (cause) {
-    throw usageError(`${source} is not an absolute URL: ${JSON.stringify(input)}`, 'give an absolute http(s) URL such as https://profiles.example.com', cause);
+    throw usageError(
+      `${source} is not an absolute URL: ${JSON.stringify(input)}`,
+      'give an absolute http(s) URL such as https://profiles.example.com',
+      cause,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw usageError(`${source} must use http or https, not ${url.protocol.slice(0, -1)}: ${JSON.stringify(input)}`, 'give an absolute http(s) URL such as https://profiles.example.com');
+    throw usageError(
+      `${source} must use http or https, not ${url.protocol.slice(0, -1)}: ${JSON.stringify(input)}`,
+      'give an absolute http(s) URL such as https://profiles.example.com',
+    );
   }
   if (url.search !== '' || input.includes('?') || url.hash !== '' || input.includes('#')) {
     throw usageError(`${source} must not have a query or fragment: ${JSON.stringify(input)}`, 'drop everything from "?" or "#" on');
@@ -34,8 +41,10 @@ export function normalizeBaseUrl(input: string, source: string): string {
 export function snapshotTime(sourceDateEpoch: string | undefined, now: () => number = Date.now): { ms: number; reproducible: boolean } {
   if (sourceDateEpoch === undefined || sourceDateEpoch === '') return { ms: now(), reproducible: false };
   if (!/^\d{1,12}$/.test(sourceDateEpoch)) {
-    throw usageError(`SOURCE_DATE_EPOCH must be whole seconds since the Unix epoch, not ${JSON.stringify(sourceDateEpoch)}`, 'unset it, or set it to e.g. $(git log -1 --format=%ct)');
+    throw usageError(
+      `SOURCE_DATE_EPOCH must be whole seconds since the Unix epoch, not ${JSON.stringify(sourceDateEpoch)}`,
+      'unset it, or set it to e.g. $(git log -1 --format=%ct)',
+    );
   }
   return { ms: Number(sourceDateEpoch) * 1000, reproducible: true };
 }
-

@@ -39,22 +39,18 @@ export class StrictWarningsError extends SnapshotError {
   readonly warnings: readonly { id: number; reason: string }[];
 
   constructor(warnings: readonly { id: number; reason: string }[]) {
-    super('strictWarnings',
-      `${warnings.length} data warning${warnings.length === 1 ? '' : 's'} under --strict; nothing was written`,
-      { hint: 'fix the rows the warnings name in the store, or build without --strict' });
+    super('strictWarnings', `${warnings.length} data warning${warnings.length === 1 ? '' : 's'} under --strict; nothing was written`, {
+      hint: 'fix the rows the warnings name in the store, or build without --strict',
+    });
     this.warnings = warnings;
   }
 }
 
-export const usageError = (message: string, hint?: string, cause?: unknown) =>
-  new SnapshotError('usage', message, { hint, cause });
-export const storeError = (message: string, hint?: string, cause?: unknown) =>
-  new SnapshotError('store', message, { hint, cause });
-export const outputError = (message: string, hint?: string, cause?: unknown) =>
-  new SnapshotError('output', message, { hint, cause });
+export const usageError = (message: string, hint?: string, cause?: unknown) => new SnapshotError('usage', message, { hint, cause });
+export const storeError = (message: string, hint?: string, cause?: unknown) => new SnapshotError('store', message, { hint, cause });
+export const outputError = (message: string, hint?: string, cause?: unknown) => new SnapshotError('output', message, { hint, cause });
 /** The object store cannot be used (unreachable, no bucket, access denied, retries exhausted): exit 6. */
-export const remoteError = (message: string, hint?: string, cause?: unknown) =>
-  new SnapshotError('remote', message, { hint, cause });
+export const remoteError = (message: string, hint?: string, cause?: unknown) => new SnapshotError('remote', message, { hint, cause });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

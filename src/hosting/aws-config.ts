@@ -16,7 +16,16 @@
  *     the distribution may not list the bucket (404 when it may), and both become USER_NOT_FOUND.
  *     Only profiles and the table's documents ever reach the bucket, so nothing else is affected.
  */
-import { CANONICAL_USERNAME, ERROR_BODIES, ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type RouteTable } from './routes.js';
+import {
+  CANONICAL_USERNAME,
+  ERROR_BODIES,
+  ALLOW_HEADER,
+  OUTSIDE_BODY,
+  OUTSIDE_HEADERS,
+  PREFLIGHT_HEADERS,
+  ROUTES,
+  type RouteTable,
+} from './routes.js';
 import { STATUS_TEXT } from './cloudfront-function.js';
 import { generatedBanner, syncGeneratedFiles } from './generated.js';
 import { constant, hostCode } from './routing-source.js';
@@ -71,7 +80,12 @@ export function renderHeadersPolicy(table: RouteTable = ROUTES): object {
 /** Both codes S3 may answer for a key it does not have: 403 without s3:ListBucket, 404 with it. */
 export function customErrorResponses(table: RouteTable = ROUTES): object[] {
   const notFound = table.errors.USER_NOT_FOUND;
-  return [403, 404].map((code) => ({ ErrorCode: code, ResponseCode: notFound.status, ResponsePagePath: `/${notFound.file}`, ErrorCachingMinTTL: 30 }));
+  return [403, 404].map((code) => ({
+    ErrorCode: code,
+    ResponseCode: notFound.status,
+    ResponsePagePath: `/${notFound.file}`,
+    ErrorCachingMinTTL: 30,
+  }));
 }
 
 /** CloudFormation lists have no Quantity. */
@@ -81,16 +95,33 @@ function withoutQuantity(policy: object): object {
 
 export function renderTemplate(table: RouteTable = ROUTES): object {
   const { Name: _name, ...policy } = withoutQuantity(renderHeadersPolicy(table)) as { Name: string };
-  const prefixed = (rest: string) => ({ 'Fn::If': ['HasPrefix', { 'Fn::Sub': `arn:aws:s3:::\${Bucket}/\${Prefix}/${rest}` }, { 'Fn::Sub': `arn:aws:s3:::\${Bucket}/${rest}` }] });
-  const fromDistribution = { StringEquals: { 'AWS:SourceArn': { 'Fn::Sub': 'arn:aws:cloudfront::${AWS::AccountId}:distribution/${Distribution}' } } };
+  const prefixed = (rest: string) => ({
+    'Fn::If': ['HasPrefix', { 'Fn::Sub': `arn:aws:s3:::\${Bucket}/\${Prefix}/${rest}` }, { 'Fn::Sub': `arn:aws:s3:::\${Bucket}/${rest}` }],
+  });
+  const fromDistribution = {
+    StringEquals: { 'AWS:SourceArn': { 'Fn::Sub': 'arn:aws:cloudfront::${AWS::AccountId}:distribution/${Distribution}' } },
+  };
   return {
     AWSTemplateFormatVersion: '2010-09-09',
     Description: `The public profile API: a private S3 bucket that profile-snapshot publish fills, behind CloudFront with the route table's function and headers. ${GENERATED.join(' ')}`,
     Parameters: {
       BucketName: { Type: 'String', Description: 'The bucket to create; publish --to s3://<BucketName>/<Prefix>' },
-      Prefix: { Type: 'String', Default: '', AllowedPattern: '^([^/].*[^/]|[^/]?)$', Description: 'The key prefix given to publish --to (no leading or trailing slash; empty for none)' },
-      Aliases: { Type: 'CommaDelimitedList', Default: '', Description: 'Host names of the API (e.g. profiles.example.com); empty for the cloudfront.net name only' },
-      CertificateArn: { Type: 'String', Default: '', Description: 'An ACM certificate in us-east-1 for the aliases; empty with no aliases' },
+      Prefix: {
+        Type: 'String',
+        Default: '',
+        AllowedPattern: '^([^/].*[^/]|[^/]?)$',
+        Description: 'The key prefix given to publish --to (no leading or trailing slash; empty for none)',
+      },
+      Aliases: {
+        Type: 'CommaDelimitedList',
+        Default: '',
+        Description: 'Host names of the API (e.g. profiles.example.com); empty for the cloudfront.net name only',
+      },
+      CertificateArn: {
+        Type: 'String',
+        Default: '',
+        Description: 'An ACM certificate in us-east-1 for the aliases; empty with no aliases',
+      },
     },
     Conditions: {
       HasPrefix: { 'Fn::Not': [{ 'Fn::Equals': [{ Ref: 'Prefix' }, ''] }] },
@@ -101,7 +132,12 @@ export function renderTemplate(table: RouteTable = ROUTES): object {
         Type: 'AWS::S3::Bucket',
         Properties: {
           BucketName: { Ref: 'BucketName' },
-          PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+          PublicAccessBlockConfiguration: {
+            BlockPublicAcls: true,
+            BlockPublicPolicy: true,
+            IgnorePublicAcls: true,
+            RestrictPublicBuckets: true,
+          },
           OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
         },
       },
@@ -113,15 +149,35 @@ export function renderTemplate(table: RouteTable = ROUTES): object {
             Version: '2012-10-17',
             Statement: [
               // Objects only, no s3:ListBucket: a missing key is a 403, which the distribution turns into USER_NOT_FOUND.
-              { Sid: 'CloudFrontReadsTheSnapshot', Effect: 'Allow', Principal: { Service: 'cloudfront.amazonaws.com' }, Action: 's3:GetObject', Resource: prefixed('*'), Condition: fromDistribution },
-              { Sid: 'NeverTheToolsOwnRecords', Effect: 'Deny', Principal: { Service: 'cloudfront.amazonaws.com' }, Action: 's3:GetObject', Resource: prefixed(`${STATE_DIR}/*`) },
+              {
+                Sid: 'CloudFrontReadsTheSnapshot',
+                Effect: 'Allow',
+                Principal: { Service: 'cloudfront.amazonaws.com' },
+                Action: 's3:GetObject',
+                Resource: prefixed('*'),
+                Condition: fromDistribution,
+              },
+              {
+                Sid: 'NeverTheToolsOwnRecords',
+                Effect: 'Deny',
+                Principal: { Service: 'cloudfront.amazonaws.com' },
+                Action: 's3:GetObject',
+                Resource: prefixed(`${STATE_DIR}/*`),
+              },
             ],
           },
         },
       },
       OriginAccessControl: {
         Type: 'AWS::CloudFront::OriginAccessControl',
-        Properties: { OriginAccessControlConfig: { Name: { 'Fn::Sub': '${AWS::StackName}-profiles' }, OriginAccessControlOriginType: 's3', SigningBehavior: 'always', SigningProtocol: 'sigv4' } },
+        Properties: {
+          OriginAccessControlConfig: {
+            Name: { 'Fn::Sub': '${AWS::StackName}-profiles' },
+            OriginAccessControlOriginType: 's3',
+            SigningBehavior: 'always',
+            SigningProtocol: 'sigv4',
+          },
+        },
       },
       ViewerRequestFunction: {
         Type: 'AWS::CloudFront::Function',
@@ -142,9 +198,15 @@ export function renderTemplate(table: RouteTable = ROUTES): object {
       },
     },
     Outputs: {
-      DomainName: { Value: { 'Fn::GetAtt': ['Distribution', 'DomainName'] }, Description: 'Point the API host names here (CNAME or alias record)' },
+      DomainName: {
+        Value: { 'Fn::GetAtt': ['Distribution', 'DomainName'] },
+        Description: 'Point the API host names here (CNAME or alias record)',
+      },
       DistributionId: { Value: { Ref: 'Distribution' } },
-      PublishTo: { Value: { 'Fn::If': ['HasPrefix', { 'Fn::Sub': 's3://${Bucket}/${Prefix}' }, { 'Fn::Sub': 's3://${Bucket}' }] }, Description: 'profile-snapshot publish --to' },
+      PublishTo: {
+        Value: { 'Fn::If': ['HasPrefix', { 'Fn::Sub': 's3://${Bucket}/${Prefix}' }, { 'Fn::Sub': 's3://${Bucket}' }] },
+        Description: 'profile-snapshot publish --to',
+      },
     },
   };
 }
@@ -155,14 +217,22 @@ function distributionConfig(table: RouteTable): object {
     Comment: 'The public profile API',
     HttpVersion: 'http2and3',
     Aliases: { 'Fn::If': ['HasCertificate', { Ref: 'Aliases' }, { Ref: 'AWS::NoValue' }] },
-    ViewerCertificate: { 'Fn::If': ['HasCertificate', { AcmCertificateArn: { Ref: 'CertificateArn' }, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' }, { CloudFrontDefaultCertificate: true }] },
-    Origins: [{
-      Id: 'snapshot',
-      DomainName: { 'Fn::GetAtt': ['Bucket', 'RegionalDomainName'] },
-      OriginPath: { 'Fn::If': ['HasPrefix', { 'Fn::Sub': '/${Prefix}' }, ''] },
-      S3OriginConfig: { OriginAccessIdentity: '' },
-      OriginAccessControlId: { 'Fn::GetAtt': ['OriginAccessControl', 'Id'] },
-    }],
+    ViewerCertificate: {
+      'Fn::If': [
+        'HasCertificate',
+        { AcmCertificateArn: { Ref: 'CertificateArn' }, SslSupportMethod: 'sni-only', MinimumProtocolVersion: 'TLSv1.2_2021' },
+        { CloudFrontDefaultCertificate: true },
+      ],
+    },
+    Origins: [
+      {
+        Id: 'snapshot',
+        DomainName: { 'Fn::GetAtt': ['Bucket', 'RegionalDomainName'] },
+        OriginPath: { 'Fn::If': ['HasPrefix', { 'Fn::Sub': '/${Prefix}' }, ''] },
+        S3OriginConfig: { OriginAccessIdentity: '' },
+        OriginAccessControlId: { 'Fn::GetAtt': ['OriginAccessControl', 'Id'] },
+      },
+    ],
     // Every path of the distribution runs the function: it is the only way to the bucket.
     DefaultCacheBehavior: {
       TargetOriginId: 'snapshot',

@@ -31,7 +31,13 @@ export interface CloudflareOptions {
   prefix: string;
 }
 
-export const CLOUDFLARE_DEFAULTS: CloudflareOptions = { name: 'profile-api', host: 'profiles.example.com', zone: 'example.com', bucket: 'profiles', prefix: '' };
+export const CLOUDFLARE_DEFAULTS: CloudflareOptions = {
+  name: 'profile-api',
+  host: 'profiles.example.com',
+  zone: 'example.com',
+  bucket: 'profiles',
+  prefix: '',
+};
 
 const GENERATED = generatedBanner('cloudflare config');
 
@@ -42,7 +48,7 @@ export function renderWorkerModule(table: RouteTable = ROUTES): string {
     '// The public profile API from an R2 bucket filled by `profile-snapshot publish` (see docs/hosting.md).',
     '// Bindings (wrangler.toml): PROFILES, the R2 bucket; PREFIX, the key prefix (no leading slash, empty',
     '// for none); CACHE = "off" to read R2 on every request; OUTSIDE = "origin" to pass paths that are not',
-    '// the API\'s to the zone\'s origin instead of answering a plain 404.',
+    "// the API's to the zone's origin instead of answering a plain 404.",
     '',
     ...routingSource({ exported: false, answers: true }, table),
     hostCode('worker-handler.js', 'worker'),
@@ -74,7 +80,7 @@ export function renderWranglerToml(options: CloudflareOptions = CLOUDFLARE_DEFAU
     '# Only through the routes below: no workers.dev address that would bypass them.',
     'workers_dev = false',
     '',
-    '# The API\'s paths and nothing else: other services of the platform own the rest of the host.',
+    "# The API's paths and nothing else: other services of the platform own the rest of the host.",
     'routes = [',
     ...workerRoutes(options.host, table).map((pattern) => `  { pattern = ${str(pattern)}, zone_name = ${str(options.zone)} },`),
     ']',
@@ -106,6 +112,12 @@ export function renderCloudflareFiles(options: CloudflareOptions = CLOUDFLARE_DE
 /** Writes the rendered files under `root` (or, with `check`, only compares); returns those that differed. */
 export function syncCloudflareFiles(root: string, options: { check: boolean } & Partial<CloudflareOptions>): string[] {
   const d = CLOUDFLARE_DEFAULTS;
-  const chosen = { name: options.name ?? d.name, host: options.host ?? d.host, zone: options.zone ?? d.zone, bucket: options.bucket ?? d.bucket, prefix: options.prefix ?? d.prefix };
+  const chosen = {
+    name: options.name ?? d.name,
+    host: options.host ?? d.host,
+    zone: options.zone ?? d.zone,
+    bucket: options.bucket ?? d.bucket,
+    prefix: options.prefix ?? d.prefix,
+  };
   return syncGeneratedFiles(root, renderCloudflareFiles(chosen), options);
 }

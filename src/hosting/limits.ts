@@ -23,8 +23,15 @@ export const NETLIFY_WARN_FILES_PER_DIR = 48_600;
  */
 export const BUILD_NOTICE_PROFILES_PER_DIR = 50_000;
 
-export interface FolderCount { dir: string; entries: number }
-export interface LimitReport { over: FolderCount[]; near: FolderCount[]; largest: FolderCount | undefined }
+export interface FolderCount {
+  dir: string;
+  entries: number;
+}
+export interface LimitReport {
+  over: FolderCount[];
+  near: FolderCount[];
+  largest: FolderCount | undefined;
+}
 
 /**
  * Counts the entries of every folder of the publish dir (dot folders are skipped: Netlify does not
@@ -37,7 +44,11 @@ export function checkNetlifyLimits(outDir: string): LimitReport {
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch (cause) {
-      throw outputError(`cannot read ${dir}: ${describeCause(cause)}`, 'build the snapshot first (profile-snapshot build --out <dir>)', cause);
+      throw outputError(
+        `cannot read ${dir}: ${describeCause(cause)}`,
+        'build the snapshot first (profile-snapshot build --out <dir>)',
+        cause,
+      );
     }
     const visible = entries.filter((e) => !e.name.startsWith('.'));
     counts.push({ dir: relative(outDir, dir) || '.', entries: visible.length });

@@ -49,10 +49,7 @@ const literal = (path: string) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  */
 function edgeFunctionPatterns(table: RouteTable = ROUTES): string[] {
   const aliases = table.profiles.map((p) => literal(p.path)).join('|');
-  return [
-    `^(${aliases})/${NOT_LOWER_CASE}$`,
-    `^${literal(table.query.path)}/?$`,
-  ];
+  return [`^(${aliases})/${NOT_LOWER_CASE}$`, `^${literal(table.query.path)}/?$`];
 }
 
 function rule(lines: string[], fields: { from: string; query?: string; to: string; status: number }): void {
@@ -75,7 +72,7 @@ export function renderNetlifyToml(table: RouteTable = ROUTES): string {
   lines.push(`  publish = ${str(PUBLISH_DIR)}`, '');
 
   lines.push('# Code for what rules cannot do: usernames that are not lower case (rules are case-sensitive and');
-  lines.push('# cannot lower-case), and the query-string form (a rewrite\'s target is not run through the rules again,');
+  lines.push("# cannot lower-case), and the query-string form (a rewrite's target is not run through the rules again,");
   lines.push('# so only code can answer its misses). Lower-case profile paths never run it: they stay static.');
   for (const pattern of edgeFunctionPatterns(table)) {
     lines.push('[[edge_functions]]');
@@ -109,13 +106,7 @@ export function renderNetlifyToml(table: RouteTable = ROUTES): string {
 
 /** The edge function's routing module (see ./routing-source.ts). */
 function renderEdgeRoutesModule(table: RouteTable = ROUTES): string {
-  return [
-    `// ${GENERATED.join('\n// ')}`,
-    '// @ts-nocheck',
-    '',
-    ...routingSource({ exported: true }, table),
-    '',
-  ].join('\n');
+  return [`// ${GENERATED.join('\n// ')}`, '// @ts-nocheck', '', ...routingSource({ exported: true }, table), ''].join('\n');
 }
 
 /** Every committed file the table renders, by path relative to the repository root. */

@@ -84,7 +84,10 @@ function checkSnapshot(out: string, given: string, table: RouteTable): void {
   for (const code of Object.keys(table.errors) as ErrorCode[]) {
     const file = resolvePath(out, table.errors[code].file);
     if (!existsSync(file) || !statSync(file).isFile()) {
-      throw outputError(`${given} holds no snapshot (${table.errors[code].file} is missing)`, `run profile-snapshot build --out ${given} first`);
+      throw outputError(
+        `${given} holds no snapshot (${table.errors[code].file} is missing)`,
+        `run profile-snapshot build --out ${given} first`,
+      );
     }
   }
 }
@@ -99,22 +102,27 @@ function serveConfig(out: string, table: RouteTable): ServeConfig {
     etag: true,
     symlinks: false,
     cleanUrls: false,
-    headers: [{
-      source: '**',
-      headers: [
-        ...Object.entries(table.headers).map(([key, value]) => ({ key, value })),
-        // Answers are whole JSON documents: no partial content (Range is ignored, see below).
-        { key: 'Accept-Ranges', value: 'none' },
-        // serve-handler's default for downloads; meaningless for an API.
-        { key: 'Content-Disposition', value: null as unknown as string },
-      ],
-    }],
+    headers: [
+      {
+        source: '**',
+        headers: [
+          ...Object.entries(table.headers).map(([key, value]) => ({ key, value })),
+          // Answers are whole JSON documents: no partial content (Range is ignored, see below).
+          { key: 'Accept-Ranges', value: 'none' },
+          // serve-handler's default for downloads; meaningless for an API.
+          { key: 'Content-Disposition', value: null as unknown as string },
+        ],
+      },
+    ],
   };
 }
 
 /** Answers one request as the route table says: the handler, the file sender and the error sender. */
 class Responder {
-  constructor(private readonly table: RouteTable, private readonly config: ServeConfig) {}
+  constructor(
+    private readonly table: RouteTable,
+    private readonly config: ServeConfig,
+  ) {}
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const files = pinnedFiles();
@@ -149,7 +157,14 @@ class Responder {
   }
 
   /** Hands serve-handler one file of the out dir, with the status the route decided. */
-  private async sendFile(req: IncomingMessage, res: ServerResponse, files: PinnedFiles, file: string, status: number, onMissing: () => Promise<void>): Promise<void> {
+  private async sendFile(
+    req: IncomingMessage,
+    res: ServerResponse,
+    files: PinnedFiles,
+    file: string,
+    status: number,
+    onMissing: () => Promise<void>,
+  ): Promise<void> {
     // Ranges would split a JSON document (and serve-handler would answer 206/416): always send it whole.
     delete req.headers.range;
     // A conditional request may only be answered 304 for a 200 resource, never in place of an error.
@@ -193,7 +208,9 @@ function logWhenClosed(req: IncomingMessage, res: ServerResponse, log: (line: st
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const length = res.getHeader('content-length') ?? '-';
     // The request target is quoted as JSON so that no request can forge a log line.
-    log(`${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`);
+    log(
+      `${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`,
+    );
   });
 }
 

@@ -105,7 +105,10 @@ function buildTable(): RouteTable {
     prefixes,
     profiles,
     query: { path: apiUsers.path, param: 'username', dir: apiUsers.dir },
-    files: [{ path: `/${CREATORS_FILE}`, file: CREATORS_FILE }, { path: `/${OPENAPI_FILE}`, file: OPENAPI_FILE }],
+    files: [
+      { path: `/${CREATORS_FILE}`, file: CREATORS_FILE },
+      { path: `/${OPENAPI_FILE}`, file: OPENAPI_FILE },
+    ],
     errors,
     headers: { ...CONTRACT_HEADERS },
   };

@@ -5,7 +5,17 @@
  * Dependency-free; loadable by Deno, workerd and Node.
  */
 import { readFileSync } from 'node:fs';
-import { ALLOW_HEADER, CANONICAL_USERNAME, EDGE_CACHE_CONTROL, ERROR_BODIES, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type RouteTable } from './routes.js';
+import {
+  ALLOW_HEADER,
+  CANONICAL_USERNAME,
+  EDGE_CACHE_CONTROL,
+  ERROR_BODIES,
+  OUTSIDE_BODY,
+  OUTSIDE_HEADERS,
+  PREFLIGHT_HEADERS,
+  ROUTES,
+  type RouteTable,
+} from './routes.js';
 
 /**
  * A region of one of this folder's plain JavaScript files, between `// ---- host code: <region> ----`
@@ -22,7 +32,11 @@ export function hostCode(file: string, region: string): string {
 }
 
 /** `const NAME = <JSON>;`, exported or not (`var` for ES 5.1 hosts). */
-export function constant(name: string, value: unknown, options: { exported: boolean; pretty?: boolean; keyword?: 'const' | 'var' }): string {
+export function constant(
+  name: string,
+  value: unknown,
+  options: { exported: boolean; pretty?: boolean; keyword?: 'const' | 'var' },
+): string {
   const json = options.pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value);
   return `${options.exported ? 'export ' : ''}${options.keyword ?? 'const'} ${name} = ${json};`;
 }
@@ -52,6 +66,7 @@ export function routingSource(options: RoutingOptions, table: RouteTable = ROUTE
   }
   lines.push(`const CANONICAL_USERNAME = ${CANONICAL_USERNAME.toString()};`, hostCode('routing.js', 'routing'));
   // The edge function fetches error documents from the site by path; the Worker reads them by key.
-  if (options.exported) lines.push('export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }', 'export { resolveRoute };');
+  if (options.exported)
+    lines.push('export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }', 'export { resolveRoute };');
   return lines;
 }

@@ -89,7 +89,9 @@ function resolveRoute(path, query, table) {
  * @param {string} isoTimestamp
  */
 function errorAnswerBody(code, isoTimestamp) {
-  return '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}';
+  return (
+    '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}'
+  );
 }
 // ---- end of host code ----
 

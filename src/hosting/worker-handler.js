@@ -105,7 +105,9 @@ async function readDocument(request, url, env, ctx, file) {
   if (!object || !object.body) return null;
   if (!cache) return { etag: object.httpEtag, body: object.body };
   const [answer, kept] = object.body.tee();
-  ctx.waitUntil(cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })));
+  ctx.waitUntil(
+    cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })),
+  );
   return { etag: object.httpEtag, body: answer };
 }
 // ---- end of host code ----

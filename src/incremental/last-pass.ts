@@ -51,11 +51,15 @@ export function currentPass(outDir: string, conditions: PassConditions, snapshot
   } catch {
     return undefined; // none, unreadable or torn: a full pass, which writes a new one
   }
-  const holds = record.format === 1
-    && record.tool === conditions.tool && record.store === conditions.store && record.baseUrl === conditions.baseUrl
-    && record.snapshotMs <= snapshotMs && (record.stableUntilMs === null || snapshotMs < record.stableUntilMs)
-    && record.manifest === manifestStamp(outDir)
-    && Array.isArray(record.warnings);
+  const holds =
+    record.format === 1 &&
+    record.tool === conditions.tool &&
+    record.store === conditions.store &&
+    record.baseUrl === conditions.baseUrl &&
+    record.snapshotMs <= snapshotMs &&
+    (record.stableUntilMs === null || snapshotMs < record.stableUntilMs) &&
+    record.manifest === manifestStamp(outDir) &&
+    Array.isArray(record.warnings);
   return holds ? record : undefined;
 }
 

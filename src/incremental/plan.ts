@@ -107,7 +107,13 @@ export class PassPlan {
     try {
       const copied = store.inSnapshot(() => store.shadow.capture() && store.stamp(storeSettleMs).value === this.stamp.value);
       if (!copied) return;
-      session.recordPublished(store, { outDir, renderedBy, snapshotMs: last.snapshotMs, storeStamp: this.stamp.value, warnings: last.warnings });
+      session.recordPublished(store, {
+        outDir,
+        renderedBy,
+        snapshotMs: last.snapshotMs,
+        storeStamp: this.stamp.value,
+        warnings: last.warnings,
+      });
       // The next pass would otherwise parse the manifest first: read it now, while nothing changed.
       preloadManifest(outDir);
     } catch {

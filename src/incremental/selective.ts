@@ -45,7 +45,13 @@ function releasedNames(output: OutputTransaction, store: ProfileStore, selection
  * When a carried-over (unread) user holds the name, that holds only if its id is lower: otherwise a
  * changed user now claims the name of an unchanged one with a higher id, and the pass falls short.
  */
-export function checkDuplicateHolder(output: OutputTransaction, store: ProfileStore, selection: Selection | undefined, name: string, id: number): void {
+export function checkDuplicateHolder(
+  output: OutputTransaction,
+  store: ProfileStore,
+  selection: Selection | undefined,
+  name: string,
+  id: number,
+): void {
   if (selection === undefined || output.carriedEntry(name) === undefined) return;
   const holders = store.shadow.holders(name).filter((holderId) => !selection.users.has(holderId));
   if (!(holders.length === 1 && holders[0]! < id)) throw new SelectionFallsShort();

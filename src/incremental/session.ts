@@ -50,7 +50,10 @@ export class StoreSession {
   private identity: string | undefined;
   private published: Published | undefined;
 
-  constructor(readonly file: string, private readonly options: OpenStoreOptions = {}) {}
+  constructor(
+    readonly file: string,
+    private readonly options: OpenStoreOptions = {},
+  ) {}
 
   /** The connection, reopened (and the copy dropped) when the path names another file now. */
   open(): ProfileStore {
@@ -78,7 +81,13 @@ export class StoreSession {
    * pass's read transaction. When the store's settled stamp (`storeStamp`, taken before this
    * transaction began) is the last pass's, nothing can have changed, and the store is not compared.
    */
-  selection(store: ProfileStore, outDir: string, renderedBy: string, snapshotMs: number, storeStamp: string | undefined): Selection | undefined {
+  selection(
+    store: ProfileStore,
+    outDir: string,
+    renderedBy: string,
+    snapshotMs: number,
+    storeStamp: string | undefined,
+  ): Selection | undefined {
     // Taken: until a pass records itself again, the next one reads every row (the copy's changes
     // roll back with a failed pass, but what it knows of them here would not).
     const last = this.published;
@@ -87,9 +96,10 @@ export class StoreSession {
     if (last === undefined || !holds) return undefined;
     let changes: StoreChanges | undefined;
     try {
-      changes = storeStamp !== undefined && storeStamp === last.storeStamp
-        ? store.shadow.agesTurning(last.snapshotMs, snapshotMs)
-        : store.shadow.changes(last.snapshotMs, snapshotMs);
+      changes =
+        storeStamp !== undefined && storeStamp === last.storeStamp
+          ? store.shadow.agesTurning(last.snapshotMs, snapshotMs)
+          : store.shadow.changes(last.snapshotMs, snapshotMs);
     } catch {
       // Whatever the comparison tripped on, a pass that reads every row is still right (and takes
       // the copy afresh).
@@ -109,8 +119,14 @@ export class StoreSession {
   /** Whether the last pass recorded is still the one in `outDir`, as this store's copy knows it. */
   holds(store: ProfileStore, outDir: string, renderedBy: string): boolean {
     const last = this.published;
-    return store === this.store && last !== undefined && last.outDir === outDir && last.renderedBy === renderedBy
-      && store.shadow.captured && manifestStamp(outDir) === last.manifest;
+    return (
+      store === this.store &&
+      last !== undefined &&
+      last.outDir === outDir &&
+      last.renderedBy === renderedBy &&
+      store.shadow.captured &&
+      manifestStamp(outDir) === last.manifest
+    );
   }
 
   /**

@@ -32,7 +32,8 @@ function encode(value: unknown): string {
       return `i${value};`;
     default:
       if (value === null) return 'z';
-      if (value instanceof Uint8Array) return `x${value.length}:${Buffer.from(value.buffer, value.byteOffset, value.length).toString('hex')}`;
+      if (value instanceof Uint8Array)
+        return `x${value.length}:${Buffer.from(value.buffer, value.byteOffset, value.length).toString('hex')}`;
       return `o${String(value)};`;
   }
 }

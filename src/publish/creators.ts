@@ -35,7 +35,11 @@ export class CreatorsList {
   /** The last build's list file and members, when members can be copied from it. */
   private readonly last: { file: string; members: ListOrder } | undefined;
 
-  constructor(private readonly tx: OutputTransaction, private readonly path: string, private readonly readWholeLimit = READ_WHOLE_LIMIT) {
+  constructor(
+    private readonly tx: OutputTransaction,
+    private readonly path: string,
+    private readonly readWholeLimit = READ_WHOLE_LIMIT,
+  ) {
     this.scratch = tx.scratchFile();
     this.last = tx.previousList(path);
   }
@@ -117,7 +121,8 @@ export class CreatorsList {
       const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
       // Kept members are found in the last list by walking it alongside: both are in name order.
       const old = this.last?.members;
-      let oldIndex = 0, oldOffset = headLength + 1;
+      let oldIndex = 0,
+        oldOffset = headLength + 1;
       const locate = (name: string): number => {
         while (old !== undefined && oldIndex < old.names.length && old.names[oldIndex]! < name) {
           oldOffset += old.lengths[oldIndex]! + 1;
@@ -139,7 +144,11 @@ export class CreatorsList {
           const start = locate(names[i]!);
           let end = start + lengths[i]!;
           let runEnd = position + 1;
-          while (runEnd < order.length && offsets[order[runEnd]!] === KEPT && old!.names[oldIndex + runEnd - position] === names[order[runEnd]!]) {
+          while (
+            runEnd < order.length &&
+            offsets[order[runEnd]!] === KEPT &&
+            old!.names[oldIndex + runEnd - position] === names[order[runEnd]!]
+          ) {
             end += 1 + lengths[order[runEnd]!]!;
             runEnd++;
           }
@@ -195,7 +204,10 @@ class PositionedReader {
   private readonly whole: Buffer | undefined;
   private buffer = Buffer.alloc(64 * 1024);
 
-  constructor(private readonly path: string, readWhole: boolean) {
+  constructor(
+    private readonly path: string,
+    readWhole: boolean,
+  ) {
     this.fd = openSync(path, 'r');
     this.whole = readWhole ? readFileSync(this.fd) : undefined;
   }

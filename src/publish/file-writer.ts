@@ -19,7 +19,11 @@ export class BufferedFileWriter {
    * `translate` turns a filesystem error into the caller's own (an output error, say); `flags` is
    * 'w' (a new file) or 'a' (appending to the file as it is).
    */
-  constructor(path: string, private readonly translate: (cause: unknown) => Error = (cause) => cause as Error, flags: 'w' | 'a' = 'w') {
+  constructor(
+    path: string,
+    private readonly translate: (cause: unknown) => Error = (cause) => cause as Error,
+    flags: 'w' | 'a' = 'w',
+  ) {
     this.path = path;
     try {
       this.fd = openSync(path, flags);

@@ -101,8 +101,11 @@ export function guard<T>(what: string, action: () => T): T {
 export function asOutputError(cause: unknown, what: string): SnapshotError {
   if (cause instanceof SnapshotError) return cause;
   const code = (cause as NodeJS.ErrnoException).code;
-  const hint = code === 'ENOSPC' ? 'free disk space, then rebuild'
-    : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'make the out dir writable, or choose another --out'
-    : 'check the out dir, then rebuild';
+  const hint =
+    code === 'ENOSPC'
+      ? 'free disk space, then rebuild'
+      : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+        ? 'make the out dir writable, or choose another --out'
+        : 'check the out dir, then rebuild';
   return outputError(`${what}: ${describeCause(cause)}`, hint, cause);
 }

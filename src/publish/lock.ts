@@ -142,8 +142,10 @@ export class OutDirLock {
       this.takeOver(current);
     }
     const current = readHolder(this.path);
-    throw outputError(`cannot take the lock ${this.path}${current ? ` (held by ${describeHolder(current)})` : ''}`,
-      'remove that file if no profile-snapshot process is using the out dir');
+    throw outputError(
+      `cannot take the lock ${this.path}${current ? ` (held by ${describeHolder(current)})` : ''}`,
+      'remove that file if no profile-snapshot process is using the out dir',
+    );
   }
 
   /** Creates `target` with our content, atomically; false if it already exists. */
@@ -161,7 +163,11 @@ export class OutDirLock {
         unlinkSync(temporary);
       }
     } catch (cause) {
-      throw outputError(`cannot create the lock ${target}: ${describeCause(cause)}`, 'make the out dir writable, or choose another --out', cause);
+      throw outputError(
+        `cannot create the lock ${target}: ${describeCause(cause)}`,
+        'make the out dir writable, or choose another --out',
+        cause,
+      );
     }
   }
 
@@ -241,9 +247,10 @@ export function describeHolder(holder: LockHolder): string {
 }
 
 function lockedError(outDir: string, holder: LockHolder) {
-  const hint = holder.command === 'watch'
-    ? `a watcher keeps this out dir fresh already; to rebuild now run "profile-snapshot regenerate --out ${outDir}", or stop pid ${holder.pid} first`
-    : `wait for pid ${holder.pid} to finish, or stop it; a lock of a dead process is taken over automatically`;
+  const hint =
+    holder.command === 'watch'
+      ? `a watcher keeps this out dir fresh already; to rebuild now run "profile-snapshot regenerate --out ${outDir}", or stop pid ${holder.pid} first`
+      : `wait for pid ${holder.pid} to finish, or stop it; a lock of a dead process is taken over automatically`;
   return outputError(`out dir ${outDir} is locked by ${describeHolder(holder)}`, hint);
 }
 
@@ -256,7 +263,8 @@ function readHolder(path: string): LockHolder | undefined {
   }
   try {
     const value = JSON.parse(text) as Partial<LockHolder>;
-    if (typeof value.pid !== 'number' || !Number.isInteger(value.pid) || value.pid <= 0 || typeof value.token !== 'string') return undefined;
+    if (typeof value.pid !== 'number' || !Number.isInteger(value.pid) || value.pid <= 0 || typeof value.token !== 'string')
+      return undefined;
     return {
       pid: value.pid,
       command: typeof value.command === 'string' ? value.command : 'unknown',

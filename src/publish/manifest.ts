@@ -113,13 +113,16 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK): Manifest 
   }
 }
 
-const unreadable = (path: string, cause: unknown) => outputError(`cannot read the tool's manifest ${path}`, 'check the out dir\'s permissions', cause);
+const unreadable = (path: string, cause: unknown) =>
+  outputError(`cannot read the tool's manifest ${path}`, "check the out dir's permissions", cause);
 
 function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
   const list: ListOrder = { names: [], lengths: [] };
-  let header = true, membersInOrder = false, membersEnded = false;
+  let header = true,
+    membersInOrder = false,
+    membersEnded = false;
   forEachLine(fd, path, chunkBytes, (text, bytes, start, end) => {
     if (header) {
       header = false;
@@ -131,9 +134,12 @@ function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
       return;
     }
     // Names and paths never hold a tab: the key ends at the second one, the value is the rest.
-    const a = text.indexOf('\t', start), b = a === -1 ? -1 : text.indexOf('\t', a + 1);
+    const a = text.indexOf('\t', start),
+      b = a === -1 ? -1 : text.indexOf('\t', a + 1);
     if (a === -1 || b === -1 || b >= end) return;
-    const kind = text.charCodeAt(start), key = own(text, bytes, a + 1, b), value = own(text, bytes, b + 1, end);
+    const kind = text.charCodeAt(start),
+      key = own(text, bytes, a + 1, b),
+      value = own(text, bytes, b + 1, end);
     if (a === start + 1 && kind === 117 /* u */) {
       manifest.profiles.set(key, value);
       const length = membersInOrder ? listLength(value) : undefined;
@@ -160,10 +166,14 @@ function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
  * one text, they kept the whole manifest text alive to the end of the build. Shorter slices are
  * copies anyway.
  */
-const own = (text: string, bytes: Buffer, from: number, to: number) => (to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to));
+const own = (text: string, bytes: Buffer, from: number, to: number) =>
+  to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to);
 
-const unrecognised = (path: string) => outputError(`unrecognised manifest ${path}`,
-  `it was not written by this version of profile-snapshot; delete the out dir's ${MANIFEST_FILE} and the files it listed, then rebuild`);
+const unrecognised = (path: string) =>
+  outputError(
+    `unrecognised manifest ${path}`,
+    `it was not written by this version of profile-snapshot; delete the out dir's ${MANIFEST_FILE} and the files it listed, then rebuild`,
+  );
 
 /**
  * Calls `line` for each line of the file (its last one too, if it has no newline) with `[start, end)`
@@ -173,7 +183,12 @@ const unrecognised = (path: string) => outputError(`unrecognised manifest ${path
  * megabytes of garbage promoted to the old generation, and the whole file as one string (and its
  * bytes beside it) was as large again as the manifest's entries at their peak.
  */
-function forEachLine(fd: number, path: string, chunkBytes: number, line: (text: string, bytes: Buffer, start: number, end: number) => void): void {
+function forEachLine(
+  fd: number,
+  path: string,
+  chunkBytes: number,
+  line: (text: string, bytes: Buffer, start: number, end: number) => void,
+): void {
   let bytes = Buffer.allocUnsafe(chunkBytes);
   let held = 0; // the start of a line the last chunk ended in, moved to the front
   for (;;) {
@@ -205,7 +220,8 @@ function forEachLine(fd: number, path: string, chunkBytes: number, line: (text: 
 export function writeManifest(outDir: string, manifest: Manifest): void {
   replaceManifest(outDir, 'new', (out) => {
     // Lines are handed over a few hundred at a time: one write per line cost more than the text.
-    let lines = '', count = 0;
+    let lines = '',
+      count = 0;
     const line = (text: string) => {
       lines += text;
       if (++count % 256 === 0) {
@@ -220,7 +236,8 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     for (const key of members) line(`u\t${key}\t${manifest.profiles.get(key) ?? PENDING}\n`);
     for (const [key, entry] of manifest.profiles) {
       // A member's entry ends in its length, any other in a tab (or its hash: format 1).
-      if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || listLength(entry) === undefined) line(`u\t${key}\t${entry}\n`);
+      if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || listLength(entry) === undefined)
+        line(`u\t${key}\t${entry}\n`);
     }
     out.write(lines);
   });

@@ -18,7 +18,20 @@ import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
-import { entryHash, fileEntry, fileEntryStamp, fileStamp, manifestStamp, PENDING, profileEntry, readManifest, writeClaims, writeManifest, type ListOrder, type Manifest } from './manifest.js';
+import {
+  entryHash,
+  fileEntry,
+  fileEntryStamp,
+  fileStamp,
+  manifestStamp,
+  PENDING,
+  profileEntry,
+  readManifest,
+  writeClaims,
+  writeManifest,
+  type ListOrder,
+  type Manifest,
+} from './manifest.js';
 
 /** Profile names and file paths a commit changes. */
 interface Claims {
@@ -32,7 +45,11 @@ export interface WriteCounts {
   removed: number;
 }
 
-interface StagedFile { path: string; hash: string; staged: string }
+interface StagedFile {
+  path: string;
+  hash: string;
+  staged: string;
+}
 
 export class OutputTransaction {
   readonly outDir: string;
@@ -164,11 +181,11 @@ export class OutputTransaction {
   }
 
   private stageFresh(name: string, bytes: string): void {
-    const dirs = this.freshDirs ??= PROFILE_DIRS.map((_, i) => {
+    const dirs = (this.freshDirs ??= PROFILE_DIRS.map((_, i) => {
       const dir = join(this.stagingDir, 'fresh', String(i));
       guard(`cannot write into ${this.outDir}`, () => mkdirSync(dir, { recursive: true }));
       return dir;
-    });
+    }));
     const [first, ...others] = dirs;
     // Plain concatenation on this per-profile path (path.join cost a tenth of a cold build's CPU):
     // a canonical name is a single safe segment.
@@ -304,7 +321,8 @@ export class OutputTransaction {
     if (this.freshDirs) {
       for (const dir of PROFILE_DIRS) {
         prepareDir(outDir, dirname(join(outDir, dir)));
-        if (existsSync(join(outDir, dir))) throw outputError(`${join(outDir, dir)} appeared during the build`, 'rebuild; only one writer may use an out dir at a time');
+        if (existsSync(join(outDir, dir)))
+          throw outputError(`${join(outDir, dir)} appeared during the build`, 'rebuild; only one writer may use an out dir at a time');
       }
     } else if (this.stagedNames.length > 0) {
       for (const dir of PROFILE_DIRS) prepareDir(outDir, join(outDir, dir));
@@ -401,8 +419,10 @@ export class OutputTransaction {
   private refuseForeign(relativePath: string): void {
     const path = join(this.outDir, relativePath);
     if (existsSync(path)) {
-      throw outputError(`refusing to overwrite ${path}: profile-snapshot did not write it`,
-        'move that file away (or choose another --out); the tool only replaces files it wrote itself');
+      throw outputError(
+        `refusing to overwrite ${path}: profile-snapshot did not write it`,
+        'move that file away (or choose another --out); the tool only replaces files it wrote itself',
+      );
     }
   }
 

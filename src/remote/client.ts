@@ -35,7 +35,10 @@ export const DEFAULT_MAX_ATTEMPTS = 6;
 
 /** The SDK's HTTP handler, counting each request it sends. */
 class CountingHandler extends NodeHttpHandler {
-  constructor(options: ConstructorParameters<typeof NodeHttpHandler>[0], private readonly counts: RequestCounts) {
+  constructor(
+    options: ConstructorParameters<typeof NodeHttpHandler>[0],
+    private readonly counts: RequestCounts,
+  ) {
     super(options);
   }
 
@@ -54,7 +57,10 @@ export class Remote {
   retries = 0;
   readonly where: string;
 
-  constructor(readonly options: RemoteOptions, region: string) {
+  constructor(
+    readonly options: RemoteOptions,
+    region: string,
+  ) {
     const sockets = { keepAlive: true, maxSockets: options.concurrency };
     this.client = new S3Client({
       region,
@@ -66,12 +72,15 @@ export class Remote {
       // checksum headers or aws-chunked bodies; S3 itself needs neither.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: new CountingHandler({
-        connectionTimeout: 10_000,
-        requestTimeout: 120_000,
-        httpAgent: new HttpAgent(sockets),
-        httpsAgent: new HttpsAgent(sockets),
-      }, this.counts),
+      requestHandler: new CountingHandler(
+        {
+          connectionTimeout: 10_000,
+          requestTimeout: 120_000,
+          httpAgent: new HttpAgent(sockets),
+          httpsAgent: new HttpsAgent(sockets),
+        },
+        this.counts,
+      ),
     });
     this.where = describeRemote({ ...options, region });
   }
@@ -91,7 +100,8 @@ export class Remote {
     }
     if (!region) {
       // S3-compatible servers (MinIO, R2, moto) accept any region; AWS itself needs the right one.
-      if (options.endpoint === undefined) throw usageError('no AWS region for the bucket', 'pass --region, or set AWS_REGION or a region in your AWS profile');
+      if (options.endpoint === undefined)
+        throw usageError('no AWS region for the bucket', 'pass --region, or set AWS_REGION or a region in your AWS profile');
       region = 'us-east-1';
     }
     return new Remote(options, region);
@@ -137,19 +147,32 @@ export function explain(error: unknown): { reason: string; hint: string } {
   const attempts = e.$metadata?.attempts;
   const tried = attempts !== undefined && attempts > 1 ? ` after ${attempts} attempts` : '';
   const name = e.name ?? '';
-  if (name === 'NoSuchBucket') return { reason: 'the bucket does not exist', hint: 'create the bucket, or fix the bucket name in --to / PROFILE_PUBLISH_TO' };
+  if (name === 'NoSuchBucket')
+    return { reason: 'the bucket does not exist', hint: 'create the bucket, or fix the bucket name in --to / PROFILE_PUBLISH_TO' };
   if (name === 'CredentialsProviderError' || (/credential/i.test(e.message ?? '') && status === undefined)) {
     return { reason: 'no AWS credentials found', hint: 'set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE' };
   }
   if (status === 403 || ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken'].includes(name)) {
-    return { reason: `access denied (${name || status})`, hint: 'check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may read, write and delete objects in the bucket' };
+    return {
+      reason: `access denied (${name || status})`,
+      hint: 'check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may read, write and delete objects in the bucket',
+    };
   }
-  const network = e.code ?? (/(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EPIPE|socket hang up)/.exec(e.message ?? '')?.[1]);
+  const network = e.code ?? /(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EPIPE|socket hang up)/.exec(e.message ?? '')?.[1];
   if (network !== undefined || name === 'TimeoutError' || name === 'RequestTimeout') {
-    return { reason: `the endpoint did not answer (${network ?? name})${tried}`, hint: 'check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; the next publish retries' };
+    return {
+      reason: `the endpoint did not answer (${network ?? name})${tried}`,
+      hint: 'check --endpoint (or AWS_ENDPOINT_URL_S3) and the network; the next publish retries',
+    };
   }
   if (status !== undefined && (status >= 500 || status === 429 || name === 'SlowDown')) {
-    return { reason: `the server kept failing (HTTP ${status}${name ? ` ${name}` : ''})${tried}`, hint: 'the store is throttling or failing; the next publish retries, and uploads only what is still missing' };
+    return {
+      reason: `the server kept failing (HTTP ${status}${name ? ` ${name}` : ''})${tried}`,
+      hint: 'the store is throttling or failing; the next publish retries, and uploads only what is still missing',
+    };
   }
-  return { reason: `${name || 'error'}${status ? ` (HTTP ${status})` : ''}: ${e.message ?? String(error)}`, hint: 'check the bucket, the endpoint and the credentials' };
+  return {
+    reason: `${name || 'error'}${status ? ` (HTTP ${status})` : ''}: ${e.message ?? String(error)}`,
+    hint: 'check the bucket, the endpoint and the credentials',
+  };
 }

@@ -43,7 +43,10 @@ export function readLocalTree(outDir: string, waitMs: number): LocalTree {
     const pending = countPending(manifest);
     if (pending === 0) return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp });
     if (OutDirLock.holderOf(out) === undefined || Date.now() >= deadline) {
-      throw outputError(`${out} is not publishable: ${pending} entries of its manifest are pending (an interrupted or unfinished build)`, REBUILD);
+      throw outputError(
+        `${out} is not publishable: ${pending} entries of its manifest are pending (an interrupted or unfinished build)`,
+        REBUILD,
+      );
     }
     sleepSync(100);
   }

@@ -27,7 +27,15 @@ export interface PublishPlan {
 const ALIASES = PROFILE_DIRS.length;
 
 export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
-  const plan: PublishPlan = { profiles: [], files: [], list: false, deleteProfiles: [], deleteKeys: [], unchanged: 0, liveProfileObjects: live.profiles.size * ALIASES };
+  const plan: PublishPlan = {
+    profiles: [],
+    files: [],
+    list: false,
+    deleteProfiles: [],
+    deleteKeys: [],
+    unchanged: 0,
+    liveProfileObjects: live.profiles.size * ALIASES,
+  };
   for (const name of tree.profiles.keys()) {
     if (live.profiles.get(name) === profileHash(tree, name)) plan.unchanged += ALIASES;
     else plan.profiles.push(name);
@@ -46,7 +54,9 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
 
 function isTreeKey(tree: LocalTree, key: string): boolean {
   const slash = key.lastIndexOf('/');
-  return tree.files.has(key) || ((PROFILE_DIRS as readonly string[]).includes(key.slice(0, slash)) && tree.profiles.has(key.slice(slash + 1)));
+  return (
+    tree.files.has(key) || ((PROFILE_DIRS as readonly string[]).includes(key.slice(0, slash)) && tree.profiles.has(key.slice(slash + 1)))
+  );
 }
 
 export const uploadCount = (plan: PublishPlan) => plan.profiles.length * ALIASES + plan.files.length + (plan.list ? 1 : 0);
@@ -59,17 +69,31 @@ export function defaultMaxDeletes(liveProfileObjects: number): number {
 }
 
 export class DeletionGuardError extends SnapshotError {
-  constructor(readonly deletes: number, readonly allowed: number, liveProfileObjects: number, where: string) {
-    const share = liveProfileObjects > 0 ? ` (${Math.round((deletes / liveProfileObjects) * 100)}% of the ${liveProfileObjects.toLocaleString('en-US')} live profile objects)` : '';
-    super('deletionGuard',
+  constructor(
+    readonly deletes: number,
+    readonly allowed: number,
+    liveProfileObjects: number,
+    where: string,
+  ) {
+    const share =
+      liveProfileObjects > 0
+        ? ` (${Math.round((deletes / liveProfileObjects) * 100)}% of the ${liveProfileObjects.toLocaleString('en-US')} live profile objects)`
+        : '';
+    super(
+      'deletionGuard',
       `refused to publish to ${where}: it would delete ${deletes.toLocaleString('en-US')} objects${share}, more than the ${allowed.toLocaleString('en-US')} allowed; nothing was changed`,
-      { hint: `check that the store is complete; if those profiles are really gone, publish with --max-deletes ${deletes} (or --force)` });
+      { hint: `check that the store is complete; if those profiles are really gone, publish with --max-deletes ${deletes} (or --force)` },
+    );
     this.name = 'DeletionGuardError';
   }
 }
 
 /** Throws (exit 7) when the plan deletes more than allowed: a truncated or wrong store must not empty the CDN. */
-export function guardDeletions(plan: PublishPlan, options: { maxDeletes?: number | undefined; force?: boolean | undefined }, where: string): void {
+export function guardDeletions(
+  plan: PublishPlan,
+  options: { maxDeletes?: number | undefined; force?: boolean | undefined },
+  where: string,
+): void {
   if (options.force) return;
   const allowed = options.maxDeletes ?? defaultMaxDeletes(plan.liveProfileObjects);
   const deletes = deleteCount(plan);

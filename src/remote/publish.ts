@@ -22,7 +22,18 @@ import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
-import { applyIntent, newPublishId, parseIntent, parseState, REMOTE_INTENT, REMOTE_STATE, serializeIntent, serializeState, type LiveSet, type RemoteIntent } from './state.js';
+import {
+  applyIntent,
+  newPublishId,
+  parseIntent,
+  parseState,
+  REMOTE_INTENT,
+  REMOTE_STATE,
+  serializeIntent,
+  serializeState,
+  type LiveSet,
+  type RemoteIntent,
+} from './state.js';
 import { describeTarget, objectKey } from './target.js';
 import { closeFile, deleteObjects, inPool, openFile, putFile, putObject } from './upload.js';
 
@@ -42,7 +53,11 @@ export interface PublishOptions {
   onProgress?: ((progress: PublishProgress) => void) | undefined;
 }
 
-export interface PublishProgress { phase: 'upload' | 'delete'; done: number; total: number }
+export interface PublishProgress {
+  phase: 'upload' | 'delete';
+  done: number;
+  total: number;
+}
 
 export interface PublishReport {
   out: string;
@@ -78,11 +93,20 @@ export async function publish(options: PublishOptions): Promise<PublishReport> {
     for (let attempt = 1; ; attempt++) {
       try {
         const report = await publishOnce(remote, options);
-        return { ...report, attempts: attempt, requests: { ...remote.counts }, retries: remote.retries, seconds: (performance.now() - started) / 1000 };
+        return {
+          ...report,
+          attempts: attempt,
+          requests: { ...remote.counts },
+          retries: remote.retries,
+          seconds: (performance.now() - started) / 1000,
+        };
       } catch (error) {
         if (!(error instanceof TreeChanged)) throw error;
         if (attempt === MAX_ATTEMPTS) {
-          throw outputError(`the tree in ${options.out} changed under ${MAX_ATTEMPTS} publishes in a row (a build kept committing)`, 'publish from the watcher (watch --publish), or between builds');
+          throw outputError(
+            `the tree in ${options.out} changed under ${MAX_ATTEMPTS} publishes in a row (a build kept committing)`,
+            'publish from the watcher (watch --publish), or between builds',
+          );
         }
       }
     }
@@ -96,15 +120,20 @@ type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'second
 async function publishOnce(remote: Remote, options: PublishOptions): Promise<Outcome> {
   const tree = readLocalTree(options.out, options.waitMs ?? 30_000);
   const recorded = options.full ? undefined : await readRecord(remote);
-  const live = recorded?.live ?? await listLive(remote, tree);
+  const live = recorded?.live ?? (await listLive(remote, tree));
   const plan = planPublish(tree, live);
   guardDeletions(plan, options, remote.where);
   const outcome: Outcome = {
-    out: tree.outDir, to: describeTarget(remote.options), where: remote.where, dryRun: Boolean(options.dryRun),
-    compared: recorded ? 'state' : 'listing', changed: !isEmptyPlan(plan),
+    out: tree.outDir,
+    to: describeTarget(remote.options),
+    where: remote.where,
+    dryRun: Boolean(options.dryRun),
+    compared: recorded ? 'state' : 'listing',
+    changed: !isEmptyPlan(plan),
     profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
     objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
-    list: plan.list, bytes: 0,
+    list: plan.list,
+    bytes: 0,
   };
   // Nothing to write, and the state already says so (a listing leaves a state for next time).
   if (options.dryRun || (recorded?.settled && isEmptyPlan(plan))) return outcome;
@@ -115,7 +144,9 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
   outcome.bytes = await upload(remote, tree, plan, options);
   const deletions = [...plan.deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
-  await deleteObjects(remote, deletions, remote.options.concurrency, (count) => options.onProgress?.({ phase: 'delete', done: deleted += count, total: deletions.length }));
+  await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
+    options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length }),
+  );
   await putObject(remote, REMOTE_STATE, serializeState(id, hashes(tree.profiles), hashes(tree.files)));
   return outcome;
 }
@@ -166,7 +197,10 @@ function* hashes(entries: Map<string, string>): Iterable<[string, string]> {
 /** A document the plan uploads is missing: the tree changed under us, or it is damaged (exit 5). */
 function missing(tree: LocalTree, path: string): Error {
   if (manifestStamp(tree.outDir) !== tree.manifestStamp) return new TreeChanged();
-  return outputError(`${tree.outDir} is not publishable: ${path} is missing although the manifest lists it`, 'rebuild (profile-snapshot build --full), then publish again');
+  return outputError(
+    `${tree.outDir} is not publishable: ${path} is missing although the manifest lists it`,
+    'rebuild (profile-snapshot build --full), then publish again',
+  );
 }
 
 /** Checked before anything is written: a tree missing documents is never half published. */
@@ -178,8 +212,9 @@ function assertPresent(tree: LocalTree, plan: PublishPlan): void {
 /** Profiles and documents first, the creators list last. Returns the bytes uploaded. */
 async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, options: PublishOptions): Promise<number> {
   const total = uploadCount(plan);
-  let done = 0, bytes = 0;
-  const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: done += count, total });
+  let done = 0,
+    bytes = 0;
+  const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: (done += count), total });
   const send = async (path: string, file: string, keys: readonly string[]) => {
     const fd = openFile(file);
     if (fd === undefined) throw missing(tree, path);
@@ -193,10 +228,11 @@ async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, option
   const concurrency = remote.options.concurrency;
   await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), profilePaths(name)));
   await inPool(plan.files, concurrency, (path) => send(path, join(tree.outDir, path), [path]));
-  if (plan.list) await sendList(remote, tree, (size) => {
-    bytes += size;
-    progress(1);
-  });
+  if (plan.list)
+    await sendList(remote, tree, (size) => {
+      bytes += size;
+      progress(1);
+    });
   return bytes;
 }
 
@@ -209,7 +245,10 @@ async function sendList(remote: Remote, tree: LocalTree, sent: (bytes: number) =
     const stats = fstatSync(fd, { bigint: true });
     if (expected !== undefined && expected !== `${stats.ino}:${stats.size}:${stats.mtimeNs}`) {
       if (manifestStamp(tree.outDir) !== tree.manifestStamp) throw new TreeChanged();
-      throw outputError(`${join(tree.outDir, CREATORS_FILE)} was changed since the build wrote it`, 'rebuild (profile-snapshot build --full), then publish again');
+      throw outputError(
+        `${join(tree.outDir, CREATORS_FILE)} was changed since the build wrote it`,
+        'rebuild (profile-snapshot build --full), then publish again',
+      );
     }
     sent(await putFile(remote, [CREATORS_FILE], fd));
   } finally {

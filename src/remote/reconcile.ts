@@ -15,7 +15,10 @@ import { profileFile, profileHash, fileHash, type LocalTree } from './local.js';
 import { emptyLive, UNKNOWN, type LiveSet } from './state.js';
 import { MULTIPART_PART_BYTES } from './upload.js';
 
-interface Listed { etag: string; size: number }
+interface Listed {
+  etag: string;
+  size: number;
+}
 
 /** Every object under the prefix, by key relative to it (the tool's own state folder left out). */
 async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
@@ -24,7 +27,10 @@ async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
   const objects = new Map<string, Listed>();
   let token: string | undefined;
   do {
-    const page = await remote.call(() => remote.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: start, ContinuationToken: token })), 'list the bucket');
+    const page = await remote.call(
+      () => remote.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: start, ContinuationToken: token })),
+      'list the bucket',
+    );
     for (const object of page.Contents ?? []) {
       const key = object.Key?.slice(start.length);
       if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`)) continue;
@@ -42,7 +48,8 @@ export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet
   const profileObjects = new Map<string, Listed[]>();
   for (const [key, object] of listed) {
     const slash = key.lastIndexOf('/');
-    const dir = key.slice(0, slash), name = key.slice(slash + 1);
+    const dir = key.slice(0, slash),
+      name = key.slice(slash + 1);
     if ((PROFILE_DIRS as readonly string[]).includes(dir) && CANONICAL_USERNAME.test(name)) {
       const objects = profileObjects.get(name) ?? [];
       objects.push(object);
@@ -54,7 +61,8 @@ export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet
     }
   }
   for (const [name, objects] of profileObjects) {
-    const local = tree.profiles.has(name) && objects.length === PROFILE_DIRS.length ? new LocalFile(profileFile(tree, name), partBytes) : undefined;
+    const local =
+      tree.profiles.has(name) && objects.length === PROFILE_DIRS.length ? new LocalFile(profileFile(tree, name), partBytes) : undefined;
     const complete = local !== undefined && objects.every((object) => local.matches(object));
     live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
   }
@@ -71,7 +79,10 @@ class LocalFile {
   private readonly size: number | undefined;
   private digest: string | undefined;
 
-  constructor(private readonly path: string, private readonly partBytes: number) {
+  constructor(
+    private readonly path: string,
+    private readonly partBytes: number,
+  ) {
     try {
       this.size = statSync(path).size;
     } catch {

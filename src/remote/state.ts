@@ -53,7 +53,8 @@ export const newPublishId = (): string => randomBytes(9).toString('base64url');
 /** Lines joined in batches: one string per line of a million-profile state would be garbage galore. */
 function gzipLines(header: string, each: (line: (text: string) => void) => void): Buffer {
   const parts: string[] = [];
-  let batch = `${header}\n`, count = 0;
+  let batch = `${header}\n`,
+    count = 0;
   each((text) => {
     batch += `${text}\n`;
     if (++count % 4096 === 0) {
@@ -74,7 +75,8 @@ function parseLines(bytes: Uint8Array, header: string, what: string, line: (fiel
   }
   const lines = text.split('\n');
   const head = lines[0]!.split('\t');
-  if (head[0] !== header || head[1] === undefined) throw new Error(`the remote ${what} was not written by this version of profile-snapshot`);
+  if (head[0] !== header || head[1] === undefined)
+    throw new Error(`the remote ${what} was not written by this version of profile-snapshot`);
   for (let i = 1; i < lines.length; i++) if (lines[i] !== '') line(lines[i]!.split('\t'));
   return head[1];
 }

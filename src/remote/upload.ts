@@ -43,7 +43,10 @@ export async function inPool<T>(items: readonly T[], concurrency: number, task: 
 
 export async function putObject(remote: Remote, path: string, body: Buffer): Promise<void> {
   const { bucket, prefix } = remote.options;
-  await remote.call(() => remote.client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Body: body, ...OBJECT_HEADERS })), `upload ${path}`);
+  await remote.call(
+    () => remote.client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Body: body, ...OBJECT_HEADERS })),
+    `upload ${path}`,
+  );
 }
 
 /**
@@ -64,7 +67,13 @@ export async function putFile(remote: Remote, paths: readonly string[], fd: numb
     const upload = new Upload({
       client: remote.client,
       // Positional reads from the start: the same bytes for every key, whatever was read before.
-      params: { Bucket: bucket, Key: objectKey(prefix, path), Body: createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }), ContentLength: size, ...OBJECT_HEADERS },
+      params: {
+        Bucket: bucket,
+        Key: objectKey(prefix, path),
+        Body: createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }),
+        ContentLength: size,
+        ...OBJECT_HEADERS,
+      },
       partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
       queueSize: 4,
       leavePartsOnError: false,
@@ -105,7 +114,12 @@ export const closeFile = (fd: number) => closeSync(fd);
  * Deletes objects by key relative to the prefix, a thousand per request; servers without the
  * batch call (Google Cloud Storage's XML API) get one request per key.
  */
-export async function deleteObjects(remote: Remote, paths: readonly string[], concurrency: number, onDeleted: (count: number) => void): Promise<void> {
+export async function deleteObjects(
+  remote: Remote,
+  paths: readonly string[],
+  concurrency: number,
+  onDeleted: (count: number) => void,
+): Promise<void> {
   const { bucket, prefix } = remote.options;
   const batches: string[][] = [];
   for (let i = 0; i < paths.length; i += DELETE_BATCH) batches.push(paths.slice(i, i + DELETE_BATCH) as string[]);
@@ -114,9 +128,19 @@ export async function deleteObjects(remote: Remote, paths: readonly string[], co
     if (batchable) {
       try {
         const objects = batch.map((path) => ({ Key: objectKey(prefix, path) }));
-        const result = await remote.call(() => remote.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } })), 'delete objects');
+        const result = await remote.call(
+          () => remote.client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } })),
+          'delete objects',
+        );
         const failed = result.Errors ?? [];
-        if (failed.length > 0) throw remote.failure(Object.assign(new Error(`${failed.length} keys not deleted, e.g. ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`), { name: failed[0]!.Code ?? 'DeleteFailed' }), 'delete objects');
+        if (failed.length > 0)
+          throw remote.failure(
+            Object.assign(
+              new Error(`${failed.length} keys not deleted, e.g. ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`),
+              { name: failed[0]!.Code ?? 'DeleteFailed' },
+            ),
+            'delete objects',
+          );
         onDeleted(batch.length);
         return;
       } catch (error) {
@@ -125,7 +149,10 @@ export async function deleteObjects(remote: Remote, paths: readonly string[], co
       }
     }
     await inPool(batch, concurrency, async (path) => {
-      await remote.call(() => remote.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) })), `delete ${path}`);
+      await remote.call(
+        () => remote.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) })),
+        `delete ${path}`,
+      );
       onDeleted(1);
     });
   });

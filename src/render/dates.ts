@@ -19,13 +19,27 @@ export function parseStoreDate(value: unknown): StoreDate | undefined {
   if (typeof value !== 'string') return undefined;
   const m = STORE_DATE.exec(value);
   if (!m) return undefined;
-  const [, y, mo, d, h, mi, s, fraction, zone] = m as unknown as [string, string, string, string, string, string, string, string | undefined, string];
+  const [, y, mo, d, h, mi, s, fraction, zone] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string | undefined,
+    string,
+  ];
   // The space form is SQLite's datetime() and never carries a zone; the T form must say Z.
   const isoForm = value.charCodeAt(10) === 84; // 'T'
   if (isoForm !== (zone === 'Z')) return undefined;
   if (!isoForm && fraction !== undefined) return undefined;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h), minute = Number(mi), second = Number(s);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d);
+  const hour = Number(h),
+    minute = Number(mi),
+    second = Number(s);
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
   if (hour > 23 || minute > 59 || second > 59) return undefined;
   const millis = fraction === undefined ? '000' : fraction.padEnd(3, '0').slice(0, 3);

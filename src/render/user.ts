@@ -11,9 +11,22 @@ export interface Badges {
   isHelper: boolean;
   list: string[];
 }
-export interface AvatarDecoration { id: string; name: string; file: string; url: string }
-export interface Social { platform: string; url: string }
-export interface BanInfo { isBanned: boolean; message: string | null; reason: string | null; bannedAt: string | null }
+export interface AvatarDecoration {
+  id: string;
+  name: string;
+  file: string;
+  url: string;
+}
+export interface Social {
+  platform: string;
+  url: string;
+}
+export interface BanInfo {
+  isBanned: boolean;
+  message: string | null;
+  reason: string | null;
+  bannedAt: string | null;
+}
 export type PublicStatus = 'active' | 'suspended';
 
 /** Field order follows the contract's table, so documents read the way the contract does. */
@@ -36,7 +49,10 @@ export interface User {
 }
 
 /** A data problem in one row: its id and what is wrong, never a value of a private column. */
-export interface RowWarning { id: number; reason: string }
+export interface RowWarning {
+  id: number;
+  reason: string;
+}
 
 export interface RenderContext {
   /** Absolute http(s) base URL without a trailing slash. */
@@ -200,7 +216,12 @@ function banInfo(ban: StoreRow['ban'], warn: (reason: string) => void): BanInfo 
   const [message, reason, bannedAtRaw] = ban;
   const bannedAt = parseStoreDate(bannedAtRaw);
   if (bannedAt === undefined) warn('bans.banned_at is not a UTC date in a form the contract allows; bannedAt published as null');
-  return { isBanned: true, message: nullableText(message), reason: nullableText(reason), bannedAt: bannedAt === undefined ? null : bannedAt.iso };
+  return {
+    isBanned: true,
+    message: nullableText(message),
+    reason: nullableText(reason),
+    bannedAt: bannedAt === undefined ? null : bannedAt.iso,
+  };
 }
 
 function nullableText(value: unknown): string | null {

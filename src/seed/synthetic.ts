@@ -40,12 +40,43 @@ export function prng(seed: number): () => number {
   };
 }
 
-const WORDS = ['pixel', 'nova', 'luna', 'river', 'ember', 'atlas', 'echo', 'maple', 'orbit', 'sable', 'quill', 'zephyr', 'indigo', 'cobalt', 'fable', 'lyric'];
-const BIO_PIECES = ['Streaming every Friday.', 'Pixel artist 🎨', 'Café owner ☕ and coder.', 'Speedrunner — any%.', 'Música y código 🎶', '東京在住のクリエイター', 'Building in public 🚀', 'Photographer 📷', '"Quotes" & <tags> too', 'Line\nbreaks happen.'];
+const WORDS = [
+  'pixel',
+  'nova',
+  'luna',
+  'river',
+  'ember',
+  'atlas',
+  'echo',
+  'maple',
+  'orbit',
+  'sable',
+  'quill',
+  'zephyr',
+  'indigo',
+  'cobalt',
+  'fable',
+  'lyric',
+];
+const BIO_PIECES = [
+  'Streaming every Friday.',
+  'Pixel artist 🎨',
+  'Café owner ☕ and coder.',
+  'Speedrunner — any%.',
+  'Música y código 🎶',
+  '東京在住のクリエイター',
+  'Building in public 🚀',
+  'Photographer 📷',
+  '"Quotes" & <tags> too',
+  'Line\nbreaks happen.',
+];
 const PLATFORMS = ['Discord', 'github', 'Twitch', 'youtube', 'Steam', 'twitter', 'GitLab', 'instagram'];
 const DECORATIONS: [string, string, string][] = [
-  ['halo_gold', 'Golden Halo', 'halo_gold.png'], ['flame', 'Flame Ring', 'flame ring.png'], ['stars', 'Stars & Moon', 'stars&moon.png'],
-  ['frost', 'Frost', 'frost.png'], ['neon', 'Neon Glow', 'neon_glow.png'],
+  ['halo_gold', 'Golden Halo', 'halo_gold.png'],
+  ['flame', 'Flame Ring', 'flame ring.png'],
+  ['stars', 'Stars & Moon', 'stars&moon.png'],
+  ['frost', 'Frost', 'frost.png'],
+  ['neon', 'Neon Glow', 'neon_glow.png'],
 ];
 
 export function seedStore(options: SeedOptions): SeedReport {
@@ -118,8 +149,13 @@ class SyntheticRows {
   private readonly insertDecoration: Database.Statement;
   private socialId = 0;
 
-  constructor(db: Database.Database, private readonly random: () => number, private readonly counts: { socials: number; badges: number; bans: number }) {
-    this.insertUser = db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
+  constructor(
+    db: Database.Database,
+    private readonly random: () => number,
+    private readonly counts: { socials: number; badges: number; bans: number },
+  ) {
+    this.insertUser =
+      db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.insertSocial = db.prepare('INSERT INTO socials (id, user_id, platform, url, position) VALUES (?, ?, ?, ?, ?)');
     this.insertBadge = db.prepare('INSERT INTO badges (user_id, badge) VALUES (?, ?)');
@@ -140,7 +176,12 @@ class SyntheticRows {
     this.socials(id, username);
     this.badges(id);
     if (status === 'suspended' || status === 'banned') {
-      this.insertBan.run(id, 'This account is suspended.', this.pick(['spam', 'harassment', 'impersonation']), new Date(created.getTime() + 86_400_000).toISOString());
+      this.insertBan.run(
+        id,
+        'This account is suspended.',
+        this.pick(['spam', 'harassment', 'impersonation']),
+        new Date(created.getTime() + 86_400_000).toISOString(),
+      );
       this.counts.bans++;
     }
   }
@@ -155,9 +196,20 @@ class SyntheticRows {
     const bio = this.bio();
     const created = new Date(EPOCH_2015 + Math.floor(random() * CREATED_SPAN));
     const createdAt = random() < 0.5 ? created.toISOString().slice(0, 19).replace('T', ' ') : created.toISOString();
-    this.insertUser.run(id, username, `${word} ${id}`, bio, random() < 0.1 ? `${username.toLowerCase()}.example.com` : null, createdAt,
-      Math.floor(random() * 1_000_000), status, random() < 1 / 3 ? this.pick(DECORATIONS)[0] : null,
-      `user${id}@mail.private.invalid`, `$argon2id$v=19$PRIVATE${id}`, `10.${id % 256}.${(id >> 8) % 256}.1`);
+    this.insertUser.run(
+      id,
+      username,
+      `${word} ${id}`,
+      bio,
+      random() < 0.1 ? `${username.toLowerCase()}.example.com` : null,
+      createdAt,
+      Math.floor(random() * 1_000_000),
+      status,
+      random() < 1 / 3 ? this.pick(DECORATIONS)[0] : null,
+      `user${id}@mail.private.invalid`,
+      `$argon2id$v=19$PRIVATE${id}`,
+      `10.${id % 256}.${(id >> 8) % 256}.1`,
+    );
     return { username, status, created };
   }
 
@@ -173,7 +225,13 @@ class SyntheticRows {
     const socialCount = Math.floor(this.random() * 6);
     for (let p = 0; p < socialCount; p++) {
       const platform = PLATFORMS[(id + p) % PLATFORMS.length]!;
-      this.insertSocial.run(++this.socialId, id, platform, `https://${platform.toLowerCase()}.example/${username}`, Math.floor(this.random() * 4));
+      this.insertSocial.run(
+        ++this.socialId,
+        id,
+        platform,
+        `https://${platform.toLowerCase()}.example/${username}`,
+        Math.floor(this.random() * 4),
+      );
       this.counts.socials++;
     }
   }

@@ -44,7 +44,15 @@ export interface StoreRow {
 
 /** Index of each users column, so the renderer reads rows by name. */
 export const Col = {
-  id: 0, username: 1, displayName: 2, bio: 3, customDomain: 4, createdAt: 5, views: 6, status: 7, decorationId: 8,
+  id: 0,
+  username: 1,
+  displayName: 2,
+  bio: 3,
+  customDomain: 4,
+  createdAt: 5,
+  views: 6,
+  status: 7,
+  decorationId: 8,
 } as const;
 
 /** Statuses that never publish anything are filtered in SQL, so they cost nothing more. */
@@ -111,7 +119,7 @@ export class ProfileStore {
    * run inside `inSnapshot`.
    */
   get shadow(): StoreShadow {
-    return this.shadowCopy ??= new StoreShadow(this.db);
+    return (this.shadowCopy ??= new StoreShadow(this.db));
   }
 
   /**
@@ -206,7 +214,11 @@ export class ProfileStore {
     try {
       return storeStamp(this.file, { settleMs });
     } catch (cause) {
-      throw storeError(`cannot inspect the profile store's files: ${this.file}`, 'check that the store and its -wal file are readable', cause);
+      throw storeError(
+        `cannot inspect the profile store's files: ${this.file}`,
+        'check that the store and its -wal file are readable',
+        cause,
+      );
     }
   }
 
@@ -254,20 +266,29 @@ function translateSqliteError(cause: unknown, file: string): unknown {
   const code = (cause as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return cause;
   if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED') {
-    return storeError(`profile store is locked by another process past the busy timeout: ${file}`,
-      'retry when the writer has finished, or raise --busy-timeout', cause);
+    return storeError(
+      `profile store is locked by another process past the busy timeout: ${file}`,
+      'retry when the writer has finished, or raise --busy-timeout',
+      cause,
+    );
   }
   if (code === 'SQLITE_NOTADB') {
     return storeError(`not a SQLite database: ${file}`, 'pass --db <file> pointing at the profile store', cause);
   }
   if (code === 'SQLITE_FULL') {
     // The store is opened read-only: only SQLite's temporary files (sorts, the watcher's copy) grow.
-    return storeError(`SQLite's temporary folder is full while reading the profile store ${file}`,
-      'free space there, or point SQLITE_TMPDIR at a folder with room (SQLite uses /var/tmp or /tmp otherwise)', cause);
+    return storeError(
+      `SQLite's temporary folder is full while reading the profile store ${file}`,
+      'free space there, or point SQLITE_TMPDIR at a folder with room (SQLite uses /var/tmp or /tmp otherwise)',
+      cause,
+    );
   }
   if (code.startsWith('SQLITE_CORRUPT')) {
     return storeError(`profile store is corrupt: ${file}`, 'restore the store from a backup or a fresh copy', cause);
   }
-  return storeError(`cannot read the profile store ${file}: ${describeCause(cause)}`,
-    'check that the file is a readable SQLite database and not being replaced', cause);
+  return storeError(
+    `cannot read the profile store ${file}: ${describeCause(cause)}`,
+    'check that the file is a readable SQLite database and not being replaced',
+    cause,
+  );
 }

@@ -9,8 +9,18 @@ import { storeError } from '../core/errors.js';
 
 export const CONTRACT_SCHEMA: Readonly<Record<string, readonly string[]>> = {
   users: [
-    'id', 'username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status',
-    'decoration_id', 'email', 'password_hash', 'last_login_ip',
+    'id',
+    'username',
+    'display_name',
+    'bio',
+    'custom_domain',
+    'created_at',
+    'views',
+    'status',
+    'decoration_id',
+    'email',
+    'password_hash',
+    'last_login_ip',
   ],
   decorations: ['id', 'name', 'file'],
   badges: ['user_id', 'badge'],
@@ -39,7 +49,7 @@ export function checkSchema(db: Database.Database, file: string): void {
   if (missing.length > 0) {
     throw storeError(
       `schema drift in ${file}: missing ${missing.join(', ')}`,
-      'point --db at a profile store that follows spec/profile-store.md, or update the store\'s schema',
+      "point --db at a profile store that follows spec/profile-store.md, or update the store's schema",
     );
   }
 }

@@ -103,7 +103,8 @@ export class StoreShadow {
     if (/^SQLITE_(FULL|IOERR|CANTOPEN|NOMEM)/.test(code)) {
       return `${why}: SQLite keeps the copy in a temporary file of about 0.5 KB per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`;
     }
-    if (/^SQLITE_(CONSTRAINT|MISMATCH)/.test(code)) return `${why}: the copy needs the store's users.id and socials.id to be unique integers`;
+    if (/^SQLITE_(CONSTRAINT|MISMATCH)/.test(code))
+      return `${why}: the copy needs the store's users.id and socials.id to be unique integers`;
     return why;
   }
 
@@ -158,26 +159,49 @@ export class StoreShadow {
     // users: one walk beside the copy finds changed and added rows, counts the matched ones, and
     // finds the unchanged ones whose age turns over (AGE_TURNS). Rows the copy has and the store no
     // longer publishes (removed, or now inactive) are looked for only when the counts say some exist.
-    const u = db.prepare(`SELECT count(*), count(o.id),
+    const u = db
+      .prepare(
+        `SELECT count(*), count(o.id),
         json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),
         json_group_array(o.id) FILTER (WHERE o.id IS NOT NULL AND (${AGE_TURNS})),
         min(${NEXT_AGE_TURN})
-      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${READ_STATUSES_M}`)
-      .raw().get(ages) as [number, number, string, string, number | null];
-    const changedUsers = [...JSON.parse(u[2]) as number[], ...JSON.parse(u[3]) as number[]];
+      FROM main.users m LEFT JOIN temp.shadow_users o ON o.id = m.id WHERE ${READ_STATUSES_M}`,
+      )
+      .raw()
+      .get(ages) as [number, number, string, string, number | null];
+    const changedUsers = [...(JSON.parse(u[2]) as number[]), ...(JSON.parse(u[3]) as number[])];
     if (counts.users > u[1]) {
-      changedUsers.push(...db.prepare(`SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS
-        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES_M})`).pluck().all() as number[]);
+      changedUsers.push(
+        ...(db
+          .prepare(
+            `SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS
+        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES_M})`,
+          )
+          .pluck()
+          .all() as number[]),
+      );
     }
     // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
     if (!changedUsers.every((id) => Number.isSafeInteger(id))) return undefined;
     for (const id of changedUsers) users.add(id);
     // socials likewise; a changed row counts for the user it belongs to now and the one it belonged to.
-    const s = db.prepare(`SELECT count(*), count(o.id), json_group_array(json_array(m.id, m.user_id, o.user_id)) FILTER (WHERE o.id IS NULL OR ${differs(SOCIAL_COLUMNS)})
-      FROM main.socials m LEFT JOIN temp.shadow_socials o ON o.id = m.id`).raw().get() as [number, number, string];
+    const s = db
+      .prepare(
+        `SELECT count(*), count(o.id), json_group_array(json_array(m.id, m.user_id, o.user_id)) FILTER (WHERE o.id IS NULL OR ${differs(SOCIAL_COLUMNS)})
+      FROM main.socials m LEFT JOIN temp.shadow_socials o ON o.id = m.id`,
+      )
+      .raw()
+      .get() as [number, number, string];
     const changedSocials = JSON.parse(s[2]) as [unknown, unknown, unknown][];
     if (counts.socials > s[1]) {
-      changedSocials.push(...db.prepare('SELECT o.id, NULL, o.user_id FROM temp.shadow_socials o WHERE NOT EXISTS (SELECT 1 FROM main.socials m WHERE m.id = o.id)').raw().all() as [unknown, unknown, unknown][]);
+      changedSocials.push(
+        ...(db
+          .prepare(
+            'SELECT o.id, NULL, o.user_id FROM temp.shadow_socials o WHERE NOT EXISTS (SELECT 1 FROM main.socials m WHERE m.id = o.id)',
+          )
+          .raw()
+          .all() as [unknown, unknown, unknown][]),
+      );
     }
     for (const [, now, before] of changedSocials) {
       add(now);
@@ -185,8 +209,13 @@ export class StoreShadow {
     }
     this.pending = { users: u[0], socials: s[0], socialIds: JSON.stringify(changedSocials.map((row) => row[0])), small: [] };
     for (const [table, columns] of Object.entries(SMALL_TABLES) as [keyof typeof SMALL_TABLES, string][]) {
-      const changed = db.prepare(`SELECT * FROM (SELECT ${columns} FROM main.${table} EXCEPT SELECT ${columns} FROM temp.shadow_${table})
-        UNION ALL SELECT * FROM (SELECT ${columns} FROM temp.shadow_${table} EXCEPT SELECT ${columns} FROM main.${table})`).raw().all() as unknown[][];
+      const changed = db
+        .prepare(
+          `SELECT * FROM (SELECT ${columns} FROM main.${table} EXCEPT SELECT ${columns} FROM temp.shadow_${table})
+        UNION ALL SELECT * FROM (SELECT ${columns} FROM temp.shadow_${table} EXCEPT SELECT ${columns} FROM main.${table})`,
+        )
+        .raw()
+        .all() as unknown[][];
       if (changed.length === 0) continue;
       this.pending.small.push(table);
       if (table !== 'decorations') {
@@ -196,7 +225,11 @@ export class StoreShadow {
       // A changed decoration changes every profile wearing it (compared as text: a superset of the
       // pass's own matching, which is by exact value).
       const ids = JSON.stringify(changed.map((row) => String(row[0])));
-      for (const id of db.prepare('SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) IN (SELECT value FROM json_each(?))').pluck().iterate(ids)) add(id);
+      for (const id of db
+        .prepare('SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) IN (SELECT value FROM json_each(?))')
+        .pluck()
+        .iterate(ids))
+        add(id);
     }
     return { users, stableUntilMs: stableUntil(u[4]) };
   }
@@ -210,8 +243,13 @@ export class StoreShadow {
     const counts = this.counts;
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
-    const [turning, next] = this.db.prepare(`SELECT json_group_array(o.id) FILTER (WHERE ${AGE_TURNS}), min(${NEXT_AGE_TURN})
-      FROM temp.shadow_users o`).raw().get(ages) as [string, number | null];
+    const [turning, next] = this.db
+      .prepare(
+        `SELECT json_group_array(o.id) FILTER (WHERE ${AGE_TURNS}), min(${NEXT_AGE_TURN})
+      FROM temp.shadow_users o`,
+      )
+      .raw()
+      .get(ages) as [string, number | null];
     const users = JSON.parse(turning) as number[];
     if (!users.every((id) => Number.isSafeInteger(id))) return undefined;
     this.pending = { users: counts.users, socials: counts.socials, socialIds: '[]', small: [] };
@@ -260,8 +298,12 @@ export class StoreShadow {
       `);
       if (pending.socialIds !== '[]') {
         this.db.prepare('DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?))').run(pending.socialIds);
-        this.db.prepare(`INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials
-          WHERE id IN (SELECT value FROM json_each(?))`).run(pending.socialIds);
+        this.db
+          .prepare(
+            `INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials
+          WHERE id IN (SELECT value FROM json_each(?))`,
+          )
+          .run(pending.socialIds);
       }
       for (const table of pending.small) this.copySmall(table);
       this.counts = { users: pending.users, socials: pending.socials };

@@ -37,7 +37,10 @@ export function storeStamp(file: string, options: { nowMs?: number; settleMs?: n
   const settleNs = BigInt(options.settleMs ?? STORE_SETTLE_MS) * 1_000_000n;
   const parts: string[] = [];
   let settled = true;
-  for (const [path, headerBytes, withCtime] of [[file, 100, true], [`${file}-wal`, 32, false]] as const) {
+  for (const [path, headerBytes, withCtime] of [
+    [file, 100, true],
+    [`${file}-wal`, 32, false],
+  ] as const) {
     const stats = statIfPresent(path);
     if (stats === undefined) {
       parts.push('none');

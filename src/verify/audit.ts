@@ -55,7 +55,15 @@ export function audit(out: string, options: AuditOptions = {}): AuditResult {
   const pending = checkManifest(out, folders, options.writerActive, findings);
   if (options.netlify) checkNetlify(tree.counts, options.root, findings);
   const { defects, warnings } = findings;
-  return { defects, warnings, profiles: folders.profiles.size, creators, files: tree.files + folders.files, pending, threads: folders.threads };
+  return {
+    defects,
+    warnings,
+    profiles: folders.profiles.size,
+    creators,
+    files: tree.files + folders.files,
+    pending,
+    threads: folders.threads,
+  };
 }
 
 function checkIsFolder(out: string): void {
@@ -63,7 +71,12 @@ function checkIsFolder(out: string): void {
   try {
     stats = lstatSync(out);
   } catch (cause) {
-    throw outputError(`cannot read the out dir ${out}: ${describeCause(cause)}`, 'build the snapshot first (profile-snapshot build --out <dir>)', cause);
+    throw outputError(
+      `cannot read the out dir ${out}: ${describeCause(cause)}`,
+      'build the snapshot first (profile-snapshot build --out <dir>)',
+      cause,
+    );
   }
-  if (!stats.isDirectory() && !stats.isSymbolicLink()) throw outputError(`${out} is not a folder`, 'give the out dir of a build with --out');
+  if (!stats.isDirectory() && !stats.isSymbolicLink())
+    throw outputError(`${out} is not a folder`, 'give the out dir of a build with --out');
 }

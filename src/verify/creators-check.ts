@@ -40,7 +40,8 @@ export function checkCreatorsList(out: string, profiles: Map<string, number>, fi
     const envelope = Object.fromEntries(scan.members);
     if (scan.dataArray) envelope.data = [];
     const listValidator = validator('CreatorsResponse');
-    if (!listValidator(envelope)) findings.defect('schema', CREATORS_FILE, `does not match CreatorsResponse: ${describeErrors(listValidator.errors)}`);
+    if (!listValidator(envelope))
+      findings.defect('schema', CREATORS_FILE, `does not match CreatorsResponse: ${describeErrors(listValidator.errors)}`);
   } catch (cause) {
     if (!(cause instanceof JsonStreamError)) throw cause;
     findings.defect('unparseable', CREATORS_FILE, `does not parse as JSON (${cause.message}): a truncated or corrupted creators list`);
@@ -53,7 +54,11 @@ export function checkCreatorsList(out: string, profiles: Map<string, number>, fi
 function checkEveryActiveListed(profiles: Map<string, number>, findings: Findings): void {
   for (const [name, key] of profiles) {
     if (has(key, ACTIVE) && !has(key, SEEN)) {
-      findings.defect('creators-missing', CREATORS_FILE, `does not name the active profile ${JSON.stringify(name)} (${FIRST_DIR}/${name}): every active user belongs in the list`);
+      findings.defect(
+        'creators-missing',
+        CREATORS_FILE,
+        `does not name the active profile ${JSON.stringify(name)} (${FIRST_DIR}/${name}): every active user belongs in the list`,
+      );
     }
   }
 }
@@ -64,7 +69,10 @@ class EntryCheck {
   private previous: string | undefined;
   private readonly userValidator = validator('User');
 
-  constructor(private readonly profiles: Map<string, number>, private readonly findings: Findings) {}
+  constructor(
+    private readonly profiles: Map<string, number>,
+    private readonly findings: Findings,
+  ) {}
 
   check(raw: Buffer, index: number, offset: number): void {
     this.count++;
@@ -72,9 +80,18 @@ class EntryCheck {
     const entry = parseElement(raw, offset) as any;
     const username: unknown = entry?.username;
     const label = `entry ${index}${typeof username === 'string' ? ` (${JSON.stringify(username)})` : ''}`;
-    if (!this.userValidator(entry)) this.findings.defect('schema', CREATORS_FILE, `${label} does not match User: ${describeErrors(this.userValidator.errors, `/data/${index}`)}`);
+    if (!this.userValidator(entry))
+      this.findings.defect(
+        'schema',
+        CREATORS_FILE,
+        `${label} does not match User: ${describeErrors(this.userValidator.errors, `/data/${index}`)}`,
+      );
     if (entry?.status !== 'active') {
-      this.findings.defect('creators-status', CREATORS_FILE, `${label} has status ${JSON.stringify(entry?.status)}: only active users belong in the creators list (suspended, banned, inactive and deleted accounts never appear)`);
+      this.findings.defect(
+        'creators-status',
+        CREATORS_FILE,
+        `${label} has status ${JSON.stringify(entry?.status)}: only active users belong in the creators list (suspended, banned, inactive and deleted accounts never appear)`,
+      );
     }
     if (typeof username === 'string') this.checkAgainstProfile(username.toLowerCase(), label, raw, entry);
   }
@@ -95,12 +112,20 @@ class EntryCheck {
     this.checkOrder(lower, label);
     const key = this.profiles.get(lower);
     if (key === undefined) {
-      this.findings.defect('creators-unknown', CREATORS_FILE, `${label} has no profile (${FIRST_DIR}/${lower} is missing or broken): the list names a user that answers 404`);
+      this.findings.defect(
+        'creators-unknown',
+        CREATORS_FILE,
+        `${label} has no profile (${FIRST_DIR}/${lower} is missing or broken): the list names a user that answers 404`,
+      );
       return;
     }
     this.markSeen(lower, key);
     if (fingerprint(key) !== userKey(raw) && fingerprint(key) !== canonicalKey(entry)) {
-      this.findings.defect('creators-differs', CREATORS_FILE, `${label} differs from its profile ${FIRST_DIR}/${lower}: both come from one snapshot and must hold the same User object`);
+      this.findings.defect(
+        'creators-differs',
+        CREATORS_FILE,
+        `${label} differs from its profile ${FIRST_DIR}/${lower}: both come from one snapshot and must hold the same User object`,
+      );
     }
   }
 
@@ -111,9 +136,13 @@ class EntryCheck {
   private checkOrder(lower: string, label: string): void {
     const previous = this.previous;
     if (previous !== undefined && !(previous < lower)) {
-      this.findings.defect('creators-order', CREATORS_FILE, previous === lower
-        ? `${label} repeats the username ${JSON.stringify(lower)} (ignoring case): each creator appears once`
-        : `${label} comes after ${JSON.stringify(previous)}: the list must be ordered by lower-cased username, ascending`);
+      this.findings.defect(
+        'creators-order',
+        CREATORS_FILE,
+        previous === lower
+          ? `${label} repeats the username ${JSON.stringify(lower)} (ignoring case): each creator appears once`
+          : `${label} comes after ${JSON.stringify(previous)}: the list must be ordered by lower-cased username, ascending`,
+      );
     }
     this.previous = lower;
   }

@@ -23,7 +23,11 @@ export function checkErrorDocuments(out: string, findings: Findings): void {
     const { code: expectedCode, status } = ERRORS[code];
     const bytes = readIfFile(join(out, path));
     if (bytes === undefined) {
-      findings.defect('missing', path, `the ${expectedCode} error document is missing: the hosting rules answer ${status} with this file, and would answer the CDN's own page instead`);
+      findings.defect(
+        'missing',
+        path,
+        `the ${expectedCode} error document is missing: the hosting rules answer ${status} with this file, and would answer the CDN's own page instead`,
+      );
       continue;
     }
     let doc: any;
@@ -36,7 +40,11 @@ export function checkErrorDocuments(out: string, findings: Findings): void {
     if (!errorValidator(doc)) findings.defect('schema', path, `does not match ErrorResponse: ${describeErrors(errorValidator.errors)}`);
     const error = doc?.error;
     if (error?.code !== expectedCode || error?.status !== status) {
-      findings.defect('error-document', path, `holds ${JSON.stringify(error?.status)} ${JSON.stringify(error?.code)}, but this file answers ${status} ${expectedCode}`);
+      findings.defect(
+        'error-document',
+        path,
+        `holds ${JSON.stringify(error?.status)} ${JSON.stringify(error?.code)}, but this file answers ${status} ${expectedCode}`,
+      );
     }
   }
 }
@@ -47,7 +55,11 @@ export function checkContract(out: string, findings: Findings): void {
     findings.defect('missing', OPENAPI_FILE, 'the contract (OpenAPI document) is missing: build publishes contract/openapi.json there');
   } else if (!published.equals(Buffer.from(contractText()))) {
     if (parses(published)) {
-      findings.defect('contract', OPENAPI_FILE, 'differs from the contract of this profile-snapshot version (contract/openapi.json): clients would generate code from another contract; rebuild');
+      findings.defect(
+        'contract',
+        OPENAPI_FILE,
+        'differs from the contract of this profile-snapshot version (contract/openapi.json): clients would generate code from another contract; rebuild',
+      );
     } else {
       findings.defect('unparseable', OPENAPI_FILE, 'does not parse as JSON: a truncated or corrupted contract; rebuild');
     }

@@ -52,8 +52,13 @@ export interface VerifyReport {
 export class VerifyFailedError extends SnapshotError {
   constructor(readonly report: VerifyReport) {
     const n = report.defects.length;
-    super('output', `${report.out} must not be deployed: ${n} defect${n === 1 ? '' : 's'} (${Object.entries(report.summary).map(([k, c]) => `${c} ${k}`).join(', ')})`,
-      { hint: 'rebuild (profile-snapshot build) and verify again; never deploy a snapshot that fails verify' });
+    super(
+      'output',
+      `${report.out} must not be deployed: ${n} defect${n === 1 ? '' : 's'} (${Object.entries(report.summary)
+        .map(([k, c]) => `${c} ${k}`)
+        .join(', ')})`,
+      { hint: 'rebuild (profile-snapshot build) and verify again; never deploy a snapshot that fails verify' },
+    );
     this.name = 'VerifyFailedError';
   }
 }
@@ -76,9 +81,17 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
       continue;
     }
     if (inCommit) {
-      result.defects.push({ kind: 'manifest', path: MANIFEST_FILE, message: `${result.pending} entries stayed pending for ${((options.waitMs ?? 30_000) / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has` });
+      result.defects.push({
+        kind: 'manifest',
+        path: MANIFEST_FILE,
+        message: `${result.pending} entries stayed pending for ${((options.waitMs ?? 30_000) / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has`,
+      });
     } else if (changed) {
-      result.defects.push({ kind: 'manifest', path: MANIFEST_FILE, message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again' });
+      result.defects.push({
+        kind: 'manifest',
+        path: MANIFEST_FILE,
+        message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again',
+      });
     }
     const defects = sortDefects(result.defects);
     const summary: Partial<Record<DefectKind, number>> = {};

@@ -11,18 +11,29 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 
 export class JsonStreamError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(`${message} at byte ${offset}`);
     this.name = 'JsonStreamError';
   }
 }
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, OPEN_BRACE = 0x7b, CLOSE_BRACE = 0x7d, OPEN_BRACKET = 0x5b,
-  CLOSE_BRACKET = 0x5d, COMMA = 0x2c, COLON = 0x3a;
+const QUOTE = 0x22,
+  BACKSLASH = 0x5c,
+  OPEN_BRACE = 0x7b,
+  CLOSE_BRACE = 0x7d,
+  OPEN_BRACKET = 0x5b,
+  CLOSE_BRACKET = 0x5d,
+  COMMA = 0x2c,
+  COLON = 0x3a;
 const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 
 const CHUNK = 1 << 20;
-const STRING = 0, CONTAINER = 1, SCALAR = 2;
+const STRING = 0,
+  CONTAINER = 1,
+  SCALAR = 2;
 
 class ByteReader {
   private buf: Buffer = Buffer.alloc(0);
@@ -98,7 +109,10 @@ class ByteReader {
       if (kind === SCALAR) {
         while (i < buf.length) {
           const b = buf[i]!;
-          if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) { done = true; break; }
+          if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) {
+            done = true;
+            break;
+          }
           i++;
         }
       } else {
@@ -119,13 +133,19 @@ class ByteReader {
             backslashes = 0;
             if (total % 2 === 1) continue;
             inString = false;
-            if (kind === STRING) { done = true; break; }
+            if (kind === STRING) {
+              done = true;
+              break;
+            }
             continue;
           }
           const b = buf[i++]!;
           if (b === QUOTE) inString = true;
           else if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++;
-          else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --depth === 0) { done = true; break; }
+          else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --depth === 0) {
+            done = true;
+            break;
+          }
         }
       }
       if (i > start) parts.push(buf.subarray(start, i));
@@ -211,7 +231,11 @@ export function scanEnvelope(path: string, onElement: (raw: Buffer, index: numbe
               r.skipSpace();
               const sep = r.next();
               if (sep === CLOSE_BRACKET) break;
-              if (sep !== COMMA) throw new JsonStreamError(`expected "," or "]" after element ${index}, found ${describe(sep)}`, r.offset - (sep === -1 ? 0 : 1));
+              if (sep !== COMMA)
+                throw new JsonStreamError(
+                  `expected "," or "]" after element ${index}, found ${describe(sep)}`,
+                  r.offset - (sep === -1 ? 0 : 1),
+                );
             }
           }
         } else {
@@ -221,7 +245,11 @@ export function scanEnvelope(path: string, onElement: (raw: Buffer, index: numbe
         r.skipSpace();
         const sep = r.next();
         if (sep === CLOSE_BRACE) break;
-        if (sep !== COMMA) throw new JsonStreamError(`expected "," or "}" after member ${JSON.stringify(key)}, found ${describe(sep)}`, r.offset - (sep === -1 ? 0 : 1));
+        if (sep !== COMMA)
+          throw new JsonStreamError(
+            `expected "," or "}" after member ${JSON.stringify(key)}, found ${describe(sep)}`,
+            r.offset - (sep === -1 ? 0 : 1),
+          );
       }
     }
     if (!r.atEnd()) throw new JsonStreamError('unexpected content after the document', r.offset);

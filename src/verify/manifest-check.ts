@@ -22,7 +22,11 @@ export function checkManifest(out: string, folders: ProfileFolders, writerActive
   }
   const pending = checkEntries(out, manifest, folders, findings);
   if (pending > 0 && !writerActive) {
-    findings.defect('manifest', MANIFEST_FILE, `${pending} entr${pending === 1 ? 'y is' : 'ies are'} pending: a build was interrupted while publishing, so files may be half-way between two snapshots; run build again`);
+    findings.defect(
+      'manifest',
+      MANIFEST_FILE,
+      `${pending} entr${pending === 1 ? 'y is' : 'ies are'} pending: a build was interrupted while publishing, so files may be half-way between two snapshots; run build again`,
+    );
   }
   if (manifest.profiles.size > 0 || manifest.files.size > 0) checkUnlisted(manifest, folders, findings);
   return pending;
@@ -33,7 +37,12 @@ function checkEntries(out: string, manifest: Manifest, folders: ProfileFolders, 
   let pending = 0;
   for (const [name, hash] of manifest.profiles) {
     if (hash === PENDING) pending++;
-    else if (!folders.names.has(name)) findings.defect('manifest', `${PROFILE_DIRS[0]}/${name}`, 'listed in the manifest as published by the last build, but missing under every alias folder');
+    else if (!folders.names.has(name))
+      findings.defect(
+        'manifest',
+        `${PROFILE_DIRS[0]}/${name}`,
+        'listed in the manifest as published by the last build, but missing under every alias folder',
+      );
   }
   for (const [path, hash] of manifest.files) {
     if (hash === PENDING) pending++;
@@ -51,7 +60,11 @@ function checkUnlisted(manifest: Manifest, folders: ProfileFolders, findings: Fi
     if (manifest.profiles.has(name)) continue;
     PROFILE_DIRS.forEach((dir, d) => {
       if (folders.byDir[d]!.get(name)?.isFile()) {
-        findings.defect('stray', `${dir}/${name}`, 'in a users folder but not written by profile-snapshot (not in its manifest): it is served as a profile, though the store did not publish it');
+        findings.defect(
+          'stray',
+          `${dir}/${name}`,
+          'in a users folder but not written by profile-snapshot (not in its manifest): it is served as a profile, though the store did not publish it',
+        );
       }
     });
   }

@@ -12,7 +12,11 @@ import { fileExists } from './documents-check.js';
 export function checkNetlify(counts: { dir: string; entries: number }[], root: string | undefined, findings: Findings): void {
   const { over, near } = classifyFolders(counts);
   for (const c of over) {
-    findings.defect('netlify-folder-limit', c.dir, `holds ${c.entries.toLocaleString('en-US')} files, over Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder: the deploy would fail; serve this snapshot with profile-snapshot serve behind a CDN instead`);
+    findings.defect(
+      'netlify-folder-limit',
+      c.dir,
+      `holds ${c.entries.toLocaleString('en-US')} files, over Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder: the deploy would fail; serve this snapshot with profile-snapshot serve behind a CDN instead`,
+    );
   }
   for (const c of near) findings.warn(nearLimitMessage(c));
   checkNetlifyToml(resolve(root ?? '.'), findings);
@@ -25,8 +29,16 @@ export function checkNetlify(counts: { dir: string; entries: number }[], root: s
 function checkNetlifyToml(root: string, findings: Findings): void {
   const path = join(root, NETLIFY_TOML);
   if (!fileExists(path)) {
-    findings.defect('netlify-config', NETLIFY_TOML, `missing in ${root}: Netlify would deploy without the rules, headers and edge function the route table renders; run profile-snapshot netlify config and commit the result`);
+    findings.defect(
+      'netlify-config',
+      NETLIFY_TOML,
+      `missing in ${root}: Netlify would deploy without the rules, headers and edge function the route table renders; run profile-snapshot netlify config and commit the result`,
+    );
   } else if (readFileSync(path, 'utf8') !== renderNetlifyToml()) {
-    findings.defect('netlify-config', NETLIFY_TOML, 'differs from what the route table (src/hosting/routes.ts) renders: the deployed rules or headers would not be the contract\'s; run profile-snapshot netlify config and commit the result');
+    findings.defect(
+      'netlify-config',
+      NETLIFY_TOML,
+      "differs from what the route table (src/hosting/routes.ts) renders: the deployed rules or headers would not be the contract's; run profile-snapshot netlify config and commit the result",
+    );
   }
 }

@@ -20,8 +20,12 @@ const WORKER_PATIENCE_MS = 10 * 60_000;
 
 export function profilePass(out: string, names: string[], types: Uint8Array, options: { parallel?: boolean } = {}): ProfilePass {
   const dirs = PROFILE_DIRS.length; // `types` holds one entry per name and alias folder
-  const parallel = (options.parallel ?? true) && names.length >= PARALLEL_FROM && availableParallelism() > 1
-    && WORKER_URL.protocol === 'file:' && existsSync(fileURLToPath(WORKER_URL));
+  const parallel =
+    (options.parallel ?? true) &&
+    names.length >= PARALLEL_FROM &&
+    availableParallelism() > 1 &&
+    WORKER_URL.protocol === 'file:' &&
+    existsSync(fileURLToPath(WORKER_URL));
   if (!parallel) return auditProfiles(out, names, types);
 
   // The worker gets the first share: it starts later (loading), so it gets a little less.
@@ -43,7 +47,8 @@ export function profilePass(out: string, names: string[], types: Uint8Array, opt
   const mine = auditProfiles(out, names.slice(split), types.slice(split * dirs));
   const deadline = Date.now() + WORKER_PATIENCE_MS;
   while (Atomics.load(signal, 0) === 0 && Date.now() < deadline) Atomics.wait(signal, 0, 0, 1000);
-  const message = Atomics.load(signal, 0) === 1 ? receiveMessageOnPort(port1)?.message as { result?: ProfilePass } | undefined : undefined;
+  const message =
+    Atomics.load(signal, 0) === 1 ? (receiveMessageOnPort(port1)?.message as { result?: ProfilePass } | undefined) : undefined;
   void worker.terminate();
   port1.close();
   const their = message?.result ?? { ...auditProfiles(out, theirs, types.slice(0, split * dirs)), threads: 0 };

@@ -20,7 +20,12 @@ export interface ProfileFolders {
   threads: number;
 }
 
-export function checkProfileFolders(out: string, users: Map<string, Dirent[]>, parallel: boolean | undefined, findings: Findings): ProfileFolders {
+export function checkProfileFolders(
+  out: string,
+  users: Map<string, Dirent[]>,
+  parallel: boolean | undefined,
+  findings: Findings,
+): ProfileFolders {
   const byDir = PROFILE_DIRS.map((dir) => {
     const map = new Map<string, Dirent>();
     for (const e of users.get(dir) ?? []) if (!e.name.startsWith('.')) map.set(e.name, e);
@@ -42,7 +47,8 @@ function entryTypes(names: readonly string[], byDir: Map<string, Dirent>[]): Uin
   names.forEach((name, n) => {
     byDir.forEach((map, d) => {
       const e = map.get(name);
-      types[n * PROFILE_DIRS.length + d] = e === undefined ? ABSENT : e.isFile() ? FILE : e.isDirectory() ? FOLDER : e.isSymbolicLink() ? SYMLINK : OTHER;
+      types[n * PROFILE_DIRS.length + d] =
+        e === undefined ? ABSENT : e.isFile() ? FILE : e.isDirectory() ? FOLDER : e.isSymbolicLink() ? SYMLINK : OTHER;
     });
   });
   return types;

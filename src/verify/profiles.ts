@@ -15,15 +15,21 @@ import type { Defect, DefectKind } from './defects.js';
 import { describeErrors, validator } from './schemas.js';
 
 /** What a users folder holds under a name (one byte per name and alias folder). */
-export const ABSENT = 0, FILE = 1, FOLDER = 2, SYMLINK = 3, OTHER = 4;
+export const ABSENT = 0,
+  FILE = 1,
+  FOLDER = 2,
+  SYMLINK = 3,
+  OTHER = 4;
 
 /**
  * Per profile: fingerprint * FLAGS + flags (arithmetic, not bitwise: the fingerprint has 48 bits).
  * VALID: the document matched its schema, so a list entry with the very same bytes is a valid User.
  */
-export const ACTIVE = 1, SEEN = 2, VALID = 4;
+export const ACTIVE = 1,
+  SEEN = 2,
+  VALID = 4;
 export const FLAGS = 8;
-export const has = (key: number, flag: number) => Math.floor(key % FLAGS / flag) % 2 === 1;
+export const has = (key: number, flag: number) => Math.floor((key % FLAGS) / flag) % 2 === 1;
 export const fingerprint = (key: number) => Math.floor(key / FLAGS);
 
 /**
@@ -32,7 +38,8 @@ export const fingerprint = (key: number) => Math.floor(key / FLAGS);
  * entry from its profile (a miss is 1 in 2^48), not resist an adversary.
  */
 export function userKey(json: Buffer): number {
-  let a = 0x811c9dc5, b = 0x9747b28c ^ json.length;
+  let a = 0x811c9dc5,
+    b = 0x9747b28c ^ json.length;
   for (let i = 0; i < json.length; i++) {
     const byte = json[i]!;
     a = Math.imul(a ^ byte, 0x01000193);
@@ -102,7 +109,11 @@ export function auditProfiles(out: string, names: readonly string[], types: Uint
     const first = aliases.present[0]!;
     const differing = aliases.present.slice(1).filter((p) => !p.bytes.equals(first.bytes));
     for (const p of differing) {
-      report('alias-differs', p.path, `differs from ${first.path}: the alias paths must answer the same bytes (${p.bytes.length} vs ${first.bytes.length} bytes)`);
+      report(
+        'alias-differs',
+        p.path,
+        `differs from ${first.path}: the alias paths must answer the same bytes (${p.bytes.length} vs ${first.bytes.length} bytes)`,
+      );
     }
     const key = auditProfile(first.path, name, first.bytes, profileValidator, report);
     for (const p of differing) auditProfile(p.path, name, p.bytes, profileValidator, report);
@@ -118,7 +129,12 @@ export function auditProfiles(out: string, names: readonly string[], types: Uint
  * The alias files of one name that are regular files, read once each: a hard link to the first
  * (how build writes them) holds its bytes and is not read again. `types` holds one byte per alias.
  */
-function readAliases(out: string, name: string, types: Uint8Array, report: Report): { present: { path: string; bytes: Buffer }[]; files: number } {
+function readAliases(
+  out: string,
+  name: string,
+  types: Uint8Array,
+  report: Report,
+): { present: { path: string; bytes: Buffer }[]; files: number } {
   const present: { path: string; bytes: Buffer }[] = [];
   let files = 0;
   let firstFile: { bytes: Buffer; ino: number; dev: number } | undefined;
@@ -126,12 +142,22 @@ function readAliases(out: string, name: string, types: Uint8Array, report: Repor
     const type = types[d]!;
     const path = `${dir}/${name}`;
     if (type === ABSENT) {
-      const have = PROFILE_DIRS.filter((_, j) => types[j] !== ABSENT).map((other) => `${other}/${name}`).join(', ');
-      report('alias-missing', path, `missing, while ${have} exists: every profile must be published under every alias path, or requests there answer 404`);
+      const have = PROFILE_DIRS.filter((_, j) => types[j] !== ABSENT)
+        .map((other) => `${other}/${name}`)
+        .join(', ');
+      report(
+        'alias-missing',
+        path,
+        `missing, while ${have} exists: every profile must be published under every alias path, or requests there answer 404`,
+      );
       return;
     }
     if (type !== FILE) {
-      report('stray', path, `${type === FOLDER ? 'a folder' : type === SYMLINK ? 'a symbolic link' : 'not a regular file'} in a users folder: only profile files belong there${type === SYMLINK ? ' (Netlify deploys do not follow symbolic links)' : ''}`);
+      report(
+        'stray',
+        path,
+        `${type === FOLDER ? 'a folder' : type === SYMLINK ? 'a symbolic link' : 'not a regular file'} in a users folder: only profile files belong there${type === SYMLINK ? ' (Netlify deploys do not follow symbolic links)' : ''}`,
+      );
       return;
     }
     files++;
@@ -154,7 +180,11 @@ function auditProfile(path: string, name: string, bytes: Buffer, profileValidato
   try {
     doc = JSON.parse(bytes.toString('utf8'));
   } catch (cause) {
-    report('unparseable', path, `does not parse as JSON (${describeCause(cause)}; ${bytes.length} bytes): a truncated or corrupted profile`);
+    report(
+      'unparseable',
+      path,
+      `does not parse as JSON (${describeCause(cause)}; ${bytes.length} bytes): a truncated or corrupted profile`,
+    );
     return undefined;
   }
   const usernameReported = checkUsername(path, name, doc?.data?.username, report);
@@ -171,11 +201,19 @@ function auditProfile(path: string, name: string, bytes: Buffer, profileValidato
 function checkUsername(path: string, name: string, username: unknown, report: Report): boolean {
   if (typeof username !== 'string') return false;
   if (!isPublishableUsername(username)) {
-    report('unpublishable', path, `publishes the username ${JSON.stringify(username)}, which is not publishable (1-64 of A-Z a-z 0-9 . _ -, not starting with "."): it must not be served`);
+    report(
+      'unpublishable',
+      path,
+      `publishes the username ${JSON.stringify(username)}, which is not publishable (1-64 of A-Z a-z 0-9 . _ -, not starting with "."): it must not be served`,
+    );
     return true;
   }
   if (username.toLowerCase() !== name) {
-    report('file-name', path, `the file name ${JSON.stringify(name)} is not the lower-cased username inside it (${JSON.stringify(username)}): requests for ${JSON.stringify(name)} would answer another user's profile`);
+    report(
+      'file-name',
+      path,
+      `the file name ${JSON.stringify(name)} is not the lower-cased username inside it (${JSON.stringify(username)}): requests for ${JSON.stringify(name)} would answer another user's profile`,
+    );
     return true;
   }
   return false;

@@ -7,8 +7,17 @@ import addFormatsModule from 'ajv-formats';
 import { contractDocument } from '../core/contract.js';
 
 export type SchemaName =
-  | 'Meta' | 'Badges' | 'AvatarDecoration' | 'Social' | 'BanInfo' | 'User' | 'ActiveUser'
-  | 'ProfileResponse' | 'CreatorsResponse' | 'Error' | 'ErrorResponse';
+  | 'Meta'
+  | 'Badges'
+  | 'AvatarDecoration'
+  | 'Social'
+  | 'BanInfo'
+  | 'User'
+  | 'ActiveUser'
+  | 'ProfileResponse'
+  | 'CreatorsResponse'
+  | 'Error'
+  | 'ErrorResponse';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -42,12 +51,16 @@ export function describeErrors(errors: readonly ErrorObject[] | null | undefined
   const seen = new Set<string>();
   for (const e of errors) {
     // if/then/else and anyOf add a summary error after the precise ones: keep only the precise ones.
-    if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf' && errors.length > 1) continue;
+    if (e.keyword === 'if' || e.keyword === 'anyOf' || (e.keyword === 'oneOf' && errors.length > 1)) continue;
     const where = `${prefix}${e.instancePath}` || '(document)';
-    const extra = e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
-      : e.keyword === 'enum' ? ` (${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')})`
-      : e.keyword === 'const' ? ` (${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)})`
-      : '';
+    const extra =
+      e.keyword === 'additionalProperties'
+        ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
+        : e.keyword === 'enum'
+          ? ` (${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')})`
+          : e.keyword === 'const'
+            ? ` (${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)})`
+            : '';
     seen.add(`${where} ${e.message ?? 'is invalid'}${extra}`);
   }
   return seen.size === 0 ? 'does not match its schema' : [...seen].join('; ');

@@ -57,16 +57,28 @@ const underApi = (rel: string) => ROUTES.prefixes.some((p) => rel.startsWith(`${
 /** A file (or bookkeeping folder) outside the state folder and the users folders. */
 function checkEntry(path: string, e: Dirent, walk: TreeWalk, findings: Findings): void {
   if (isBookkeeping(e)) {
-    findings.defect('bookkeeping', path, `${e.isDirectory() ? 'folder' : 'file'} named like the tool's bookkeeping (${MANIFEST_FILE}, lock, status.json, staging) outside ${STATE_DIR}/: it would be deployed and served; remove it (the tool keeps these in ${STATE_DIR}/ only)`);
+    findings.defect(
+      'bookkeeping',
+      path,
+      `${e.isDirectory() ? 'folder' : 'file'} named like the tool's bookkeeping (${MANIFEST_FILE}, lock, status.json, staging) outside ${STATE_DIR}/: it would be deployed and served; remove it (the tool keeps these in ${STATE_DIR}/ only)`,
+    );
     return;
   }
   walk.files++;
   if (TEMPORARY.test(e.name)) {
     findings.defect('leftover', path, 'temporary file left by an interrupted write: it would be deployed and served; remove it');
   } else if (e.isSymbolicLink() && (underApi(path) || path.startsWith(`${ERRORS_DIR}/`))) {
-    findings.defect('stray', path, 'a symbolic link where the API is served: Netlify deploys do not follow symbolic links; profile-snapshot never writes one');
+    findings.defect(
+      'stray',
+      path,
+      'a symbolic link where the API is served: Netlify deploys do not follow symbolic links; profile-snapshot never writes one',
+    );
   } else if (underApi(path) && !API_DOCUMENTS.has(path)) {
-    findings.defect('stray', path, 'not a document of the API, but under an API prefix: it would be served where the contract answers 404 NOT_FOUND; remove it');
+    findings.defect(
+      'stray',
+      path,
+      'not a document of the API, but under an API prefix: it would be served where the contract answers 404 NOT_FOUND; remove it',
+    );
   } else if (path.startsWith(`${ERRORS_DIR}/`) && !ERROR_FILES.has(path)) {
     findings.defect('stray', path, `not one of the error documents, but in the tool's ${ERRORS_DIR}/ folder: remove it`);
   }
@@ -79,12 +91,21 @@ function checkStateDir(out: string, writerActive: boolean | undefined, findings:
     if (path === STAGING_DIR && e.isDirectory()) {
       const staged = readDir(out, STAGING_DIR);
       if (staged.length > 0 && !writerActive) {
-        const shown = staged.slice(0, 3).map((s) => s.name).join(', ');
-        findings.defect('leftover', STAGING_DIR, `${staged.length} staged file${staged.length === 1 ? '' : 's'} (${shown}${staged.length > 3 ? ', ...' : ''}) left by an interrupted build (no profile-snapshot process holds the out dir); the next build clears them`);
+        const shown = staged
+          .slice(0, 3)
+          .map((s) => s.name)
+          .join(', ');
+        findings.defect(
+          'leftover',
+          STAGING_DIR,
+          `${staged.length} staged file${staged.length === 1 ? '' : 's'} (${shown}${staged.length > 3 ? ', ...' : ''}) left by an interrupted build (no profile-snapshot process holds the out dir); the next build clears them`,
+        );
       }
     } else if (TEMPORARY.test(e.name) && !writerActive) {
       // Never served or deployed, and a later run replaces it: worth a word, not a refused deploy.
-      findings.warn(`${path}: temporary file left by an interrupted run (harmless: the state folder is never served or deployed); remove it`);
+      findings.warn(
+        `${path}: temporary file left by an interrupted run (harmless: the state folder is never served or deployed); remove it`,
+      );
     }
   }
 }
@@ -93,6 +114,6 @@ function readDir(out: string, rel: string): Dirent[] {
   try {
     return readdirSync(join(out, rel), { withFileTypes: true });
   } catch (cause) {
-    throw outputError(`cannot read ${join(out, rel)}: ${describeCause(cause)}`, 'check the out dir\'s permissions', cause);
+    throw outputError(`cannot read ${join(out, rel)}: ${describeCause(cause)}`, "check the out dir's permissions", cause);
   }
 }

@@ -12,12 +12,16 @@ export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string
   if (!cycle.ok) {
     const error = cycle.error;
     const streak = consecutiveFailures > 1 ? ` (${consecutiveFailures} in a row)` : '';
-    return `cycle ${cycle.number} FAILED${streak}: ${error?.message ?? 'unknown error'}${error?.hint ? `. Fix: ${error.hint}` : ''}; `
-      + `the last good output is kept; ${seconds}`;
+    return (
+      `cycle ${cycle.number} FAILED${streak}: ${error?.message ?? 'unknown error'}${error?.hint ? `. Fix: ${error.hint}` : ''}; ` +
+      `the last good output is kept; ${seconds}`
+    );
   }
   const files = cycle.files ?? { written: 0, unchanged: 0, removed: 0 };
-  return `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${plural(cycle.profiles, 'profile')} (${plural(cycle.creators, 'creator')}), `
-    + `${count(cycle.skipped)} skipped; ${filesLine(files)}; ${plural(cycle.warnings, 'warning')}; ${seconds}`;
+  return (
+    `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${plural(cycle.profiles, 'profile')} (${plural(cycle.creators, 'creator')}), ` +
+    `${count(cycle.skipped)} skipped; ${filesLine(files)}; ${plural(cycle.warnings, 'warning')}; ${seconds}`
+  );
 }
 
 /** The error part of a cycle's status: typed failures keep their kind and exit code; anything else is a bug (1). */
@@ -27,7 +31,8 @@ export function errorStatus(error: unknown): NonNullable<CycleStatus['error']> {
   }
   // The log line stays one line; the stack goes to the status file (and is printed once per streak).
   return {
-    kind: 'bug', exitCode: 1,
+    kind: 'bug',
+    exitCode: 1,
     message: `internal error, please report it: ${error instanceof Error ? error.message : String(error)}`,
     hint: null,
     ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),

@@ -37,11 +37,17 @@ export interface WatchOptions {
 }
 
 export type WatchEvent =
-  | { type: 'cycle'; cycle: CycleStatus; report: BuildReport | undefined; consecutiveFailures: number;
+  | {
+      type: 'cycle';
+      cycle: CycleStatus;
+      report: BuildReport | undefined;
+      consecutiveFailures: number;
       /** The build's warnings differ from the previous successful cycle's (print them again). */
       warningsChanged: boolean;
       /** The build's notices (advice about the whole tree or the watcher) differ from the previous successful cycle's. */
-      noticesChanged: boolean; nextInMs: number }
+      noticesChanged: boolean;
+      nextInMs: number;
+    }
   | { type: 'exec-start'; request: ExecRequest }
   | { type: 'exec-finish'; result: ExecResult; consecutiveFailures: number }
   | { type: 'publish-finish'; result: PublishResult; consecutiveFailures: number }
@@ -92,18 +98,25 @@ export class Watcher {
     this.session = new StoreSession(options.build.db, { busyTimeoutMs: options.build.busyTimeoutMs });
     if (options.exec) {
       const { command, env, stdout, stderr, minIntervalMs } = options.exec;
-      this.exec = new ExecRunner(command, env, (request) => formatCycle(cycleOf(request.report, request.cycle)), {
-        stdout, stderr,
-        onStart: (request) => {
-          options.onEvent({ type: 'exec-start', request });
-          this.saveStatus();
+      this.exec = new ExecRunner(
+        command,
+        env,
+        (request) => formatCycle(cycleOf(request.report, request.cycle)),
+        {
+          stdout,
+          stderr,
+          onStart: (request) => {
+            options.onEvent({ type: 'exec-start', request });
+            this.saveStatus();
+          },
+          // The status first: whoever reads the log line may read the status file next.
+          onFinish: (result) => {
+            this.saveStatus();
+            options.onEvent({ type: 'exec-finish', result, consecutiveFailures: this.exec?.consecutiveFailures ?? 0 });
+          },
         },
-        // The status first: whoever reads the log line may read the status file next.
-        onFinish: (result) => {
-          this.saveStatus();
-          options.onEvent({ type: 'exec-finish', result, consecutiveFailures: this.exec?.consecutiveFailures ?? 0 });
-        },
-      }, minIntervalMs);
+        minIntervalMs,
+      );
     }
     if (options.publish) {
       // waitMs 0: this process is the writer, and between two (synchronous) builds no commit is under way.
@@ -182,7 +195,13 @@ export class Watcher {
       // skip this cycle if another live process holds it now.
       this.lock.verify();
       const time = this.options.snapshotTime();
-      report = build({ ...this.options.build, snapshotMs: time.ms, reproducible: time.reproducible, lock: this.lock, session: this.session });
+      report = build({
+        ...this.options.build,
+        snapshotMs: time.ms,
+        reproducible: time.reproducible,
+        lock: this.lock,
+        session: this.session,
+      });
     } catch (error) {
       failure = error;
     }
@@ -191,12 +210,26 @@ export class Watcher {
     const cycle: CycleStatus = report
       ? { ...cycleOf(report, number), startedAt, startedMonoNs, finishedAt, durationMs }
       : {
-          number, startedAt, startedMonoNs, finishedAt, durationMs, ok: false, changed: false,
-          profiles: null, creators: null, skipped: null, rendered: null, rowsRead: null, warnings: null, files: null, snapshotTime: null,
+          number,
+          startedAt,
+          startedMonoNs,
+          finishedAt,
+          durationMs,
+          ok: false,
+          changed: false,
+          profiles: null,
+          creators: null,
+          skipped: null,
+          rendered: null,
+          rowsRead: null,
+          warnings: null,
+          files: null,
+          snapshotTime: null,
           error: errorStatus(failure),
         };
 
-    let warningsChanged = false, noticesChanged = false;
+    let warningsChanged = false,
+      noticesChanged = false;
     if (report) {
       this.consecutiveFailures = 0;
       this.lastSuccessAt = finishedAt;
@@ -216,7 +249,15 @@ export class Watcher {
     const nextInMs = Math.max(0, startedMs + this.options.intervalMs - performance.now());
     this.nextCycleAt = new Date(Date.now() + nextInMs).toISOString();
     this.saveStatus();
-    this.options.onEvent({ type: 'cycle', cycle, report, consecutiveFailures: this.consecutiveFailures, warningsChanged, noticesChanged, nextInMs });
+    this.options.onEvent({
+      type: 'cycle',
+      cycle,
+      report,
+      consecutiveFailures: this.consecutiveFailures,
+      warningsChanged,
+      noticesChanged,
+      nextInMs,
+    });
     if (report && cycle.changed) this.exec?.request(number, report);
     if (report) this.publisher?.afterCycle(number, cycle.changed);
   }
@@ -255,8 +296,12 @@ export class Watcher {
       nextCycleAt: this.state === 'idle' ? this.nextCycleAt : null,
       exec: exec
         ? {
-            command: exec.command, running: exec.running, runs: exec.runs,
-            consecutiveFailures: exec.consecutiveFailures, lastExitCode: exec.lastExitCode, lastFinishedAt: exec.lastFinishedAt,
+            command: exec.command,
+            running: exec.running,
+            runs: exec.runs,
+            consecutiveFailures: exec.consecutiveFailures,
+            lastExitCode: exec.lastExitCode,
+            lastFinishedAt: exec.lastFinishedAt,
           }
         : null,
       publish: this.publisher?.snapshot() ?? null,
@@ -274,10 +319,22 @@ export class Watcher {
 /** The counts of a successful cycle (timing fields are filled in by the caller). */
 function cycleOf(report: BuildReport, number: number): CycleStatus {
   return {
-    number, startedAt: '', startedMonoNs: '0', finishedAt: '', durationMs: Math.round(report.seconds * 1000),
-    ok: true, changed: report.files.written + report.files.removed > 0,
-    profiles: report.profiles, creators: report.creators, skipped: report.skipped, rendered: report.rendered, rowsRead: report.rowsRead, warnings: report.warnings.length,
-    files: report.files, snapshotTime: report.snapshotTime, error: null,
+    number,
+    startedAt: '',
+    startedMonoNs: '0',
+    finishedAt: '',
+    durationMs: Math.round(report.seconds * 1000),
+    ok: true,
+    changed: report.files.written + report.files.removed > 0,
+    profiles: report.profiles,
+    creators: report.creators,
+    skipped: report.skipped,
+    rendered: report.rendered,
+    rowsRead: report.rowsRead,
+    warnings: report.warnings.length,
+    files: report.files,
+    snapshotTime: report.snapshotTime,
+    error: null,
   };
 }
 

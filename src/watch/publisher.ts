@@ -32,7 +32,18 @@ export class PublishRunner {
     private readonly hooks: PublishHooks,
   ) {
     // A new watcher cannot know the bucket is current: its first cycle publishes (a quiet check if so).
-    this.status = { to, running: false, runs: 0, consecutiveFailures: 0, behind: true, lastSuccessAt: null, lastFailureAt: null, lastError: null, last: null, total: { put: 0, deleted: 0 } };
+    this.status = {
+      to,
+      running: false,
+      runs: 0,
+      consecutiveFailures: 0,
+      behind: true,
+      lastSuccessAt: null,
+      lastFailureAt: null,
+      lastError: null,
+      last: null,
+      total: { put: 0, deleted: 0 },
+    };
   }
 
   snapshot(): PublishStatus {

@@ -20,13 +20,17 @@ export async function regenerate(outDir: string, options: { timeoutMs: number; p
   const out = resolveOutDir(outDir);
   const holder = OutDirLock.holderOf(out);
   if (holder === undefined) {
-    throw outputError(`no watcher is running for ${out}`,
-      `start one with "profile-snapshot watch --out ${outDir}", or run "profile-snapshot build --out ${outDir}" once`);
+    throw outputError(
+      `no watcher is running for ${out}`,
+      `start one with "profile-snapshot watch --out ${outDir}", or run "profile-snapshot build --out ${outDir}" once`,
+    );
   }
   if (holder.command !== 'watch') {
     // SIGHUP would kill a build: never send it to anything but a watcher.
-    throw outputError(`${out} is locked by ${describeHolder(holder)}, not by a watcher`,
-      'that build brings the tree up to date when it finishes; run "profile-snapshot build" again after it if needed');
+    throw outputError(
+      `${out} is locked by ${describeHolder(holder)}, not by a watcher`,
+      'that build brings the tree up to date when it finishes; run "profile-snapshot build" again after it if needed',
+    );
   }
   const requestedAt = process.hrtime.bigint();
   try {
@@ -45,8 +49,10 @@ export async function regenerate(outDir: string, options: { timeoutMs: number; p
       throw outputError(`the watcher (pid ${holder.pid}) stopped before finishing the cycle`, 'see its log; start it again');
     }
     if (performance.now() >= deadline) {
-      throw outputError(`the watcher (pid ${holder.pid}) did not finish a cycle within ${options.timeoutMs / 1000} s`,
-        'see its log and its status file; a very large store may need a longer --timeout');
+      throw outputError(
+        `the watcher (pid ${holder.pid}) did not finish a cycle within ${options.timeoutMs / 1000} s`,
+        'see its log and its status file; a very large store may need a longer --timeout',
+      );
     }
     await new Promise((r) => setTimeout(r, options.pollMs ?? 50));
   }

@@ -35,7 +35,10 @@ export interface CycleStatus {
   files: WriteCounts | null;
   snapshotTime: string | null;
   error: {
-    kind: string; exitCode: number; message: string; hint: string | null;
+    kind: string;
+    exitCode: number;
+    message: string;
+    hint: string | null;
     /** For a bug (kind "bug"): the stack, for the report. */
     stack?: string;
   } | null;

@@ -13,9 +13,18 @@ import { afterEach, beforeAll, expect, it } from 'vitest';
 import { ensureCompiled, REPO } from '../watch/helpers.js';
 
 const SCENARIOS = [
-  'floor', 'floor, async writes', 'cold build', 'no-change build', 'no-change build, --full', '1% changed build', '10% changed build',
-  '1% changed build, store just written', 'no-change build after that',
-  'watch cycle, idle', 'watch cycle, 1% changed', 'watch cycle, quiet, wall clock',
+  'floor',
+  'floor, async writes',
+  'cold build',
+  'no-change build',
+  'no-change build, --full',
+  '1% changed build',
+  '10% changed build',
+  '1% changed build, store just written',
+  'no-change build after that',
+  'watch cycle, idle',
+  'watch cycle, 1% changed',
+  'watch cycle, quiet, wall clock',
 ];
 
 const made: string[] = [];
@@ -34,11 +43,28 @@ it('runs every scenario small, prints each with its ratio to the floor, and writ
   const work = temp(tmpdir());
   const report = join(work, 'BENCHMARKS.md');
   writeFileSync(report, 'old\n<!-- load:start -->\nload figures\n<!-- load:end -->\n');
-  const run = spawnSync(process.execPath, [join(REPO, 'scripts/bench.mjs'), '--sizes', '500', '--no-disk', '--no-publish',
-    '--tmpfs-dir', join(temp('/dev/shm'), 'bench'), '--store-dir', join(work, 'stores'), '--report', report], { encoding: 'utf8', timeout: 170_000 });
+  const run = spawnSync(
+    process.execPath,
+    [
+      join(REPO, 'scripts/bench.mjs'),
+      '--sizes',
+      '500',
+      '--no-disk',
+      '--no-publish',
+      '--tmpfs-dir',
+      join(temp('/dev/shm'), 'bench'),
+      '--store-dir',
+      join(work, 'stores'),
+      '--report',
+      report,
+    ],
+    { encoding: 'utf8', timeout: 170_000 },
+  );
   expect(run.status, run.stderr).toBe(0);
   for (const scenario of SCENARIOS) {
-    const line = run.stdout.split('\n').find((l) => new RegExp(`^\\s+500 tmpfs ${scenario.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+\\d`).test(l));
+    const line = run.stdout
+      .split('\n')
+      .find((l) => new RegExp(`^\\s+500 tmpfs ${scenario.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+\\d`).test(l));
     expect(line, `${scenario} in\n${run.stdout}`).toBeDefined();
     if (scenario !== 'floor') expect(line, scenario).toMatch(/\d+\.\d\dx floor/);
   }
@@ -47,7 +73,8 @@ it('runs every scenario small, prints each with its ratio to the floor, and writ
   expect(written).toMatch(/^Machine: \d+ x /m);
   // The cold build wrote every file of the tree (two aliases per profile, the list, errors, contract),
   // and the floor as many: it writes the same tree (the bench checks files, bytes and hard links).
-  const figures = (scenario: string) => new RegExp(`\\| 500 \\| tmpfs \\| ${scenario} \\| [\\d.]+ \\| [\\d.]+x \\| ([\\d.]+) \\| ([\\d.]+) \\| (\\d+) \\|`).exec(written);
+  const figures = (scenario: string) =>
+    new RegExp(`\\| 500 \\| tmpfs \\| ${scenario} \\| [\\d.]+ \\| [\\d.]+x \\| ([\\d.]+) \\| ([\\d.]+) \\| (\\d+) \\|`).exec(written);
   const cold = figures('cold build');
   expect(cold, written).not.toBeNull();
   expect(Number(cold![3])).toBeGreaterThan(2 * 350);

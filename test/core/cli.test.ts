@@ -39,7 +39,10 @@ describe('exit 0', () => {
     const result = build();
     expect(result.code).toBe(0);
     const summary = result.stderr.trim().split('\n').at(-1)!;
-    expect(summary).toBe('profile-snapshot: 18 profiles published (14 creators), 6 skipped; files 42 written, 0 unchanged, 0 removed; 12 warnings; ' + summary.split('; ').at(-1));
+    expect(summary).toBe(
+      'profile-snapshot: 18 profiles published (14 creators), 6 skipped; files 42 written, 0 unchanged, 0 removed; 12 warnings; ' +
+        summary.split('; ').at(-1),
+    );
     expect(summary).toMatch(/; \d+\.\d\d s$/);
     expect(result.stdout).toBe('');
   });
@@ -48,7 +51,13 @@ describe('exit 0', () => {
     const result = build(['--json']);
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout);
-    expect(report).toMatchObject({ profiles: 18, creators: 14, skipped: 6, files: { written: 42, unchanged: 0, removed: 0 }, snapshotTime: '2026-01-01T00:00:00.000Z' });
+    expect(report).toMatchObject({
+      profiles: 18,
+      creators: 14,
+      skipped: 6,
+      files: { written: 42, unchanged: 0, removed: 0 },
+      snapshotTime: '2026-01-01T00:00:00.000Z',
+    });
     expect(report.warnings).toHaveLength(12);
     expect(report.warnings[0]).toEqual({ id: expect.any(Number), reason: expect.any(String) });
     expect(typeof report.seconds).toBe('number');
@@ -57,7 +66,23 @@ describe('exit 0', () => {
   it('--help explains every option with its environment variable and default', () => {
     const result = runCli(['build', '--help']);
     expect(result.code).toBe(0);
-    for (const text of ['--db <file>', 'PROFILE_DB', 'data/profiles.db', '--out <dir>', 'PROFILE_OUT', '"dist"', '--base-url <url>', 'BASE_URL', "then Netlify's URL", 'http://localhost:3000', '--strict', '--json', '--full', 'SOURCE_DATE_EPOCH', 'Exit codes']) {
+    for (const text of [
+      '--db <file>',
+      'PROFILE_DB',
+      'data/profiles.db',
+      '--out <dir>',
+      'PROFILE_OUT',
+      '"dist"',
+      '--base-url <url>',
+      'BASE_URL',
+      "then Netlify's URL",
+      'http://localhost:3000',
+      '--strict',
+      '--json',
+      '--full',
+      'SOURCE_DATE_EPOCH',
+      'Exit codes',
+    ]) {
       expect(result.stdout).toContain(text);
     }
   });
@@ -70,25 +95,43 @@ describe('option precedence: flag, then environment, then default', () => {
     expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.avatarUrl).toBe('https://env.example/api/avatar?u=bob');
   });
 
-  it('falls back to Netlify\'s URL when BASE_URL is unset, and flags beat both', () => {
+  it("falls back to Netlify's URL when BASE_URL is unset, and flags beat both", () => {
     expect(runCli(['build', '--db', db, '--out', out], { env: { ...EPOCH, URL: 'https://netlify.example' } }).code).toBe(0);
     expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.pageUrl).toBe('https://netlify.example/p/bob');
     // BASE_URL beats Netlify's URL.
-    expect(runCli(['build', '--db', db, '--out', out], { env: { ...EPOCH, URL: 'https://netlify.example', BASE_URL: 'https://env.example' } }).code).toBe(0);
+    expect(
+      runCli(['build', '--db', db, '--out', out], { env: { ...EPOCH, URL: 'https://netlify.example', BASE_URL: 'https://env.example' } })
+        .code,
+    ).toBe(0);
     expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.pageUrl).toBe('https://env.example/p/bob');
     // Flags beat every variable: a PROFILE_DB that does not exist and a PROFILE_OUT elsewhere are ignored.
-    expect(runCli(['build', '--db', db, '--out', out, '--base-url', 'https://flag.example'], { env: { ...EPOCH, URL: 'https://netlify.example', BASE_URL: 'https://env.example', PROFILE_DB: join(dir.path, 'nope.db'), PROFILE_OUT: join(dir.path, 'elsewhere') } }).code).toBe(0);
+    expect(
+      runCli(['build', '--db', db, '--out', out, '--base-url', 'https://flag.example'], {
+        env: {
+          ...EPOCH,
+          URL: 'https://netlify.example',
+          BASE_URL: 'https://env.example',
+          PROFILE_DB: join(dir.path, 'nope.db'),
+          PROFILE_OUT: join(dir.path, 'elsewhere'),
+        },
+      }).code,
+    ).toBe(0);
     expect(JSON.parse(readFileSync(join(out, 'api/v1/users/bob'), 'utf8')).data.pageUrl).toBe('https://flag.example/p/bob');
     expect(existsSync(join(dir.path, 'elsewhere'))).toBe(false);
   });
 
   it('warns on stderr when a users folder passes 50,000 profiles (Netlify refuses a folder of over 54,000 files)', () => {
-    execSql(db, `DELETE FROM socials; DELETE FROM badges; DELETE FROM bans; DELETE FROM users;
+    execSql(
+      db,
+      `DELETE FROM socials; DELETE FROM badges; DELETE FROM bans; DELETE FROM users;
       WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50001)
-      INSERT INTO users (id, username, display_name, bio, created_at, views, status) SELECT i, 'u' || i, '', '', '2020-01-01 00:00:00', 0, 'active' FROM n;`);
+      INSERT INTO users (id, username, display_name, bio, created_at, views, status) SELECT i, 'u' || i, '', '', '2020-01-01 00:00:00', 0, 'active' FROM n;`,
+    );
     const over = build();
     expect(over.code).toBe(0);
-    expect(over.stderr).toMatch(/^warning: api\/v1\/users holds 50,001 profiles: Netlify refuses a deploy with more than 54,000 files in one folder/m);
+    expect(over.stderr).toMatch(
+      /^warning: api\/v1\/users holds 50,001 profiles: Netlify refuses a deploy with more than 54,000 files in one folder/m,
+    );
     expect(over.stderr).toMatch(/^warning: service-api\/v1\/users holds 50,001 profiles/m);
     // 50,000 exactly is not past the threshold.
     execSql(db, 'DELETE FROM users WHERE id = 50001');
@@ -102,7 +145,9 @@ describe('option precedence: flag, then environment, then default', () => {
     mkdirSync(join(cwd, 'data'), { recursive: true });
     TestStore.sample(join(cwd, 'data/profiles.db')).close();
     expect(runCli(['build'], { cwd, env: EPOCH }).code).toBe(0);
-    expect(JSON.parse(readFileSync(join(cwd, 'dist/api/v1/users/bob'), 'utf8')).data.avatarUrl).toBe('http://localhost:3000/api/avatar?u=bob');
+    expect(JSON.parse(readFileSync(join(cwd, 'dist/api/v1/users/bob'), 'utf8')).data.avatarUrl).toBe(
+      'http://localhost:3000/api/avatar?u=bob',
+    );
   });
 });
 
@@ -115,7 +160,12 @@ describe('exit 2: usage errors', () => {
   });
 
   it.each([
-    ['relative/path'], ['ftp://example.com'], ['https://example.com/?x=1'], ['https://example.com/#top'], ['https://u:p@example.com'], ['example.com'],
+    ['relative/path'],
+    ['ftp://example.com'],
+    ['https://example.com/?x=1'],
+    ['https://example.com/#top'],
+    ['https://u:p@example.com'],
+    ['example.com'],
   ])('rejects the base URL %j', (url) => {
     expectOutputUntouched(() => {
       const result = build(['--base-url', url]);
@@ -264,7 +314,10 @@ describe('exit 5: output unusable', () => {
   it('a foreign file where a new profile would go, after earlier good builds', () => {
     expect(build().code).toBe(0);
     writeFileSync(join(out, 'api/v1/users/newbie'), 'hand-made');
-    execSql(db, "INSERT INTO users (id, username, display_name, bio, created_at, status) VALUES (100, 'Newbie', 'N', '', '2024-01-01 00:00:00', 'active')");
+    execSql(
+      db,
+      "INSERT INTO users (id, username, display_name, bio, created_at, status) VALUES (100, 'Newbie', 'N', '', '2024-01-01 00:00:00', 'active')",
+    );
     execSql(db, "UPDATE users SET views = 0 WHERE username = 'Alice'");
     const before = snapshotTree(out);
     const result = build();

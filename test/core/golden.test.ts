@@ -37,7 +37,12 @@ const ALICE = {
   createdAt: '2021-03-01T12:00:00.000Z',
   views: 1234,
   badges: { isVerified: true, isOfficial: true, isHelper: true, list: ['official', 'verified', 'helper'] },
-  avatarDecoration: { id: 'halo_gold', name: 'Golden Halo', file: 'halo_gold.png', url: 'https://profiles.example.com/api/decoration?f=halo_gold.png' },
+  avatarDecoration: {
+    id: 'halo_gold',
+    name: 'Golden Halo',
+    file: 'halo_gold.png',
+    url: 'https://profiles.example.com/api/decoration?f=halo_gold.png',
+  },
   socials: [
     { platform: 'discord', url: 'https://discord.gg/alice' },
     { platform: 'github', url: 'https://github.com/alice' },
@@ -102,7 +107,20 @@ describe('golden documents from the sample store', () => {
   it('the creators list holds exactly the active sample users in order, each as in its own document', () => {
     const list = JSON.parse(bytes('service-api/v1/creators'));
     expect(list.data.map((u: { username: string }) => u.username)).toEqual([
-      'Alice', 'amy.lee', 'bob', 'Carol.Dev', 'niaj', 'Olivia', 'peggy', 'Quentin', `sybil-${'x'.repeat(58)}`, 'Uma', 'Victor', 'xavier', 'yolanda', 'zoe',
+      'Alice',
+      'amy.lee',
+      'bob',
+      'Carol.Dev',
+      'niaj',
+      'Olivia',
+      'peggy',
+      'Quentin',
+      `sybil-${'x'.repeat(58)}`,
+      'Uma',
+      'Victor',
+      'xavier',
+      'yolanda',
+      'zoe',
     ]);
     expect(list.data[0]).toEqual(ALICE);
     expect(list.data[3]).toEqual(CAROL);
@@ -110,10 +128,12 @@ describe('golden documents from the sample store', () => {
   });
 
   it('the USER_NOT_FOUND error document', () => {
-    expect(bytes('_errors/user-not-found.json')).toBe(JSON.stringify({
-      success: false,
-      error: { status: 404, code: 'USER_NOT_FOUND', message: 'No active or suspended profile has this username.' },
-      meta: META,
-    }));
+    expect(bytes('_errors/user-not-found.json')).toBe(
+      JSON.stringify({
+        success: false,
+        error: { status: 404, code: 'USER_NOT_FOUND', message: 'No active or suspended profile has this username.' },
+        meta: META,
+      }),
+    );
   });
 });

@@ -24,7 +24,15 @@ function cleanStore(file: string): void {
   store.decoration('halo', 'Halo', 'halo.png');
   for (let id = 1; id <= USERS; id++) {
     // Names out of id order, so list neighbours are not id neighbours.
-    store.user({ id, username: `user${(id * 7) % USERS}x${id}`, bio: `Bio ${id} ✨`, status: id % 3 === 0 ? 'suspended' : 'active', views: id, created_at: `2020-01-${String(1 + (id % 28)).padStart(2, '0')} 10:00:00`, decoration_id: id % 5 === 0 ? 'halo' : null });
+    store.user({
+      id,
+      username: `user${(id * 7) % USERS}x${id}`,
+      bio: `Bio ${id} ✨`,
+      status: id % 3 === 0 ? 'suspended' : 'active',
+      views: id,
+      created_at: `2020-01-${String(1 + (id % 28)).padStart(2, '0')} 10:00:00`,
+      decoration_id: id % 5 === 0 ? 'halo' : null,
+    });
     if (id % 4 === 0) store.social(id, id, 'GitHub', `https://github.com/u${id}`, 1);
     if (id % 6 === 0) store.badge(id, 'verified');
     if (id % 3 === 0) store.ban(id, 'Paused', 'spam', '2024-05-01 00:00:00');
@@ -89,7 +97,7 @@ describe('kept rows', () => {
     // And the next rebuild keeps everything again, copying from the list it just wrote: the places it
     // recorded must be right, or the copied bytes would be.
     expect(buildTo(db, out, { fullPass: true }).rendered).toBe(0);
-    write("UPDATE users SET views = 5 WHERE id = 20");
+    write('UPDATE users SET views = 5 WHERE id = 20');
     expect(buildTo(db, out, { fullPass: true }).rendered).toBe(1);
     expectSameTree(out, fresh());
   });
@@ -108,7 +116,7 @@ describe('kept rows', () => {
     expectSameTree(out, fresh(SNAPSHOT_MS, 'https://cdn.example.net'));
   });
 
-  it('a list file changed behind the tool\'s back is not copied from: members are rendered again', () => {
+  it("a list file changed behind the tool's back is not copied from: members are rendered again", () => {
     buildTo(db, out);
     const listPath = join(out, 'service-api/v1/creators');
     const text = readFileSync(listPath, 'utf8');
@@ -125,7 +133,13 @@ describe('kept rows', () => {
   it('a format 1 manifest (no signatures) is read: every row is rendered once, nothing rewritten', () => {
     buildTo(db, out);
     const manifest = readFileSync(join(out, MANIFEST_FILE), 'utf8').split('\n');
-    const v1 = ['profile-snapshot manifest 1', ...manifest.slice(1).filter(Boolean).map((line) => line.split('\t').slice(0, 3).join('\t'))];
+    const v1 = [
+      'profile-snapshot manifest 1',
+      ...manifest
+        .slice(1)
+        .filter(Boolean)
+        .map((line) => line.split('\t').slice(0, 3).join('\t')),
+    ];
     writeFileSync(join(out, MANIFEST_FILE), `${v1.join('\n')}\n`);
     const report = buildTo(db, out, { fullPass: true });
     expect(report.rendered).toBe(USERS);

@@ -34,7 +34,12 @@ describe('username', () => {
   });
 
   it('publishes 1 and 64 characters, skips 65 with a warning', () => {
-    const { out, report } = built((s) => s.user({ id: 1, username: 'a' }).user({ id: 2, username: 'b'.repeat(64) }).user({ id: 3, username: 'c'.repeat(65) }));
+    const { out, report } = built((s) =>
+      s
+        .user({ id: 1, username: 'a' })
+        .user({ id: 2, username: 'b'.repeat(64) })
+        .user({ id: 3, username: 'c'.repeat(65) }),
+    );
     expect(profile(out, 'a').data.username).toBe('a');
     expect(profile(out, 'b'.repeat(64)).data.username).toBe('b'.repeat(64));
     expect(existsSync(join(out, 'api/v1/users', 'c'.repeat(65)))).toBe(false);
@@ -43,7 +48,16 @@ describe('username', () => {
   });
 
   it.each([
-    ['.dotfirst'], ['with space'], ['slash/name'], ['back\\slash'], ['..'], ['ünïcode'], ['emoji😀'], [''], ['semi;colon'], ['%2e%2e'],
+    ['.dotfirst'],
+    ['with space'],
+    ['slash/name'],
+    ['back\\slash'],
+    ['..'],
+    ['ünïcode'],
+    ['emoji😀'],
+    [''],
+    ['semi;colon'],
+    ['%2e%2e'],
   ])('skips %j with a warning naming the row id only', (username) => {
     const { out, report } = built((s) => s.user({ id: 7, username, email: 'secret@private.invalid' }));
     expect(report.profiles).toBe(0);
@@ -110,9 +124,13 @@ describe('URLs', () => {
   });
 
   it('query-encodes the decoration file name', () => {
-    const { out } = built((s) => s.decoration('d1', 'Stars & Moon', 'stars & moon?#.png').user({ id: 1, username: 'u', decoration_id: 'd1' }));
+    const { out } = built((s) =>
+      s.decoration('d1', 'Stars & Moon', 'stars & moon?#.png').user({ id: 1, username: 'u', decoration_id: 'd1' }),
+    );
     expect(profile(out, 'u').data.avatarDecoration).toEqual({
-      id: 'd1', name: 'Stars & Moon', file: 'stars & moon?#.png',
+      id: 'd1',
+      name: 'Stars & Moon',
+      file: 'stars & moon?#.png',
       url: 'https://profiles.example.com/api/decoration?f=stars%20%26%20moon%3F%23.png',
     });
   });
@@ -145,8 +163,16 @@ describe('dates', () => {
   });
 
   it.each([
-    ['yesterday'], ['2023-02-29 00:00:00'], ['2024-13-01 00:00:00'], ['2024-01-01 24:00:00'], ['2024-01-01T00:00:00'],
-    ['2024-01-01 00:00:00Z'], ['2024-01-01T00:00:00+02:00'], ['2024-1-1 00:00:00'], [''], [20240101],
+    ['yesterday'],
+    ['2023-02-29 00:00:00'],
+    ['2024-13-01 00:00:00'],
+    ['2024-01-01 24:00:00'],
+    ['2024-01-01T00:00:00'],
+    ['2024-01-01 00:00:00Z'],
+    ['2024-01-01T00:00:00+02:00'],
+    ['2024-1-1 00:00:00'],
+    [''],
+    [20240101],
   ])('skips a row whose created_at is %j, with a warning', (stored) => {
     const { report } = built((s) => s.user({ id: 4, username: 'u', created_at: stored }));
     expect(report.profiles).toBe(0);
@@ -155,11 +181,13 @@ describe('dates', () => {
 
   it('counts whole days to the snapshot time, rounded down; 0 for a future date', () => {
     // Snapshot time is 2026-01-01T00:00:00Z.
-    const { out } = built((s) => s
-      .user({ id: 1, username: 'day0', created_at: '2025-12-31 00:00:01' })
-      .user({ id: 2, username: 'day1', created_at: '2025-12-31 00:00:00' })
-      .user({ id: 3, username: 'leap', created_at: '2024-02-29 00:00:00' })
-      .user({ id: 4, username: 'future', created_at: '2099-01-01 00:00:00' }));
+    const { out } = built((s) =>
+      s
+        .user({ id: 1, username: 'day0', created_at: '2025-12-31 00:00:01' })
+        .user({ id: 2, username: 'day1', created_at: '2025-12-31 00:00:00' })
+        .user({ id: 3, username: 'leap', created_at: '2024-02-29 00:00:00' })
+        .user({ id: 4, username: 'future', created_at: '2099-01-01 00:00:00' }),
+    );
     expect(profile(out, 'day0').data.accountAgeDays).toBe(0);
     expect(profile(out, 'day1').data.accountAgeDays).toBe(1);
     expect(profile(out, 'leap').data.accountAgeDays).toBe(672);
@@ -184,8 +212,15 @@ describe('views', () => {
 
 describe('badges', () => {
   it('sets the flags and lists held known badges in the order official, verified, helper', () => {
-    const { out, report } = built((s) => s.user({ id: 1, username: 'u' }).badge(1, 'helper').badge(1, 'vip').badge(1, 'verified').badge(1, 'official'));
-    expect(profile(out, 'u').data.badges).toEqual({ isVerified: true, isOfficial: true, isHelper: true, list: ['official', 'verified', 'helper'] });
+    const { out, report } = built((s) =>
+      s.user({ id: 1, username: 'u' }).badge(1, 'helper').badge(1, 'vip').badge(1, 'verified').badge(1, 'official'),
+    );
+    expect(profile(out, 'u').data.badges).toEqual({
+      isVerified: true,
+      isOfficial: true,
+      isHelper: true,
+      list: ['official', 'verified', 'helper'],
+    });
     expect(report.warnings).toEqual([]); // unknown badges are simply not published
   });
 
@@ -215,11 +250,14 @@ describe('avatar decoration', () => {
 
 describe('socials', () => {
   it('orders by position then id and lower-cases the platform', () => {
-    const { out } = built((s) => s.user({ id: 1, username: 'u' })
-      .social(30, 1, 'Steam', 'https://steamcommunity.com/id/u', 2)
-      .social(20, 1, 'GitHub', 'https://github.com/u', 1)
-      .social(10, 1, 'DISCORD', 'https://discord.gg/u', 1)
-      .social(40, 2, 'other', 'https://example.com/other-user', 0));
+    const { out } = built((s) =>
+      s
+        .user({ id: 1, username: 'u' })
+        .social(30, 1, 'Steam', 'https://steamcommunity.com/id/u', 2)
+        .social(20, 1, 'GitHub', 'https://github.com/u', 1)
+        .social(10, 1, 'DISCORD', 'https://discord.gg/u', 1)
+        .social(40, 2, 'other', 'https://example.com/other-user', 0),
+    );
     expect(profile(out, 'u').data.socials).toEqual([
       { platform: 'discord', url: 'https://discord.gg/u' },
       { platform: 'github', url: 'https://github.com/u' },
@@ -228,10 +266,19 @@ describe('socials', () => {
   });
 
   it.each([
-    ['javascript:alert(1)'], ['ftp://example.com/u'], ['/relative/path'], ['github.com/u'], ['mailto:u@example.com'],
-    ['data:text/html,hi'], ['https://user:pass@example.com/u'], ['http://'], [''],
+    ['javascript:alert(1)'],
+    ['ftp://example.com/u'],
+    ['/relative/path'],
+    ['github.com/u'],
+    ['mailto:u@example.com'],
+    ['data:text/html,hi'],
+    ['https://user:pass@example.com/u'],
+    ['http://'],
+    [''],
   ])('drops %j with a warning and keeps the rest', (url) => {
-    const { out, report } = built((s) => s.user({ id: 1, username: 'u' }).social(1, 1, 'bad', url, 1).social(2, 1, 'good', 'https://good.example/u', 2));
+    const { out, report } = built((s) =>
+      s.user({ id: 1, username: 'u' }).social(1, 1, 'bad', url, 1).social(2, 1, 'good', 'https://good.example/u', 2),
+    );
     expect(profile(out, 'u').data.socials).toEqual([{ platform: 'good', url: 'https://good.example/u' }]);
     expect(warningsFor(report, 1)).toEqual([expect.stringMatching(/not an absolute http\(s\) URL.*dropped/)]);
   });
@@ -242,7 +289,9 @@ describe('socials', () => {
   });
 
   it('publishes http and https URLs, trimmed', () => {
-    const { out } = built((s) => s.user({ id: 1, username: 'u' }).social(1, 1, 'a', ' http://a.example/u ', 1).social(2, 1, 'b', 'HTTPS://B.example/U?x=1#top', 2));
+    const { out } = built((s) =>
+      s.user({ id: 1, username: 'u' }).social(1, 1, 'a', ' http://a.example/u ', 1).social(2, 1, 'b', 'HTTPS://B.example/U?x=1#top', 2),
+    );
     expect(profile(out, 'u').data.socials).toEqual([
       { platform: 'a', url: 'http://a.example/u' },
       { platform: 'b', url: 'https://b.example/U?x=1#top' },
@@ -251,27 +300,37 @@ describe('socials', () => {
 });
 
 describe('status and banInfo', () => {
-  const fill = (s: TestStore) => s
-    .user({ id: 1, username: 'act', status: 'active' })
-    .user({ id: 2, username: 'sus', status: 'suspended' })
-    .user({ id: 3, username: 'ban', status: 'banned' })
-    .user({ id: 4, username: 'ina', status: 'inactive' })
-    .user({ id: 5, username: 'del', status: 'deleted' })
-    .user({ id: 6, username: 'nob', status: 'suspended' })
-    .user({ id: 7, username: 'odd', status: 'Active' })
-    .ban(2, 'Suspended pending review.', 'spam', '2024-05-01 08:30:00')
-    .ban(3, null, null, '2023-12-24T18:00:00.25Z')
-    .ban(1, 'stale ban row of an active user', 'old', '2020-01-01 00:00:00');
+  const fill = (s: TestStore) =>
+    s
+      .user({ id: 1, username: 'act', status: 'active' })
+      .user({ id: 2, username: 'sus', status: 'suspended' })
+      .user({ id: 3, username: 'ban', status: 'banned' })
+      .user({ id: 4, username: 'ina', status: 'inactive' })
+      .user({ id: 5, username: 'del', status: 'deleted' })
+      .user({ id: 6, username: 'nob', status: 'suspended' })
+      .user({ id: 7, username: 'odd', status: 'Active' })
+      .ban(2, 'Suspended pending review.', 'spam', '2024-05-01 08:30:00')
+      .ban(3, null, null, '2023-12-24T18:00:00.25Z')
+      .ban(1, 'stale ban row of an active user', 'old', '2020-01-01 00:00:00');
 
   it('publishes active with isBanned false and null ban fields, even when a bans row exists', () => {
     const { out } = built(fill);
-    expect(profile(out, 'act').data).toMatchObject({ status: 'active', banInfo: { isBanned: false, message: null, reason: null, bannedAt: null } });
+    expect(profile(out, 'act').data).toMatchObject({
+      status: 'active',
+      banInfo: { isBanned: false, message: null, reason: null, bannedAt: null },
+    });
   });
 
   it('publishes suspended and banned as "suspended" with the bans row', () => {
     const { out } = built(fill);
-    expect(profile(out, 'sus').data).toMatchObject({ status: 'suspended', banInfo: { isBanned: true, message: 'Suspended pending review.', reason: 'spam', bannedAt: '2024-05-01T08:30:00.000Z' } });
-    expect(profile(out, 'ban').data).toMatchObject({ status: 'suspended', banInfo: { isBanned: true, message: null, reason: null, bannedAt: '2023-12-24T18:00:00.250Z' } });
+    expect(profile(out, 'sus').data).toMatchObject({
+      status: 'suspended',
+      banInfo: { isBanned: true, message: 'Suspended pending review.', reason: 'spam', bannedAt: '2024-05-01T08:30:00.000Z' },
+    });
+    expect(profile(out, 'ban').data).toMatchObject({
+      status: 'suspended',
+      banInfo: { isBanned: true, message: null, reason: null, bannedAt: '2023-12-24T18:00:00.250Z' },
+    });
   });
 
   it('publishes a suspended user without a bans row with null ban fields and a warning', () => {
@@ -294,7 +353,11 @@ describe('status and banInfo', () => {
   it('lists only active users in the creators list, ordered by lower-cased username', () => {
     const { out, report } = built((s) => {
       fill(s);
-      s.user({ id: 10, username: 'Zed' }).user({ id: 11, username: 'alpha' }).user({ id: 12, username: 'Beta' }).user({ id: 13, username: '_under' }).user({ id: 14, username: 'a.b' });
+      s.user({ id: 10, username: 'Zed' })
+        .user({ id: 11, username: 'alpha' })
+        .user({ id: 12, username: 'Beta' })
+        .user({ id: 13, username: '_under' })
+        .user({ id: 14, username: 'a.b' });
     });
     const list = readJson(out, 'service-api/v1/creators');
     expect(list.data.map((u: any) => u.username)).toEqual(['_under', 'a.b', 'act', 'alpha', 'Beta', 'Zed']);
@@ -313,16 +376,38 @@ describe('envelope and meta', () => {
     expect(Object.keys(doc)).toEqual(['success', 'data', 'meta']);
     expect(doc.success).toBe(true);
     expect(doc.meta).toEqual({ timestamp: '2026-01-01T00:00:00.000Z', version: 'v1', executionTimeMs: 0 });
-    expect(Object.keys(doc.data)).toEqual(['username', 'displayName', 'bio', 'avatarUrl', 'pageUrl', 'hasCustomDomain', 'customDomain',
-      'accountAgeDays', 'createdAt', 'views', 'badges', 'avatarDecoration', 'socials', 'status', 'banInfo']);
+    expect(Object.keys(doc.data)).toEqual([
+      'username',
+      'displayName',
+      'bio',
+      'avatarUrl',
+      'pageUrl',
+      'hasCustomDomain',
+      'customDomain',
+      'accountAgeDays',
+      'createdAt',
+      'views',
+      'badges',
+      'avatarDecoration',
+      'socials',
+      'status',
+      'banInfo',
+    ]);
   });
 
   it('writes the four error documents with the envelope', () => {
     const { out } = built(() => {});
     expect(readJson(out, '_errors/user-not-found.json')).toMatchObject({ success: false, error: { status: 404, code: 'USER_NOT_FOUND' } });
-    expect(readJson(out, '_errors/username-required.json')).toMatchObject({ success: false, error: { status: 400, code: 'USERNAME_REQUIRED' } });
+    expect(readJson(out, '_errors/username-required.json')).toMatchObject({
+      success: false,
+      error: { status: 400, code: 'USERNAME_REQUIRED' },
+    });
     expect(readJson(out, '_errors/not-found.json')).toMatchObject({ success: false, error: { status: 404, code: 'NOT_FOUND' } });
-    expect(readJson(out, '_errors/method-not-allowed.json')).toMatchObject({ success: false, error: { status: 405, code: 'METHOD_NOT_ALLOWED' }, meta: { version: 'v1' } });
+    expect(readJson(out, '_errors/method-not-allowed.json')).toMatchObject({
+      success: false,
+      error: { status: 405, code: 'METHOD_NOT_ALLOWED' },
+      meta: { version: 'v1' },
+    });
     expect(readJson(out, 'service-api/v1/creators')).toMatchObject({ success: true, data: [] });
   });
 });

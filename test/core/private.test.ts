@@ -22,16 +22,43 @@ describe('private-column canary', () => {
     const db = join(dir.path, 'profiles.db');
     const store = new TestStore(db);
     const rows: [string, string][] = [
-      ['Active1', 'active'], ['susp', 'suspended'], ['banned1', 'banned'], ['gone', 'deleted'], ['idle', 'inactive'],
-      ['bad name', 'active'], ['.dot', 'active'], ['odd', 'weird'],
+      ['Active1', 'active'],
+      ['susp', 'suspended'],
+      ['banned1', 'banned'],
+      ['gone', 'deleted'],
+      ['idle', 'inactive'],
+      ['bad name', 'active'],
+      ['.dot', 'active'],
+      ['odd', 'weird'],
     ];
     rows.forEach(([username, status], i) => {
       const id = i + 1;
-      store.user({ id, username, status, email: canary('email', id), password_hash: canary('password_hash', id), last_login_ip: canary('last_login_ip', id) });
+      store.user({
+        id,
+        username,
+        status,
+        email: canary('email', id),
+        password_hash: canary('password_hash', id),
+        last_login_ip: canary('last_login_ip', id),
+      });
     });
     // Warnings of every kind on top: bad date, bad social, dangling decoration, missing ban row.
-    store.user({ id: 50, username: 'baddate', created_at: 'never', email: canary('email', 50), password_hash: canary('password_hash', 50), last_login_ip: canary('last_login_ip', 50) });
-    store.user({ id: 51, username: 'links', decoration_id: 'nope', email: canary('email', 51), password_hash: canary('password_hash', 51), last_login_ip: canary('last_login_ip', 51) });
+    store.user({
+      id: 50,
+      username: 'baddate',
+      created_at: 'never',
+      email: canary('email', 50),
+      password_hash: canary('password_hash', 50),
+      last_login_ip: canary('last_login_ip', 50),
+    });
+    store.user({
+      id: 51,
+      username: 'links',
+      decoration_id: 'nope',
+      email: canary('email', 51),
+      password_hash: canary('password_hash', 51),
+      last_login_ip: canary('last_login_ip', 51),
+    });
     store.social(1, 51, 'x', 'javascript:void(0)', 1);
     store.close();
 
@@ -52,12 +79,23 @@ describe('private-column canary', () => {
   it('the build never reads a private column: reading one would fail this store', () => {
     // The store without its private columns, filled, then the private columns added as generated
     // columns that raise an error whenever a query reads them (SQLite computes them on read).
-    const withoutPrivate = SCHEMA_SQL.replace(/,\s*email\s+TEXT NULL,.*\n\s*password_hash\s+TEXT NULL,.*\n\s*last_login_ip\s+TEXT NULL.*\n/, '\n');
+    const withoutPrivate = SCHEMA_SQL.replace(
+      /,\s*email\s+TEXT NULL,.*\n\s*password_hash\s+TEXT NULL,.*\n\s*last_login_ip\s+TEXT NULL.*\n/,
+      '\n',
+    );
     expect(withoutPrivate).not.toContain('password_hash');
     const db = join(dir.path, 'trapped.db');
     const store = new TestStore(db, withoutPrivate);
-    store.db.prepare("INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (1, 'u', 'U', '', '2020-01-01 00:00:00', 1, 'active')").run();
-    store.db.prepare("INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (2, 's', 'S', '', '2020-01-01 00:00:00', 1, 'suspended')").run();
+    store.db
+      .prepare(
+        "INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (1, 'u', 'U', '', '2020-01-01 00:00:00', 1, 'active')",
+      )
+      .run();
+    store.db
+      .prepare(
+        "INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (2, 's', 'S', '', '2020-01-01 00:00:00', 1, 'suspended')",
+      )
+      .run();
     for (const column of ['email', 'password_hash', 'last_login_ip']) {
       store.exec(`ALTER TABLE users ADD COLUMN ${column} TEXT GENERATED ALWAYS AS (json('read of a private column ' || id)) VIRTUAL`);
     }

@@ -36,15 +36,51 @@ describe('contract schemas', () => {
       return check(doc);
     };
     expect(broken(() => {})).toBe(true);
-    expect(broken((d) => { d.data.email = 'x@y.z'; })).toBe(false);
-    expect(broken((d) => { d.data.status = 'banned'; })).toBe(false);
-    expect(broken((d) => { d.data.banInfo.isBanned = true; })).toBe(false);
-    expect(broken((d) => { d.data.createdAt = '2021-03-01T12:00:00Z'; })).toBe(false);
-    expect(broken((d) => { d.data.badges.list = ['vip']; })).toBe(false);
-    expect(broken((d) => { d.data.hasCustomDomain = false; })).toBe(false);
-    expect(broken((d) => { delete d.data.avatarDecoration; })).toBe(false);
-    expect(broken((d) => { d.meta.version = 'v2'; })).toBe(false);
-    expect(broken((d) => { d.data.socials[0].url = 'javascript:alert(1)'; })).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.email = 'x@y.z';
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.status = 'banned';
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.banInfo.isBanned = true;
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.createdAt = '2021-03-01T12:00:00Z';
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.badges.list = ['vip'];
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.hasCustomDomain = false;
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        delete d.data.avatarDecoration;
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.meta.version = 'v2';
+      }),
+    ).toBe(false);
+    expect(
+      broken((d) => {
+        d.data.socials[0].url = 'javascript:alert(1)';
+      }),
+    ).toBe(false);
     const list = JSON.parse(readFileSync(join(out, 'service-api/v1/creators'), 'utf8'));
     list.data.push(JSON.parse(readFileSync(join(out, 'api/v1/users/dave_99'), 'utf8')).data);
     expect(validator('CreatorsResponse')(list)).toBe(false);

@@ -34,17 +34,28 @@ function cleanStore(file: string): void {
   const store = new TestStore(file, SCHEMA_SQL.replace('TEXT NOT NULL UNIQUE COLLATE NOCASE', 'TEXT NOT NULL'));
   store.decoration('halo', 'Halo', 'halo.png');
   for (let id = 1; id <= USERS; id++) {
-    store.user({ id, username: `user${(id * 7) % USERS}x${id}`, bio: `Bio ${id} ✨`, status: id % 3 === 0 ? 'suspended' : 'active', views: id, created_at: `2020-01-${String(1 + (id % 28)).padStart(2, '0')} ${String(1 + (id % 23)).padStart(2, '0')}:00:00`, decoration_id: id % 5 === 0 ? 'halo' : null });
+    store.user({
+      id,
+      username: `user${(id * 7) % USERS}x${id}`,
+      bio: `Bio ${id} ✨`,
+      status: id % 3 === 0 ? 'suspended' : 'active',
+      views: id,
+      created_at: `2020-01-${String(1 + (id % 28)).padStart(2, '0')} ${String(1 + (id % 23)).padStart(2, '0')}:00:00`,
+      decoration_id: id % 5 === 0 ? 'halo' : null,
+    });
     if (id % 4 === 0) store.social(id, id, 'GitHub', `https://github.com/u${id}`, 1);
     if (id % 6 === 0) store.badge(id, 'verified');
     if (id % 3 === 0) store.ban(id, 'Paused', 'spam', '2024-05-01 00:00:00');
   }
   store.close();
 }
-eachTestWorkspace((w) => {
-  ({ dir, db, out } = w);
-  session = new StoreSession(db);
-}, { fill: cleanStore });
+eachTestWorkspace(
+  (w) => {
+    ({ dir, db, out } = w);
+    session = new StoreSession(db);
+  },
+  { fill: cleanStore },
+);
 afterEach(() => session.close());
 
 const write = (statement: string) => execSql(db, statement);
@@ -103,7 +114,10 @@ describe('selective passes (a session reads only changed users)', () => {
   it('removes the profiles of deleted and inactive users, and publishes new ones', () => {
     pass();
     // Only the new row is there to read.
-    const report = passAfter("DELETE FROM users WHERE id = 1; UPDATE users SET status = 'inactive' WHERE id = 2; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (99, 'newcomer', 'New', '', '2025-01-01 00:00:00', 0, 'active')", 1);
+    const report = passAfter(
+      "DELETE FROM users WHERE id = 1; UPDATE users SET status = 'inactive' WHERE id = 2; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (99, 'newcomer', 'New', '', '2025-01-01 00:00:00', 0, 'active')",
+      1,
+    );
     expect(report.files.removed).toBe(4);
     expect(profile(out, 'newcomer').data.username).toBe('newcomer');
   });
@@ -163,7 +177,10 @@ describe('selective passes (a session reads only changed users)', () => {
 
   it('sees a username change of letter case only, in a store whose usernames are UNIQUE COLLATE NOCASE', () => {
     const contractDb = join(dir.path, 'contract.db');
-    new TestStore(contractDb).user({ id: 1, username: 'alice', created_at: '2020-01-01 12:00:00' }).user({ id: 2, username: 'bob', created_at: '2020-01-01 12:00:00' }).close();
+    new TestStore(contractDb)
+      .user({ id: 1, username: 'alice', created_at: '2020-01-01 12:00:00' })
+      .user({ id: 2, username: 'bob', created_at: '2020-01-01 12:00:00' })
+      .close();
     const contractSession = new StoreSession(contractDb);
     try {
       const contractPass = () => buildTo(contractDb, out, { session: contractSession, storeSettleMs: 60_000 });

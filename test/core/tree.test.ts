@@ -45,7 +45,7 @@ describe('byte stability', () => {
     expect(report.files).toEqual({ written: 3, unchanged: before.size - 3, removed: 0 });
   });
 
-  it('a commit\'s claim marks the files about to change pending on top of the last manifest; a build left there by a crash converges', () => {
+  it("a commit's claim marks the files about to change pending on top of the last manifest; a build left there by a crash converges", () => {
     buildTo(db, out);
     const before = readManifest(out);
     const [claimed, kept] = [...before.profiles.keys()];
@@ -66,10 +66,16 @@ describe('byte stability', () => {
     // the text): every length around that edge, up to the 64 a username may have.
     const names = [2, 11, 12, 13, 14, 30, 64].map((length, i) => `u${i}`.padEnd(length, 'x'));
     const sqlUsers = names.map((name, i) => `(${1000 + i}, '${name}', 'N', '', NULL, '2020-01-01 00:00:00', 0, 'active', NULL)`);
-    sql(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id) VALUES ${sqlUsers.join(', ')}`);
+    sql(
+      `INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id) VALUES ${sqlUsers.join(', ')}`,
+    );
     buildTo(db, out);
     const text = readFileSync(join(out, MANIFEST_FILE), 'utf8');
-    const lines = text.split('\n').slice(1).filter(Boolean).map((line) => line.split('\t'));
+    const lines = text
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((line) => line.split('\t'));
     const manifest = readManifest(out);
     const expected = (kind: string) => new Map(lines.filter((f) => f[0] === kind).map((f) => [f[1], f.slice(2).join('\t')]));
     expect(manifest.profiles).toEqual(expected('u'));
@@ -89,7 +95,7 @@ describe('byte stability', () => {
     for (const chunkBytes of [7, 1000, undefined]) expect(readManifest(out, chunkBytes).profiles).toEqual(manifest.profiles);
   });
 
-  it('a suspended user\'s change rewrites the profile but not the creators list', () => {
+  it("a suspended user's change rewrites the profile but not the creators list", () => {
     buildTo(db, out);
     const before = snapshotTree(out);
     sql("UPDATE users SET views = views + 1 WHERE username = 'dave_99'");
@@ -102,7 +108,8 @@ describe('byte stability', () => {
     const other = join(dir.path, 'other');
     buildTo(db, out);
     buildTo(db, other);
-    const a = snapshotTree(out), b = snapshotTree(other);
+    const a = snapshotTree(out),
+      b = snapshotTree(other);
     expect([...a.keys()]).toEqual([...b.keys()]);
     for (const [f, entry] of a) expect(b.get(f)!.bytes).toBe(entry.bytes);
   });
@@ -159,11 +166,16 @@ describe('nothing outside --out', () => {
     const siblings = () => readdirSync(dir.path).sort();
     const before = siblings();
     buildTo(db, out);
-    sql("UPDATE users SET views = 1 WHERE id = 1");
+    sql('UPDATE users SET views = 1 WHERE id = 1');
     buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
     expect(siblings()).toEqual([...before, 'dist'].sort());
-    expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual(['.profile-snapshot/last-pass.json', '.profile-snapshot/manifest']);
-    expect(publishedFiles(out).every((f) => /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f))).toBe(true);
+    expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual([
+      '.profile-snapshot/last-pass.json',
+      '.profile-snapshot/manifest',
+    ]);
+    expect(
+      publishedFiles(out).every((f) => /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f)),
+    ).toBe(true);
   });
 });
 
@@ -173,7 +185,9 @@ describe("Netlify's folder limit", () => {
     expect(quiet.notices).toEqual([]);
     const report = buildTo(db, out, { folderNoticeAt: 17, strict: false });
     expect(report.notices).toHaveLength(2);
-    expect(report.notices[0]).toMatch(/^api\/v1\/users holds 18 profiles: Netlify refuses a deploy with more than 54,000 files in one folder/);
+    expect(report.notices[0]).toMatch(
+      /^api\/v1\/users holds 18 profiles: Netlify refuses a deploy with more than 54,000 files in one folder/,
+    );
     expect(report.notices[1]).toMatch(/^service-api\/v1\/users holds 18 profiles/);
     expect(report.warnings.some((w) => w.reason.includes('Netlify'))).toBe(false);
   });

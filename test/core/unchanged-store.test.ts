@@ -35,8 +35,12 @@ describe('a build over an unchanged store', () => {
     const second = buildTo(db, out, { ...settled, snapshotMs: SNAPSHOT_MS + 60_000 });
     expect(second.storeUnchanged).toBe(true);
     expect(second.files).toEqual({ written: 0, unchanged: first.files.written, removed: 0 });
-    expect({ profiles: second.profiles, creators: second.creators, skipped: second.skipped, warnings: second.warnings })
-      .toEqual({ profiles: first.profiles, creators: first.creators, skipped: first.skipped, warnings: first.warnings });
+    expect({ profiles: second.profiles, creators: second.creators, skipped: second.skipped, warnings: second.warnings }).toEqual({
+      profiles: first.profiles,
+      creators: first.creators,
+      skipped: first.skipped,
+      warnings: first.warnings,
+    });
     expect(snapshotTree(out)).toEqual(before);
   });
 
@@ -140,7 +144,7 @@ describe('every change is seen', () => {
     expect(dayLater.files.written).toBeLessThan(first.files.written); // not the error documents nor the contract
   });
 
-  it('a snapshot time earlier than the last build\'s', () => {
+  it("a snapshot time earlier than the last build's", () => {
     buildTo(db, out, settled);
     expect(buildTo(db, out, { ...settled, snapshotMs: SNAPSHOT_MS - 1 }).storeUnchanged).toBe(false);
   });
@@ -246,7 +250,9 @@ describe('the CLI', () => {
     expect(runCli(args, { env }).code).toBe(0);
     const again = runCli(args, { env });
     expect(again.code).toBe(0);
-    expect(again.stderr).toMatch(/files 0 written, \d+ unchanged, 0 removed; \d+ warnings; store unchanged since the last build, no row read;/);
+    expect(again.stderr).toMatch(
+      /files 0 written, \d+ unchanged, 0 removed; \d+ warnings; store unchanged since the last build, no row read;/,
+    );
     const full = runCli([...args, '--full'], { env });
     expect(full.code).toBe(0);
     expect(full.stderr).not.toContain('store unchanged');

@@ -20,7 +20,10 @@ let out: string;
 eachTestWorkspace((w) => ({ dir, db, out } = w), { out: 'out', prefix: 'ps-faults-' });
 
 const DAY = 86_400;
-const profiles = (tree: string) => publishedFiles(tree).filter((f) => f.startsWith('api/v1/users/')).map((f) => JSON.parse(readFileSync(join(tree, f), 'utf8')));
+const profiles = (tree: string) =>
+  publishedFiles(tree)
+    .filter((f) => f.startsWith('api/v1/users/'))
+    .map((f) => JSON.parse(readFileSync(join(tree, f), 'utf8')));
 
 function expectSameAsFresh(epoch: number): void {
   const refOut = join(dir.path, `ref-${epoch}`);
@@ -30,7 +33,8 @@ function expectSameAsFresh(epoch: number): void {
   expect([...got.keys()]).toEqual([...want.keys()]);
   // Error documents carry no data that depends on time: by design they keep their bytes (and the
   // meta of the build that first wrote them), like every document whose data did not change.
-  for (const [f, bytes] of want) if (!f.startsWith('_errors/') && got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build at ${epoch}`);
+  for (const [f, bytes] of want)
+    if (!f.startsWith('_errors/') && got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build at ${epoch}`);
 }
 
 describe('clock jumps backwards', () => {
@@ -55,7 +59,10 @@ describe('clock jumps backwards', () => {
   it('a build waiting for the out dir lock while the wall clock runs backwards still gives up after its wait: exit 5 naming the holder, not stuck', async () => {
     makeStore(db, 10);
     const statusFile = join(out, '.profile-snapshot/status.json');
-    const holder = spawn(process.execPath, [BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], { env: { PATH: process.env.PATH ?? '' }, stdio: 'ignore' });
+    const holder = spawn(process.execPath, [BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], {
+      env: { PATH: process.env.PATH ?? '' },
+      stdio: 'ignore',
+    });
     try {
       const deadline = Date.now() + 30_000;
       while (!existsSync(statusFile)) {
@@ -76,12 +83,25 @@ describe('clock jumps backwards', () => {
   it('the wall clock of a running watcher jumps back 400 days: cycles go on, output follows the clock, stays schema-valid, no negative ages', async () => {
     makeStore(db, 40);
     const statusFile = join(out, '.profile-snapshot/status.json');
-    const status = () => { try { return existsSync(statusFile) ? JSON.parse(readFileSync(statusFile, 'utf8')) : undefined; } catch { return undefined; } };
-    const child = spawn(process.execPath, ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'], {
-      env: { PATH: process.env.PATH ?? '', FAULT_CLOCK_SHIFT_MS: String(-400 * DAY * 1000) }, stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const status = () => {
+      try {
+        return existsSync(statusFile) ? JSON.parse(readFileSync(statusFile, 'utf8')) : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    const child = spawn(
+      process.execPath,
+      ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'],
+      {
+        env: { PATH: process.env.PATH ?? '', FAULT_CLOCK_SHIFT_MS: String(-400 * DAY * 1000) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
-    child.stderr!.on('data', (d) => { stderr += d; });
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+    });
     const waitFor = async (what: string, ok: () => boolean) => {
       const deadline = Date.now() + 30_000;
       while (!ok()) {
@@ -102,7 +122,9 @@ describe('clock jumps backwards', () => {
       expect(validateTree(out)).toEqual([]);
       const docs = profiles(out);
       // The documents follow the clock back: 400 days younger (at most 0), stamped 400 days earlier.
-      expect(docs.every((p) => p.data.accountAgeDays === Math.max(0, ageBefore - 400) || p.data.accountAgeDays === Math.max(0, ageBefore - 399))).toBe(true);
+      expect(
+        docs.every((p) => p.data.accountAgeDays === Math.max(0, ageBefore - 400) || p.data.accountAgeDays === Math.max(0, ageBefore - 399)),
+      ).toBe(true);
       expect(docs.every((p) => Date.parse(p.meta.timestamp) < Date.now() - 399 * DAY * 1000)).toBe(true);
     } finally {
       child.kill('SIGTERM');

@@ -38,7 +38,11 @@ function expectUntouched(out: string, before: Map<string, string>): void {
   expect([...after.keys()]).toEqual([...before.keys()]);
   for (const [f, bytes] of before) if (after.get(f) !== bytes) throw new Error(`${f} changed by a failed build`);
   // Besides the manifest, only the record of the last pass (publish/last-pass.ts) may remain.
-  expect(readdirSync(join(out, '.profile-snapshot')).filter((f) => f !== 'last-pass.json').sort()).toEqual(['manifest']);
+  expect(
+    readdirSync(join(out, '.profile-snapshot'))
+      .filter((f) => f !== 'last-pass.json')
+      .sort(),
+  ).toEqual(['manifest']);
 }
 
 function expectConverged(out: string, db: string): void {
@@ -49,34 +53,44 @@ function expectConverged(out: string, db: string): void {
   expect([...got.keys()]).toEqual([...want.keys()]);
   for (const [f, bytes] of want) if (got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build`);
   // Besides the manifest, only the record of the last pass (publish/last-pass.ts) may remain.
-  expect(readdirSync(join(out, '.profile-snapshot')).filter((f) => f !== 'last-pass.json').sort()).toEqual(['manifest']);
+  expect(
+    readdirSync(join(out, '.profile-snapshot'))
+      .filter((f) => f !== 'last-pass.json')
+      .sort(),
+  ).toEqual(['manifest']);
 }
 
 describe('disk full', () => {
-  it.skipIf(!canMount)('on a real 4 MB tmpfs: exit 5 naming ENOSPC, previous output intact; freeing space lets the next build converge', () => {
-    const db = join(dir.path, 'profiles.db');
-    makeStore(db, 300, { bioBytes: 2000 });
-    const mnt = mountTmpfs(join(dir.path, 'mnt'), '4m');
-    mounts.push(mnt);
-    const out = join(mnt, 'out');
-    const first = cli(buildArgs(db, out));
-    expect(first.code, first.stderr).toBe(0);
-    const before = treeBytes(out);
+  it.skipIf(!canMount)(
+    'on a real 4 MB tmpfs: exit 5 naming ENOSPC, previous output intact; freeing space lets the next build converge',
+    () => {
+      const db = join(dir.path, 'profiles.db');
+      makeStore(db, 300, { bioBytes: 2000 });
+      const mnt = mountTmpfs(join(dir.path, 'mnt'), '4m');
+      mounts.push(mnt);
+      const out = join(mnt, 'out');
+      const first = cli(buildArgs(db, out));
+      expect(first.code, first.stderr).toBe(0);
+      const before = treeBytes(out);
 
-    // Leave less room than a rebuild of every profile needs.
-    const free = () => { const s = statfsSync(mnt); return s.bavail * s.bsize; };
-    writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free() - 300_000)));
-    expect(free()).toBeLessThan(400_000);
-    changeStore(db);
-    const full = cli(buildArgs(db, out));
-    expect(full.code, full.stderr).toBe(5);
-    expect(expectClearError(full.stderr, /ENOSPC|no space left/)).toEqual([]);
-    expect(full.stderr).toMatch(/free disk space/);
-    expectUntouched(out, before);
+      // Leave less room than a rebuild of every profile needs.
+      const free = () => {
+        const s = statfsSync(mnt);
+        return s.bavail * s.bsize;
+      };
+      writeFileSync(join(mnt, 'filler'), Buffer.alloc(Math.max(0, free() - 300_000)));
+      expect(free()).toBeLessThan(400_000);
+      changeStore(db);
+      const full = cli(buildArgs(db, out));
+      expect(full.code, full.stderr).toBe(5);
+      expect(expectClearError(full.stderr, /ENOSPC|no space left/)).toEqual([]);
+      expect(full.stderr).toMatch(/free disk space/);
+      expectUntouched(out, before);
 
-    rmSync(join(mnt, 'filler'));
-    expectConverged(out, db);
-  });
+      rmSync(join(mnt, 'filler'));
+      expectConverged(out, db);
+    },
+  );
 
   it('injected ENOSPC at many points of a rebuild (staging, creators list, manifest): exit 5, and the tree is the previous one or, past the last rename, the new one; never a mix', () => {
     const db = join(dir.path, 'profiles.db');
@@ -127,45 +141,53 @@ describe('disk full', () => {
 });
 
 describe("SQLite's temporary folder full", () => {
-  it.skipIf(!canMount)('a real 1 MB tmpfs as SQLITE_TMPDIR: exit 3 naming it with a fix, never an internal error; the tree untouched', () => {
-    const db = join(dir.path, 'profiles.db');
-    makeStore(db, 300);
-    const out = join(dir.path, 'out');
-    expect(cli(buildArgs(db, out)).code).toBe(0);
-    const before = treeBytes(out);
-    // Without its index the socials are sorted in a temporary file: 300 URLs of 40 KB outgrow both
-    // the read's 2 MB cache and the 1 MB folder.
-    execSql(db, "DROP INDEX socials_by_user; UPDATE socials SET url = 'https://example.com/' || hex(zeroblob(20000))");
-    const tmp = mountTmpfs(join(dir.path, 'sqlite-tmp'), '1m');
-    mounts.push(tmp);
-    const r = cli(buildArgs(db, out), undefined, { SQLITE_TMPDIR: tmp });
-    expect(r.code, r.stderr).toBe(3);
-    expect(expectClearError(r.stderr, /SQLite's temporary folder is full .*SQLITE_FULL.*point SQLITE_TMPDIR at a folder with room/)).toEqual([]);
-    expectUntouched(out, before);
-  });
+  it.skipIf(!canMount)(
+    'a real 1 MB tmpfs as SQLITE_TMPDIR: exit 3 naming it with a fix, never an internal error; the tree untouched',
+    () => {
+      const db = join(dir.path, 'profiles.db');
+      makeStore(db, 300);
+      const out = join(dir.path, 'out');
+      expect(cli(buildArgs(db, out)).code).toBe(0);
+      const before = treeBytes(out);
+      // Without its index the socials are sorted in a temporary file: 300 URLs of 40 KB outgrow both
+      // the read's 2 MB cache and the 1 MB folder.
+      execSql(db, "DROP INDEX socials_by_user; UPDATE socials SET url = 'https://example.com/' || hex(zeroblob(20000))");
+      const tmp = mountTmpfs(join(dir.path, 'sqlite-tmp'), '1m');
+      mounts.push(tmp);
+      const r = cli(buildArgs(db, out), undefined, { SQLITE_TMPDIR: tmp });
+      expect(r.code, r.stderr).toBe(3);
+      expect(
+        expectClearError(r.stderr, /SQLite's temporary folder is full .*SQLITE_FULL.*point SQLITE_TMPDIR at a folder with room/),
+      ).toEqual([]);
+      expectUntouched(out, before);
+    },
+  );
 });
 
 describe('read-only out dir', () => {
-  it.skipIf(!canMount)('a real read-only bind mount: exit 5 naming EROFS, the tree untouched; writable again, the next build converges', () => {
-    const db = join(dir.path, 'profiles.db');
-    makeStore(db, 50);
-    const out = join(dir.path, 'out');
-    expect(cli(buildArgs(db, out)).code).toBe(0);
-    const before = treeBytes(out);
-    expect(sh('mount', '--bind', out, out).status).toBe(0);
-    mounts.push(out);
-    expect(sh('mount', '-o', 'remount,ro,bind', out).status).toBe(0);
-    expect(() => writeFileSync(join(out, 'probe'), 'x')).toThrow(/EROFS/);
-    changeStore(db);
-    const r = cli(buildArgs(db, out));
-    expect(r.code, r.stderr).toBe(5);
-    expect(expectClearError(r.stderr, /EROFS|read-only/)).toEqual([]);
-    expect(r.stderr).toMatch(/writable/);
-    expectUntouched(out, before);
-    expect(sh('umount', out).status).toBe(0);
-    mounts.pop();
-    expectConverged(out, db);
-  });
+  it.skipIf(!canMount)(
+    'a real read-only bind mount: exit 5 naming EROFS, the tree untouched; writable again, the next build converges',
+    () => {
+      const db = join(dir.path, 'profiles.db');
+      makeStore(db, 50);
+      const out = join(dir.path, 'out');
+      expect(cli(buildArgs(db, out)).code).toBe(0);
+      const before = treeBytes(out);
+      expect(sh('mount', '--bind', out, out).status).toBe(0);
+      mounts.push(out);
+      expect(sh('mount', '-o', 'remount,ro,bind', out).status).toBe(0);
+      expect(() => writeFileSync(join(out, 'probe'), 'x')).toThrow(/EROFS/);
+      changeStore(db);
+      const r = cli(buildArgs(db, out));
+      expect(r.code, r.stderr).toBe(5);
+      expect(expectClearError(r.stderr, /EROFS|read-only/)).toEqual([]);
+      expect(r.stderr).toMatch(/writable/);
+      expectUntouched(out, before);
+      expect(sh('umount', out).status).toBe(0);
+      mounts.pop();
+      expectConverged(out, db);
+    },
+  );
 
   it('the out dir turns read-only in the middle of a build (injected EROFS from the 10th, 20th, 40th change on): exit 5 naming EROFS, never an internal error; writable again, the next build converges', () => {
     const db = join(dir.path, 'profiles.db');

@@ -52,11 +52,16 @@ export function expectClearError(stderr: string, cause: RegExp): string[] {
  * A contract-schema store of `users` users (every one active, every fifth suspended with a ban),
  * bios of `bioBytes` each; `journal` is the platform's WAL or SQLite's default rollback journal.
  */
-export function makeStore(file: string, users: number, options: { bioBytes?: number; journal?: 'wal' | 'delete'; views?: number } = {}): void {
+export function makeStore(
+  file: string,
+  users: number,
+  options: { bioBytes?: number; journal?: 'wal' | 'delete'; views?: number } = {},
+): void {
   const { db } = new TestStore(file);
   db.pragma(`journal_mode = ${options.journal ?? 'wal'}`);
   const bio = 'b'.repeat(options.bioBytes ?? 40);
-  const user = db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status, email, password_hash, last_login_ip)
+  const user =
+    db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status, email, password_hash, last_login_ip)
     VALUES (?, ?, ?, ?, '2024-01-01 00:00:00', ?, ?, 'someone@mail.invalid', 'HASH-secret', '10.0.0.1')`);
   const ban = db.prepare(`INSERT INTO bans (user_id, message, reason, banned_at) VALUES (?, 'Suspended', 'spam', '2025-01-01 00:00:00')`);
   const social = db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, 1)');
@@ -75,7 +80,8 @@ export function changeStore(file: string, round = 1): void {
   const db = new Database(file);
   db.prepare('UPDATE users SET views = views + ?').run(round);
   db.prepare("UPDATE users SET status = 'deleted' WHERE id % 7 = ?").run(round % 7);
-  db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (?, ?, 'New', '', '2025-06-01 00:00:00', 1, 'active')`)
-    .run(100_000 + round, `newcomer${round}`);
+  db.prepare(
+    `INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (?, ?, 'New', '', '2025-06-01 00:00:00', 1, 'active')`,
+  ).run(100_000 + round, `newcomer${round}`);
   db.close();
 }

@@ -19,7 +19,8 @@ import { BIN } from '../helpers/cli.js';
 import { BASE, buildArgs, changeStore, cli, EPOCH, INJECT, makeStore, servedBytes } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
-const ALLOWED = /^((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
+const ALLOWED =
+  /^((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
 /** mulberry32: the kill points come from a fixed seed, so a failure replays exactly. */
 function random(seed: number): () => number {
@@ -48,7 +49,8 @@ function expectServable(versions: Map<string, string>[], mustHave: Set<string>):
   const served = servedBytes(out);
   for (const [f, bytes] of served) {
     if (!ALLOWED.test(f)) throw new Error(`${f} is served but is not a published path`);
-    if (!versions.some((v) => v.get(f) === bytes)) throw new Error(`${f} is neither its previous nor its next version (${bytes.length} bytes)`);
+    if (!versions.some((v) => v.get(f) === bytes))
+      throw new Error(`${f} is neither its previous nor its next version (${bytes.length} bytes)`);
   }
   for (const f of mustHave) if (!served.has(f)) throw new Error(`${f} went missing after a crash`);
 }
@@ -59,7 +61,11 @@ function expectConverged(reference: Map<string, string>): void {
   for (const [f, bytes] of reference) if (got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build`);
   // No staging folder, temporary manifest or status file, and no lock of a dead process.
   // Besides the manifest, only the record of the last pass (publish/last-pass.ts) may remain.
-  expect(readdirSync(join(out, '.profile-snapshot')).filter((f) => f !== 'status.json' && f !== 'last-pass.json').sort()).toEqual(['manifest']);
+  expect(
+    readdirSync(join(out, '.profile-snapshot'))
+      .filter((f) => f !== 'status.json' && f !== 'last-pass.json')
+      .sort(),
+  ).toEqual(['manifest']);
 }
 
 describe('kill -9 at exact points, repeated', () => {
@@ -102,7 +108,10 @@ describe('kill -9 at exact points, repeated', () => {
       const r = cli(buildArgs(db, out), { FAULT_OUT: out, FAULT_KILL_AFTER: String(n) });
       expect(r.signal).toBe('SIGKILL');
     }
-    expect(readdirSync(join(out, '.profile-snapshot')).some((f) => /^lock\..*\.tmp$/.test(f)), 'the kills left a lock temp file').toBe(true);
+    expect(
+      readdirSync(join(out, '.profile-snapshot')).some((f) => /^lock\..*\.tmp$/.test(f)),
+      'the kills left a lock temp file',
+    ).toBe(true);
     const restart = cli(buildArgs(db, out));
     expect(restart.code, restart.stderr).toBe(0);
     expectConverged(referenceOf());
@@ -121,16 +130,28 @@ describe('kill -9 at exact points, repeated', () => {
       const n = 1 + Math.floor(rand() * 700);
       // Published before and still published by this version: must never go missing.
       const must = new Set([...mustHave].filter((f) => next.has(f)));
-      const child = spawn(process.execPath, ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'], {
-        env: { PATH: process.env.PATH ?? '', SOURCE_DATE_EPOCH: EPOCH, FAULT_OUT: out, FAULT_KILL_AFTER: String(n) },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'],
+        {
+          env: { PATH: process.env.PATH ?? '', SOURCE_DATE_EPOCH: EPOCH, FAULT_OUT: out, FAULT_KILL_AFTER: String(n) },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let stderr = '';
-      child.stderr!.on('data', (d) => { stderr += d; });
+      child.stderr!.on('data', (d) => {
+        stderr += d;
+      });
       let timedOut = false;
       const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-        const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, 20_000);
-        child.once('exit', (code, signal) => { clearTimeout(timer); resolve({ code, signal }); });
+        const timer = setTimeout(() => {
+          timedOut = true;
+          child.kill('SIGKILL');
+        }, 20_000);
+        child.once('exit', (code, signal) => {
+          clearTimeout(timer);
+          resolve({ code, signal });
+        });
       });
       expect(exit.signal, `round ${round}, kill at change ${n}: ${stderr}`).toBe('SIGKILL');
       // Killed by the injected fault at change n, not by this test's safety timer.
@@ -142,14 +163,25 @@ describe('kill -9 at exact points, repeated', () => {
     // The restarted watcher takes over the dead one's lock and brings the tree to the store as it is.
     const reference = versions.at(-1)!;
     const child = spawn(process.execPath, [BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], {
-      env: { PATH: process.env.PATH ?? '', SOURCE_DATE_EPOCH: EPOCH }, stdio: ['ignore', 'ignore', 'pipe'],
+      env: { PATH: process.env.PATH ?? '', SOURCE_DATE_EPOCH: EPOCH },
+      stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
-    child.stderr!.on('data', (d) => { stderr += d; });
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+    });
     const deadline = Date.now() + 30_000;
     for (;;) {
       const statusFile = join(out, '.profile-snapshot/status.json');
-      const status = existsSync(statusFile) ? (() => { try { return JSON.parse(readFileSync(statusFile, 'utf8')); } catch { return undefined; } })() : undefined;
+      const status = existsSync(statusFile)
+        ? (() => {
+            try {
+              return JSON.parse(readFileSync(statusFile, 'utf8'));
+            } catch {
+              return undefined;
+            }
+          })()
+        : undefined;
       if (status?.pid === child.pid && status.lastCycle?.ok && status.state === 'idle') break;
       if (Date.now() > deadline) throw new Error(`the restarted watcher never finished a cycle: ${stderr}`);
       await new Promise((r) => setTimeout(r, 50));

@@ -124,7 +124,10 @@ describe('store replaced, truncated or locked during a build', () => {
     expectSame(servedBytes(out), replacement, 'the build after the replacement');
   });
 
-  for (const [mode, journal] of [['txn', 'delete'], ['locking', 'wal']] as const) {
+  for (const [mode, journal] of [
+    ['txn', 'delete'],
+    ['locking', 'wal'],
+  ] as const) {
     it(`locked exclusively by another process before the run (${mode === 'txn' ? 'BEGIN EXCLUSIVE, rollback journal' : 'locking_mode EXCLUSIVE, WAL'}): exit 3 after --busy-timeout, naming the lock; previous output intact`, async () => {
       bigStore(journal);
       const before = treeBytes(out);

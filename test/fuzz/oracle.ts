@@ -20,8 +20,15 @@ const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const publishable = (name: unknown): name is string => typeof name === 'string' && NAME.test(name) && !name.startsWith('.');
 
 interface StoredUser {
-  id: bigint; username: unknown; display_name: unknown; bio: unknown; custom_domain: unknown; created_at: unknown;
-  views: unknown; status: unknown; decoration_id: unknown;
+  id: bigint;
+  username: unknown;
+  display_name: unknown;
+  bio: unknown;
+  custom_domain: unknown;
+  created_at: unknown;
+  views: unknown;
+  status: unknown;
+  decoration_id: unknown;
 }
 
 export interface Expectation {
@@ -35,10 +42,21 @@ export interface Expectation {
 export function expectation(dbFile: string, model: ModelStore): Expectation {
   const db = new Database(dbFile, { readonly: true });
   db.defaultSafeIntegers(true);
-  const users = db.prepare('SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id FROM users ORDER BY id').all() as StoredUser[];
+  const users = db
+    .prepare('SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id FROM users ORDER BY id')
+    .all() as StoredUser[];
   const badges = db.prepare('SELECT user_id, badge FROM badges').all() as { user_id: bigint; badge: unknown }[];
-  const socials = db.prepare('SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id').all() as { user_id: bigint; platform: unknown; url: unknown }[];
-  const bans = db.prepare('SELECT user_id, message, reason, banned_at FROM bans').all() as { user_id: bigint; message: unknown; reason: unknown; banned_at: unknown }[];
+  const socials = db.prepare('SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id').all() as {
+    user_id: bigint;
+    platform: unknown;
+    url: unknown;
+  }[];
+  const bans = db.prepare('SELECT user_id, message, reason, banned_at FROM bans').all() as {
+    user_id: bigint;
+    message: unknown;
+    reason: unknown;
+    banned_at: unknown;
+  }[];
   const decorations = db.prepare('SELECT id, name, file FROM decorations').all() as { id: unknown; name: unknown; file: unknown }[];
   db.close();
   const labels = new Map<string, { created: LabelledDate; banned: LabelledDate | undefined }>();
@@ -70,7 +88,8 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
     for (const f of files) if (!expectedFiles.has(f) && !/^_errors\/[a-z-]+\.json$/.test(f)) fail(`unexpected file ${JSON.stringify(f)}`);
     for (const f of expectedFiles) if (!files.includes(f)) fail(`missing file ${f}`);
     const bookkeeping = listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'));
-    if (bookkeeping.join() !== '.profile-snapshot/last-pass.json,.profile-snapshot/manifest') fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
+    if (bookkeeping.join() !== '.profile-snapshot/last-pass.json,.profile-snapshot/manifest')
+      fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
     if (problems.length > 0) return problems;
     problems.push(...validateTree(out));
 
@@ -100,18 +119,35 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
         status: u.status === 'active' ? 'active' : 'suspended',
       };
       for (const [field, value] of Object.entries(want)) {
-        if (d[field] !== value) fail(`${name}.${field}: ${JSON.stringify(d[field])?.slice(0, 80)}, expected ${JSON.stringify(value)?.slice(0, 80)}`);
+        if (d[field] !== value)
+          fail(`${name}.${field}: ${JSON.stringify(d[field])?.slice(0, 80)}, expected ${JSON.stringify(value)?.slice(0, 80)}`);
       }
       if (d.hasCustomDomain !== (want.customDomain !== null)) fail(`${name}.hasCustomDomain`);
       const held = badges.filter((b) => b.user_id === u.id).map((b) => b.badge);
       const list = ['official', 'verified', 'helper'].filter((b) => held.includes(b));
-      if (JSON.stringify(d.badges) !== JSON.stringify({ isVerified: held.includes('verified'), isOfficial: held.includes('official'), isHelper: held.includes('helper'), list })) {
+      if (
+        JSON.stringify(d.badges) !==
+        JSON.stringify({
+          isVerified: held.includes('verified'),
+          isOfficial: held.includes('official'),
+          isHelper: held.includes('helper'),
+          list,
+        })
+      ) {
         fail(`${name}.badges ${JSON.stringify(d.badges)}`);
       }
       const decoration = u.decoration_id === null ? undefined : decorations.find((x) => x.id === u.decoration_id);
-      const wantDecoration = decoration === undefined ? null
-        : { id: decoration.id, name: decoration.name, file: decoration.file, url: `${BASE}/api/decoration?f=${encodeURIComponent(decoration.file as string)}` };
-      if (JSON.stringify(d.avatarDecoration) !== JSON.stringify(wantDecoration)) fail(`${name}.avatarDecoration ${JSON.stringify(d.avatarDecoration)?.slice(0, 80)}`);
+      const wantDecoration =
+        decoration === undefined
+          ? null
+          : {
+              id: decoration.id,
+              name: decoration.name,
+              file: decoration.file,
+              url: `${BASE}/api/decoration?f=${encodeURIComponent(decoration.file as string)}`,
+            };
+      if (JSON.stringify(d.avatarDecoration) !== JSON.stringify(wantDecoration))
+        fail(`${name}.avatarDecoration ${JSON.stringify(d.avatarDecoration)?.slice(0, 80)}`);
       const rows = socials.filter((s) => s.user_id === u.id);
       const dropped = report.warnings.filter((w) => w.id === Number(u.id) && /^social link/.test(w.reason)).length;
       // The contract's rule restated: rows in position-then-id order (the query above), platform
@@ -119,24 +155,42 @@ export function expectation(dbFile: string, model: ModelStore): Expectation {
       const wantSocials = rows.flatMap((r) => {
         if (typeof r.platform !== 'string' || r.platform.trim() === '' || typeof r.url !== 'string') return [];
         let url: URL;
-        try { url = new URL(r.url.trim()); } catch { return []; }
+        try {
+          url = new URL(r.url.trim());
+        } catch {
+          return [];
+        }
         if (!['http:', 'https:'].includes(url.protocol) || url.hostname === '' || url.username !== '' || url.password !== '') return [];
         return [{ platform: r.platform.trim().toLowerCase(), url: url.href }];
       });
-      if (JSON.stringify(d.socials) !== JSON.stringify(wantSocials)) fail(`${name}.socials ${JSON.stringify(d.socials).slice(0, 120)}, want ${JSON.stringify(wantSocials).slice(0, 120)}`);
-      if (rows.length - wantSocials.length !== dropped) fail(`${name}: ${rows.length} socials, ${wantSocials.length} publishable, ${dropped} dropped with a warning`);
+      if (JSON.stringify(d.socials) !== JSON.stringify(wantSocials))
+        fail(`${name}.socials ${JSON.stringify(d.socials).slice(0, 120)}, want ${JSON.stringify(wantSocials).slice(0, 120)}`);
+      if (rows.length - wantSocials.length !== dropped)
+        fail(`${name}: ${rows.length} socials, ${wantSocials.length} publishable, ${dropped} dropped with a warning`);
       const ban = bans.find((b) => b.user_id === u.id);
-      const wantBan = want.status === 'active' ? { isBanned: false, message: null, reason: null, bannedAt: null }
-        : ban === undefined ? { isBanned: true, message: null, reason: null, bannedAt: null }
-          : { isBanned: true, message: ban.message === null ? null : String(ban.message), reason: ban.reason === null ? null : String(ban.reason), bannedAt: label.banned?.iso ?? null };
+      const wantBan =
+        want.status === 'active'
+          ? { isBanned: false, message: null, reason: null, bannedAt: null }
+          : ban === undefined
+            ? { isBanned: true, message: null, reason: null, bannedAt: null }
+            : {
+                isBanned: true,
+                message: ban.message === null ? null : String(ban.message),
+                reason: ban.reason === null ? null : String(ban.reason),
+                bannedAt: label.banned?.iso ?? null,
+              };
       if (JSON.stringify(d.banInfo) !== JSON.stringify(wantBan)) fail(`${name}.banInfo ${JSON.stringify(d.banInfo)?.slice(0, 100)}`);
       if (want.status === 'active') creators.push(name);
     }
     const list = JSON.parse(readFileSync(join(out, 'service-api/v1/creators'), 'utf8'));
     const order = creators.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     const got = list.data.map((x: any) => x.username.toLowerCase());
-    if (JSON.stringify(got) !== JSON.stringify(order)) fail(`creators ${JSON.stringify(got).slice(0, 200)}, expected ${JSON.stringify(order).slice(0, 200)}`);
-    else list.data.forEach((x: any, i: number) => { if (JSON.stringify(x) !== JSON.stringify(documents.get(order[i]!))) fail(`creators[${i}] differs from its profile`); });
+    if (JSON.stringify(got) !== JSON.stringify(order))
+      fail(`creators ${JSON.stringify(got).slice(0, 200)}, expected ${JSON.stringify(order).slice(0, 200)}`);
+    else
+      list.data.forEach((x: any, i: number) => {
+        if (JSON.stringify(x) !== JSON.stringify(documents.get(order[i]!))) fail(`creators[${i}] differs from its profile`);
+      });
 
     // No private value anywhere: files (bookkeeping included), the report and the log lines.
     for (const f of listFiles(out)) if (readFileSync(join(out, f), 'latin1').includes(nonce)) fail(`private value in ${f}`);

@@ -25,6 +25,11 @@ export function runCli(args: string[], options: CliOptions = {}): CliResult {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
   for (const [k, v] of Object.entries(options.env ?? {})) if (v !== undefined) env[k] = v;
   const argv = [...(options.nodeArgs ?? []), BIN, ...args];
-  const result = spawnSync(process.execPath, argv, { cwd: options.cwd ?? REPO, env, encoding: 'utf8', timeout: options.timeoutMs ?? 60_000 });
+  const result = spawnSync(process.execPath, argv, {
+    cwd: options.cwd ?? REPO,
+    env,
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 60_000,
+  });
   return { code: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr };
 }

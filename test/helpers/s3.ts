@@ -34,7 +34,9 @@ export async function startS3rver(): Promise<S3Server> {
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   return {
-    name: 's3rver', endpoint, bucket: () => createBucket(endpoint),
+    name: 's3rver',
+    endpoint,
+    bucket: () => createBucket(endpoint),
     close: async () => {
       await server.close();
       rmSync(directory, { recursive: true, force: true });
@@ -58,7 +60,9 @@ export async function startMoto(): Promise<S3Server> {
     }
   }
   return {
-    name: 'moto', endpoint, bucket: () => createBucket(endpoint),
+    name: 'moto',
+    endpoint,
+    bucket: () => createBucket(endpoint),
     close: async () => {
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
@@ -75,10 +79,21 @@ async function createBucket(endpoint: string): Promise<string> {
 }
 
 export function clientFor(endpoint: string): S3Client {
-  return new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: CREDENTIALS, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+  return new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: CREDENTIALS,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
 }
 
-export interface StoredObject { bytes: string; contentType: string | undefined; cacheControl: string | undefined }
+export interface StoredObject {
+  bytes: string;
+  contentType: string | undefined;
+  cacheControl: string | undefined;
+}
 
 /** Every object under the prefix, by key relative to it, with its bytes and stored headers. */
 export async function readBucket(endpoint: string, bucket: string, prefix = ''): Promise<Map<string, StoredObject>> {
@@ -90,7 +105,11 @@ export async function readBucket(endpoint: string, bucket: string, prefix = ''):
     const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: start, ContinuationToken: token }));
     for (const { Key } of page.Contents ?? []) {
       const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: Key! }));
-      objects.set(Key!.slice(start.length), { bytes: Buffer.from(await object.Body!.transformToByteArray()).toString('latin1'), contentType: object.ContentType, cacheControl: object.CacheControl });
+      objects.set(Key!.slice(start.length), {
+        bytes: Buffer.from(await object.Body!.transformToByteArray()).toString('latin1'),
+        contentType: object.ContentType,
+        cacheControl: object.CacheControl,
+      });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
@@ -101,18 +120,27 @@ export async function readBucket(endpoint: string, bucket: string, prefix = ''):
 /** The environment of a publish: test credentials, and nothing from the machine's AWS setup. */
 export function s3Env(extra: Record<string, string> = {}): Record<string, string> {
   return {
-    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
-    AWS_CONFIG_FILE: '/nonexistent/aws-config', AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
-    AWS_EC2_METADATA_DISABLED: 'true', ...extra,
+    AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
+    AWS_CONFIG_FILE: '/nonexistent/aws-config',
+    AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/aws-credentials',
+    AWS_EC2_METADATA_DISABLED: 'true',
+    ...extra,
   };
 }
 
-export interface AsyncRun { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+export interface AsyncRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs the CLI without blocking this process (whose servers it talks to). `onSpawn` gets the child. */
 export function runCliAsync(args: string[], env: Record<string, string>, onSpawn?: (child: ChildProcess) => void): Promise<AsyncRun> {
   const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', ...env } });
-  let stdout = '', stderr = '';
+  let stdout = '',
+    stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
   onSpawn?.(child);
@@ -130,7 +158,14 @@ export function freePort(): Promise<number> {
   });
 }
 
-export interface ProxiedRequest { method: string; path: string; query: string; status: number; startedAt: number; endedAt: number }
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  query: string;
+  status: number;
+  startedAt: number;
+  endedAt: number;
+}
 
 export interface ProxyOptions {
   /** Added before each request is forwarded. */
@@ -143,7 +178,10 @@ export interface ProxyOptions {
  * A proxy that forwards a request only once its whole body has arrived, so a client killed mid-upload
  * never leaves a partly written object behind it (s3rver writes objects in place, unlike S3).
  */
-export async function startProxy(target: string, options: ProxyOptions = {}): Promise<{ endpoint: string; log: ProxiedRequest[]; faults: number; close: () => Promise<void> }> {
+export async function startProxy(
+  target: string,
+  options: ProxyOptions = {},
+): Promise<{ endpoint: string; log: ProxiedRequest[]; faults: number; close: () => Promise<void> }> {
   const upstream = new URL(target);
   const log: ProxiedRequest[] = [];
   const state = { n: 0, faults: 0 };
@@ -163,11 +201,23 @@ export async function startProxy(target: string, options: ProxyOptions = {}): Pr
       }
       if (options.delayMs) await new Promise((r) => setTimeout(r, options.delayMs));
       if (fault === 'slow') await new Promise((r) => setTimeout(r, 1500));
-      const forward = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-        answer.on('end', () => log.push({ method: req.method ?? '', path: decodeURIComponent(url.pathname), query: url.search, status: answer.statusCode ?? 0, startedAt, endedAt: performance.now() }));
-      });
+      const forward = httpRequest(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          answer.on('end', () =>
+            log.push({
+              method: req.method ?? '',
+              path: decodeURIComponent(url.pathname),
+              query: url.search,
+              status: answer.statusCode ?? 0,
+              startedAt,
+              endedAt: performance.now(),
+            }),
+          );
+        },
+      );
       forward.on('error', () => res.destroy());
       forward.end(Buffer.concat(chunks));
     });
@@ -175,11 +225,15 @@ export async function startProxy(target: string, options: ProxyOptions = {}): Pr
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
-    endpoint: `http://127.0.0.1:${port}`, log,
-    get faults() { return state.faults; },
-    close: () => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    endpoint: `http://127.0.0.1:${port}`,
+    log,
+    get faults() {
+      return state.faults;
+    },
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -47,7 +47,10 @@ export interface Workspace {
  * path, handed to `use`, and remove it after the test. Call it before the file's own afterEach hooks
  * (vitest runs after-hooks last-registered first, so those still see the folder).
  */
-export function eachTestWorkspace(use: (workspace: Workspace) => void, options: { fill?: (db: string) => void; out?: string; prefix?: string } = {}): void {
+export function eachTestWorkspace(
+  use: (workspace: Workspace) => void,
+  options: { fill?: (db: string) => void; out?: string; prefix?: string } = {},
+): void {
   let dir: ReturnType<typeof tempDir> | undefined;
   beforeEach(() => {
     dir = tempDir(options.prefix);
@@ -76,7 +79,10 @@ export function execSql(db: string, sql: string, ...params: unknown[]): void {
 export class TestStore {
   readonly db: Database.Database;
 
-  constructor(readonly file: string, schemaSql: string = SCHEMA_SQL) {
+  constructor(
+    readonly file: string,
+    schemaSql: string = SCHEMA_SQL,
+  ) {
     this.db = new Database(file);
     this.db.pragma('foreign_keys = OFF');
     this.db.exec(schemaSql);
@@ -90,11 +96,24 @@ export class TestStore {
 
   user(row: UserRow): this {
     const full = {
-      display_name: `Name ${row.id}`, bio: '', custom_domain: null, created_at: '2020-01-01 00:00:00', views: 0,
-      status: 'active', decoration_id: null, email: null, password_hash: null, last_login_ip: null, ...row,
+      display_name: `Name ${row.id}`,
+      bio: '',
+      custom_domain: null,
+      created_at: '2020-01-01 00:00:00',
+      views: 0,
+      status: 'active',
+      decoration_id: null,
+      email: null,
+      password_hash: null,
+      last_login_ip: null,
+      ...row,
     };
-    this.db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
-      VALUES (@id, @username, @display_name, @bio, @custom_domain, @created_at, @views, @status, @decoration_id, @email, @password_hash, @last_login_ip)`).run(full);
+    this.db
+      .prepare(
+        `INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
+      VALUES (@id, @username, @display_name, @bio, @custom_domain, @created_at, @views, @status, @decoration_id, @email, @password_hash, @last_login_ip)`,
+      )
+      .run(full);
     return this;
   }
 
@@ -104,7 +123,9 @@ export class TestStore {
   }
 
   social(id: number, userId: number, platform: string, url: string, position: number): this {
-    this.db.prepare('INSERT INTO socials (id, user_id, platform, url, position) VALUES (?, ?, ?, ?, ?)').run(id, userId, platform, url, position);
+    this.db
+      .prepare('INSERT INTO socials (id, user_id, platform, url, position) VALUES (?, ?, ?, ?, ?)')
+      .run(id, userId, platform, url, position);
     return this;
   }
 

@@ -1,8 +1,9 @@
 /**
  * CORS where it matters: a real headless Chromium (driven by playwright-core) loads a page from one
  * origin that fetches profiles, a 404 and the creators list from another origin, and reads the JSON:
- * the origin server (`serve`), and the Cloudflare Worker in workerd over the R2 bucket `publish` filled. A control request to a path without CORS headers must be blocked, proving the
- * browser really enforces CORS in this test.
+ * the origin server (`serve`), and the Cloudflare Worker in workerd over the R2 bucket `publish`
+ * filled. A control request to a path without CORS headers must be blocked, proving the browser
+ * really enforces CORS in this test.
  *
  * The browser comes from npm (@sparticuz/chromium) or CHROMIUM_PATH (see browser.ts). When none can
  * start this test fails: it never skips, and nothing downloads a browser.
@@ -75,13 +76,23 @@ afterAll(async () => {
   await sample?.close();
 });
 
-interface Result { ok: boolean; status?: number; contentType?: string; cacheControl?: string; json?: any; error?: string }
+interface Result {
+  ok: boolean;
+  status?: number;
+  contentType?: string;
+  cacheControl?: string;
+  json?: any;
+  error?: string;
+}
 
 describe('a browser on another origin', () => {
-  it.each([['serve', () => apiOrigin], ['the Worker in workerd', () => worker.origin]])('reads profiles, a 404 and the creators list as JSON from %s, preflighted requests included', async (_name, base) => {
+  it.each([
+    ['serve', () => apiOrigin],
+    ['the Worker in workerd', () => worker.origin],
+  ])('reads profiles, a 404 and the creators list as JSON from %s, preflighted requests included', async (_name, base) => {
     const tab = await context.newPage();
     await tab.goto(`${pageOrigin}/`);
-    const results = await tab.evaluate(async (base) => {
+    const results = (await tab.evaluate(async (base) => {
       const w = globalThis as unknown as { call: (url: string, init?: RequestInit) => Promise<unknown> };
       return {
         profile: await w.call(`${base}/api/v1/users/ALICE`, { headers: { Accept: 'application/json' } }),
@@ -94,12 +105,25 @@ describe('a browser on another origin', () => {
         // Control: a path that is not the API's carries no CORS headers, so the browser must block it.
         control: await w.call(`${base}/api/avatar?u=alice`),
       };
-    }, base()) as Record<string, Result>;
+    }, base())) as Record<string, Result>;
 
-    expect(results.profile).toMatchObject({ ok: true, status: 200, contentType: 'application/json; charset=utf-8', cacheControl: 'public, s-maxage=30, stale-while-revalidate=60' });
+    expect(results.profile).toMatchObject({
+      ok: true,
+      status: 200,
+      contentType: 'application/json; charset=utf-8',
+      cacheControl: 'public, s-maxage=30, stale-while-revalidate=60',
+    });
     expect(results.profile!.json).toMatchObject({ success: true, data: { username: 'Alice', status: 'active' }, meta: { version: 'v1' } });
-    expect(results.query).toMatchObject({ ok: true, status: 200, json: { data: { username: 'dave_99', status: 'suspended', banInfo: { isBanned: true } } } });
-    expect(results.missing).toMatchObject({ ok: true, status: 404, json: { success: false, error: { status: 404, code: 'USER_NOT_FOUND' } } });
+    expect(results.query).toMatchObject({
+      ok: true,
+      status: 200,
+      json: { data: { username: 'dave_99', status: 'suspended', banInfo: { isBanned: true } } },
+    });
+    expect(results.missing).toMatchObject({
+      ok: true,
+      status: 404,
+      json: { success: false, error: { status: 404, code: 'USER_NOT_FOUND' } },
+    });
     expect(results.required).toMatchObject({ ok: true, status: 400, json: { success: false, error: { code: 'USERNAME_REQUIRED' } } });
     expect(results.creators).toMatchObject({ ok: true, status: 200, json: { success: true } });
     const creators = results.creators!.json.data as { username: string; status: string }[];

@@ -14,14 +14,22 @@ import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 export const CDN_PREFIX = 'live/v1';
 
 /** The only keys a CDN layer may read: a canonical profile under an alias, a file of the table, an error document. */
-export const TABLE_KEY = /^live\/v1\/((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]{0,63}|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
+export const TABLE_KEY =
+  /^live\/v1\/((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]{0,63}|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
 /** Ways to spell the tool's own records in the bucket (`<prefix>/.profile-snapshot/`); each must be a 404. */
 export const BOOKKEEPING_ATTEMPTS = [
-  '/.profile-snapshot/remote-state', `/${CDN_PREFIX}/.profile-snapshot/remote-state`, '/api/v1/users/..%2F..%2F..%2F.profile-snapshot%2Fremote-state',
-  '/api/v1/users?username=..%2F..%2F.profile-snapshot%2Fremote-intent', '/api/v1/users/%2e%2e/%2e%2e/.profile-snapshot/remote-state',
-  '/api/v1/..%2f..%2f.profile-snapshot/remote-state', '/service-api/v1/users/.profile-snapshot', '/api/v1/users/%252e%252e%252f.profile-snapshot',
-  '/_errors/../.profile-snapshot/remote-state', '/api/v1/users/ALICE%00', `/api/v1/users/${'A'.repeat(8000)}`,
+  '/.profile-snapshot/remote-state',
+  `/${CDN_PREFIX}/.profile-snapshot/remote-state`,
+  '/api/v1/users/..%2F..%2F..%2F.profile-snapshot%2Fremote-state',
+  '/api/v1/users?username=..%2F..%2F.profile-snapshot%2Fremote-intent',
+  '/api/v1/users/%2e%2e/%2e%2e/.profile-snapshot/remote-state',
+  '/api/v1/..%2f..%2f.profile-snapshot/remote-state',
+  '/service-api/v1/users/.profile-snapshot',
+  '/api/v1/users/%252e%252e%252f.profile-snapshot',
+  '/_errors/../.profile-snapshot/remote-state',
+  '/api/v1/users/ALICE%00',
+  `/api/v1/users/${'A'.repeat(8000)}`,
 ];
 
 export interface PublishedSample {
@@ -40,9 +48,21 @@ export async function publishSample(): Promise<PublishedSample> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
-  await publish({ out: snapshot.out, remote: { bucket, prefix: CDN_PREFIX, endpoint: s3.endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8 } });
+  await publish({
+    out: snapshot.out,
+    remote: { bucket, prefix: CDN_PREFIX, endpoint: s3.endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8 },
+  });
   const objects = await readBucket(s3.endpoint, bucket);
-  return { snapshot, s3, bucket, objects, close: async () => { await s3.close(); snapshot.cleanup(); } };
+  return {
+    snapshot,
+    s3,
+    bucket,
+    objects,
+    close: async () => {
+      await s3.close();
+      snapshot.cleanup();
+    },
+  };
 }
 
 export interface WorkerHost {
@@ -52,7 +72,11 @@ export interface WorkerHost {
   close(): Promise<void>;
 }
 
-export interface WorkerVars { PREFIX?: string; CACHE?: string; OUTSIDE?: string }
+export interface WorkerVars {
+  PREFIX?: string;
+  CACHE?: string;
+  OUTSIDE?: string;
+}
 
 /**
  * A module in front of the committed Worker, for tests only: it hands the Worker its bucket through
@@ -81,10 +105,19 @@ export async function readKeys(host: WorkerHost): Promise<string[]> {
  * The committed cloudflare/worker.js in workerd with a local R2 bucket holding `objects` (by full
  * key, with their stored headers). `outbound` answers the Worker's own fetches (OUTSIDE = origin).
  */
-export async function startWorker(objects: Map<string, StoredObject>, vars: WorkerVars = { PREFIX: CDN_PREFIX }, options: { outbound?: (request: Request) => Response | Promise<Response>; recordKeys?: boolean } = {}): Promise<WorkerHost> {
+export async function startWorker(
+  objects: Map<string, StoredObject>,
+  vars: WorkerVars = { PREFIX: CDN_PREFIX },
+  options: { outbound?: (request: Request) => Response | Promise<Response>; recordKeys?: boolean } = {},
+): Promise<WorkerHost> {
   const worker = join(REPO, WORKER_MODULE);
   const code = options.recordKeys
-    ? { modules: [{ type: 'ESModule' as const, path: join(dirname(worker), 'test-recorder.js'), contents: RECORDER }, { type: 'ESModule' as const, path: worker }] }
+    ? {
+        modules: [
+          { type: 'ESModule' as const, path: join(dirname(worker), 'test-recorder.js'), contents: RECORDER },
+          { type: 'ESModule' as const, path: worker },
+        ],
+      }
     : { modules: true, scriptPath: worker };
   const mf = new Miniflare({
     ...code,
@@ -112,7 +145,11 @@ const bucketOf = async (host: WorkerHost) => (await host.mf.getR2Bucket(BUCKET_B
 
 /** Puts one object with its stored headers (a fresh Uint8Array: miniflare refuses a pooled Buffer). */
 export async function putObject(host: WorkerHost, key: string, object: StoredObject): Promise<void> {
-  await (await bucketOf(host)).put(key, new Uint8Array(Buffer.from(object.bytes, 'latin1')), { httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl } });
+  await (
+    await bucketOf(host)
+  ).put(key, new Uint8Array(Buffer.from(object.bytes, 'latin1')), {
+    httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl },
+  });
 }
 
 export async function deleteObject(host: WorkerHost, key: string): Promise<void> {

@@ -21,7 +21,9 @@ import { requestTable } from './request-table.js';
 const cli = (args: string[], cwd = REPO) => runCli(args, { cwd });
 
 let snapshot: Snapshot;
-beforeAll(() => { snapshot = buildSampleSnapshot(); });
+beforeAll(() => {
+  snapshot = buildSampleSnapshot();
+});
 afterAll(() => snapshot?.cleanup());
 
 describe('netlify config: the committed files follow the route table', () => {
@@ -71,10 +73,10 @@ describe('netlify config: the committed files follow the route table', () => {
   });
 });
 
-describe('netlify verify: Netlify\'s 54,000 files per folder', () => {
+describe("netlify verify: Netlify's 54,000 files per folder", () => {
   it('passes on a normal snapshot', () => {
     const r = cli(['netlify', 'verify', '--out', snapshot.out]);
-    expect(r.stderr).toContain('within Netlify\'s limits');
+    expect(r.stderr).toContain("within Netlify's limits");
     expect(r.code).toBe(0);
   });
 
@@ -124,15 +126,18 @@ function startServe(args: string[]) {
   return { child, listening, exited, stderr: () => stderr };
 }
 
-const get = (url: string, agent?: Agent) => new Promise<{ status: number; body: string }>((resolve, reject) => {
-  const req = httpRequest(url, { agent }, (res) => {
-    let body = '';
-    res.on('data', (c: Buffer) => { body += c.toString(); });
-    res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+const get = (url: string, agent?: Agent) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = httpRequest(url, { agent }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
   });
-  req.on('error', reject);
-  req.end();
-});
 
 describe('serve as a process', () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -148,7 +153,10 @@ describe('serve as a process', () => {
       expect(await serve.exited).toBe(0);
       expect(Date.now() - started).toBeLessThan(3000);
       agent.destroy();
-      const lines = serve.stderr().split('\n').filter((l) => l.includes('"GET"'));
+      const lines = serve
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('"GET"'));
       expect(lines).toHaveLength(2);
       expect(lines[0]).toContain('"/api/v1/users/Alice" 200');
       expect(lines[1]).toContain('"/api/v1/users?username=nobody" 404');

@@ -69,7 +69,8 @@ export function eventRequest(method: string, target: string, headers: Record<str
 
 /** Loads the function's code the way CloudFront does: its own global scope, nothing of Node's. */
 export function loadFunction(code: string): (event: unknown) => any {
-  if (Buffer.byteLength(code) > 10 * 1024) throw new Error(`the function's code is ${Buffer.byteLength(code)} bytes; CloudFront allows 10 KB`);
+  if (Buffer.byteLength(code) > 10 * 1024)
+    throw new Error(`the function's code is ${Buffer.byteLength(code)} bytes; CloudFront allows 10 KB`);
   const script = new Script(code, { filename: 'viewer-request.js' });
   return (event) => {
     const context = createContext({ event });
@@ -84,16 +85,22 @@ function allowedByPolicy(policy: any, key: string, bucket: string, prefix: strin
     const value = statement.Resource['Fn::If'] ? statement.Resource['Fn::If'][prefix === '' ? 2 : 1]['Fn::Sub'] : statement.Resource;
     return [String(value).replaceAll('${Bucket}', bucket).replaceAll('${Prefix}', prefix)];
   };
-  const matches = (statement: any) => statement.Action === 's3:GetObject' && resources(statement).some((pattern) => {
-    const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`);
-    return re.test(`arn:aws:s3:::${bucket}/${key}`);
-  });
+  const matches = (statement: any) =>
+    statement.Action === 's3:GetObject' &&
+    resources(statement).some((pattern) => {
+      const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*')}$`);
+      return re.test(`arn:aws:s3:::${bucket}/${key}`);
+    });
   const statements = policy.PolicyDocument.Statement as any[];
   if (statements.some((s) => s.Effect === 'Deny' && matches(s))) return false;
   return statements.some((s) => s.Effect === 'Allow' && matches(s));
 }
 
-interface Answer { status: number; headers: Record<string, string>; body: Buffer }
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
 
 export async function startCloudFrontSim(options: SimOptions): Promise<CloudFrontSim> {
   const template = JSON.parse(readFileSync(options.templatePath, 'utf8')) as Template;
@@ -112,10 +119,12 @@ export async function startCloudFrontSim(options: SimOptions): Promise<CloudFron
   const fromBucket = async (method: string, uri: string): Promise<Answer> => {
     const key = `${originPath}${uri}`.slice(1);
     bucketKeys.push(key);
-    if (!allowedByPolicy(bucketPolicy, key, options.bucket, options.prefix)) return { status: 403, headers: { 'content-type': 'application/xml' }, body: Buffer.from('<Error><Code>AccessDenied</Code></Error>') };
+    if (!allowedByPolicy(bucketPolicy, key, options.bucket, options.prefix))
+      return { status: 403, headers: { 'content-type': 'application/xml' }, body: Buffer.from('<Error><Code>AccessDenied</Code></Error>') };
     const response = await fetch(`${options.s3}/${options.bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, { method });
     const body = Buffer.from(await response.arrayBuffer());
-    if (response.status === 404) return { status: 403, headers: { 'content-type': 'application/xml' }, body: Buffer.from('<Error><Code>AccessDenied</Code></Error>') };
+    if (response.status === 404)
+      return { status: 403, headers: { 'content-type': 'application/xml' }, body: Buffer.from('<Error><Code>AccessDenied</Code></Error>') };
     const headers: Record<string, string> = {};
     for (const name of ['content-type', 'cache-control', 'etag', 'last-modified']) {
       const value = response.headers.get(name);
@@ -132,13 +141,15 @@ export async function startCloudFrontSim(options: SimOptions): Promise<CloudFron
       const page = await fromBucket('GET', custom.ResponsePagePath);
       return { ...page, status: custom.ResponseCode };
     }
-    if (answer.status === 200 && ifNoneMatch !== undefined && ifNoneMatch === answer.headers.etag) return { ...answer, status: 304, body: Buffer.alloc(0) };
+    if (answer.status === 200 && ifNoneMatch !== undefined && ifNoneMatch === answer.headers.etag)
+      return { ...answer, status: 304, body: Buffer.alloc(0) };
     return answer;
   };
 
   const withPolicy = (answer: Answer): Answer => {
     const headers = { ...answer.headers };
-    for (const item of policy.CustomHeadersConfig.Items) if (item.Override || headers[item.Header.toLowerCase()] === undefined) headers[item.Header.toLowerCase()] = item.Value;
+    for (const item of policy.CustomHeadersConfig.Items)
+      if (item.Override || headers[item.Header.toLowerCase()] === undefined) headers[item.Header.toLowerCase()] = item.Value;
     if (policy.SecurityHeadersConfig?.ContentTypeOptions) headers['x-content-type-options'] = 'nosniff';
     return { ...answer, headers };
   };
@@ -166,7 +177,8 @@ export async function startCloudFrontSim(options: SimOptions): Promise<CloudFron
       res.writeHead(result.statusCode, out).end(method === 'HEAD' ? undefined : body);
       return;
     }
-    if (result.method !== method || typeof result.uri !== 'string' || !result.uri.startsWith('/')) throw new Error(`the function returned an invalid request: ${JSON.stringify(result)}`);
+    if (result.method !== method || typeof result.uri !== 'string' || !result.uri.startsWith('/'))
+      throw new Error(`the function returned an invalid request: ${JSON.stringify(result)}`);
     const answer = withPolicy(await throughCache(method, result.uri, result.headers['if-none-match']?.value));
     res.writeHead(answer.status, answer.headers).end(method === 'HEAD' || answer.status === 304 ? undefined : answer.body);
   };
@@ -180,6 +192,10 @@ export async function startCloudFrontSim(options: SimOptions): Promise<CloudFron
   return {
     origin: `http://127.0.0.1:${address.port}`,
     bucketKeys,
-    close: () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

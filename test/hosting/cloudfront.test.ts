@@ -29,7 +29,12 @@ let closeOrigin: () => Promise<void>;
 
 beforeAll(async () => {
   sample = await publishSample();
-  sim = await startCloudFrontSim({ templatePath: join(REPO, TEMPLATE_FILE), s3: sample.s3.endpoint, bucket: sample.bucket, prefix: CDN_PREFIX });
+  sim = await startCloudFrontSim({
+    templatePath: join(REPO, TEMPLATE_FILE),
+    s3: sample.s3.endpoint,
+    bucket: sample.bucket,
+    prefix: CDN_PREFIX,
+  });
   ({ origin, close: closeOrigin } = await serveSnapshot(sample.snapshot.out));
 }, 60_000);
 
@@ -65,7 +70,7 @@ describe('the request table through CloudFront', () => {
     expect(fromBucket).toBeGreaterThan(100);
   });
 
-  it('only the route table\'s objects reach the bucket, whatever the spelling', async () => {
+  it("only the route table's objects reach the bucket, whatever the spelling", async () => {
     sim.bucketKeys.length = 0;
     for (const target of BOOKKEEPING_ATTEMPTS) {
       const answer = await send(sim.origin, 'GET', target);
@@ -89,7 +94,7 @@ describe('the request table through CloudFront', () => {
     expect(missing.status).toBe(404);
   });
 
-  it('the bucket policy alone keeps the tool\'s records from CloudFront, should a request ever get past the function', () => {
+  it("the bucket policy alone keeps the tool's records from CloudFront, should a request ever get past the function", () => {
     const statements = TEMPLATE.Resources.BucketPolicy.Properties.PolicyDocument.Statement;
     const deny = statements.find((s: { Effect: string }) => s.Effect === 'Deny');
     expect(JSON.stringify(deny.Resource)).toContain('/.profile-snapshot/*');
@@ -108,24 +113,31 @@ describe('the CloudFront Function as committed', () => {
     expect(deployed.CustomHeadersConfig.Items).toEqual(policy.CustomHeadersConfig.Items);
     expect(deployed.SecurityHeadersConfig).toEqual(policy.SecurityHeadersConfig);
     const distribution = TEMPLATE.Resources.Distribution.Properties.DistributionConfig;
-    expect(distribution.DefaultCacheBehavior.FunctionAssociations).toEqual([{ EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': ['ViewerRequestFunction', 'FunctionARN'] } }]);
+    expect(distribution.DefaultCacheBehavior.FunctionAssociations).toEqual([
+      { EventType: 'viewer-request', FunctionARN: { 'Fn::GetAtt': ['ViewerRequestFunction', 'FunctionARN'] } },
+    ]);
     expect(distribution.CacheBehaviors).toBeUndefined(); // every path runs the function
     expect(distribution.CustomErrorResponses.map((e: { ErrorCode: number }) => e.ErrorCode).sort()).toEqual([403, 404]);
   });
 
-  it('is ES 5.1 and within CloudFront\'s 10 KB', () => {
+  it("is ES 5.1 and within CloudFront's 10 KB", () => {
     expect(() => parse(FUNCTION_CODE, { ecmaVersion: 5 })).not.toThrow();
     expect(Buffer.byteLength(FUNCTION_CODE)).toBeLessThanOrEqual(10 * 1024);
   });
 
-  it('uses nothing of Node: a name the runtime lacks fails in the simulator\'s context', () => {
-    const broken = loadFunction(`${FUNCTION_CODE}\nfunction handler(event) { return { statusCode: 200, headers: {}, body: String(typeof URLSearchParams + typeof require + typeof process + typeof Buffer + typeof fetch) }; }`);
+  it("uses nothing of Node: a name the runtime lacks fails in the simulator's context", () => {
+    const broken = loadFunction(
+      `${FUNCTION_CODE}\nfunction handler(event) { return { statusCode: 200, headers: {}, body: String(typeof URLSearchParams + typeof require + typeof process + typeof Buffer + typeof fetch) }; }`,
+    );
     expect(broken({ request: {} }).body).toBe('undefinedundefinedundefinedundefinedundefined');
   });
 
-  const queryPart = (names: string[]) => fc.constantFrom(...names, 'x', 'alice', 'ALICE', 'a%2Fb', '%41lice', '%zz', '%', '+', 'a+b', '', 'Dave_99', '..', '%C3%A9', '%C3');
-  const rawQuery = (names: string[]) => fc.array(fc.tuple(queryPart(names), fc.option(queryPart(names), { nil: undefined })), { maxLength: 5 })
-    .map((pairs) => pairs.map(([k, v]) => (v === undefined ? k : `${k}=${v}`)).join('&'));
+  const queryPart = (names: string[]) =>
+    fc.constantFrom(...names, 'x', 'alice', 'ALICE', 'a%2Fb', '%41lice', '%zz', '%', '+', 'a+b', '', 'Dave_99', '..', '%C3%A9', '%C3');
+  const rawQuery = (names: string[]) =>
+    fc
+      .array(fc.tuple(queryPart(names), fc.option(queryPart(names), { nil: undefined })), { maxLength: 5 })
+      .map((pairs) => pairs.map(([k, v]) => (v === undefined ? k : `${k}=${v}`)).join('&'));
   const sameAsUrlSearchParams = (withRaw: boolean) => (raw: string, path: string) => {
     const request = eventRequest('GET', `${path}?${raw}`, {}, withRaw) as Parameters<typeof cloudFrontQuery>[0];
     expect(resolveRoute(path, cloudFrontQuery(request))).toEqual(resolveRoute(path, new URLSearchParams(raw)));
@@ -143,7 +155,13 @@ describe('the CloudFront Function as committed', () => {
 
 describe('the request table through CloudFront without rawQueryString()', () => {
   it('every row', async () => {
-    const older = await startCloudFrontSim({ templatePath: join(REPO, TEMPLATE_FILE), s3: sample.s3.endpoint, bucket: sample.bucket, prefix: CDN_PREFIX, rawQueryString: false });
+    const older = await startCloudFrontSim({
+      templatePath: join(REPO, TEMPLATE_FILE),
+      s3: sample.s3.endpoint,
+      bucket: sample.bucket,
+      prefix: CDN_PREFIX,
+      rawQueryString: false,
+    });
     try {
       expect(await tableFailures((row) => send(older.origin, row.method, row.target), ROWS)).toEqual([]);
     } finally {

@@ -38,6 +38,10 @@ export async function serveSnapshot(out: string): Promise<{ origin: string; clos
   const { port } = await listen(server, 0, '127.0.0.1');
   return {
     origin: `http://127.0.0.1:${port}`,
-    close: () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

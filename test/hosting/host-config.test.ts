@@ -56,19 +56,53 @@ describe('the Cloudflare files', () => {
     expect(worker).toMatch(/^export default \{$/m);
   });
 
-  it('wrangler.toml binds the bucket and routes only the API prefixes; options render a deployment\'s own', () => {
+  it("wrangler.toml binds the bucket and routes only the API prefixes; options render a deployment's own", () => {
     const root = mkdtempSync(join(tmpdir(), 'profile-snapshot-wrangler-'));
     try {
-      const run = cli(['cloudflare', 'config', '--root', root, '--host', 'api.creators.test', '--zone', 'creators.test', '--bucket', 'snapshots', '--prefix', 'live/v1']);
+      const run = cli([
+        'cloudflare',
+        'config',
+        '--root',
+        root,
+        '--host',
+        'api.creators.test',
+        '--zone',
+        'creators.test',
+        '--bucket',
+        'snapshots',
+        '--prefix',
+        'live/v1',
+      ]);
       expect(run.code).toBe(0);
       const toml = TOML.parse(readFileSync(join(root, WRANGLER_TOML), 'utf8')) as any;
       expect(toml.main).toBe('worker.js');
       expect(toml.workers_dev).toBe(false);
       expect(toml.r2_buckets).toEqual([{ binding: 'PROFILES', bucket_name: 'snapshots' }]);
       expect(toml.vars).toEqual({ PREFIX: 'live/v1', CACHE: 'on', OUTSIDE: '404' });
-      expect(toml.routes.map((r: { pattern: string }) => r.pattern)).toEqual(['api.creators.test/api/v1', 'api.creators.test/api/v1/*', 'api.creators.test/service-api/v1', 'api.creators.test/service-api/v1/*']);
+      expect(toml.routes.map((r: { pattern: string }) => r.pattern)).toEqual([
+        'api.creators.test/api/v1',
+        'api.creators.test/api/v1/*',
+        'api.creators.test/service-api/v1',
+        'api.creators.test/service-api/v1/*',
+      ]);
       expect(toml.routes.every((r: { zone_name: string }) => r.zone_name === 'creators.test')).toBe(true);
-      expect(cli(['cloudflare', 'config', '--check', '--root', root, '--host', 'api.creators.test', '--zone', 'creators.test', '--bucket', 'snapshots', '--prefix', 'live/v1']).code).toBe(0);
+      expect(
+        cli([
+          'cloudflare',
+          'config',
+          '--check',
+          '--root',
+          root,
+          '--host',
+          'api.creators.test',
+          '--zone',
+          'creators.test',
+          '--bucket',
+          'snapshots',
+          '--prefix',
+          'live/v1',
+        ]).code,
+      ).toBe(0);
       expect(cli(['cloudflare', 'config', '--check', '--root', root]).code).toBe(5);
     } finally {
       rmSync(root, { recursive: true, force: true });

@@ -28,7 +28,12 @@ const redirector = require('netlify-redirector') as {
   parseJSON: (rules: string, options: object) => Promise<{ match: (req: object) => Match | null }>;
 };
 
-interface Match { to: string; status: number; force: boolean; force404?: boolean }
+interface Match {
+  to: string;
+  status: number;
+  force: boolean;
+  force404?: boolean;
+}
 type EdgeFunction = (request: Request, context: { next: () => Promise<Response> }) => Promise<Response | undefined>;
 
 export interface NetlifySimOptions {
@@ -48,17 +53,28 @@ export interface NetlifySim {
 const NETLIFY_404 = 'Not Found - Request ID: simulated\n';
 
 export async function startNetlifySim(options: NetlifySimOptions): Promise<NetlifySim> {
-  const { redirects, errors } = await parseAllRedirects({ redirectsFiles: [], netlifyConfigPath: options.tomlPath, configRedirects: [], minimal: false });
+  const { redirects, errors } = await parseAllRedirects({
+    redirectsFiles: [],
+    netlifyConfigPath: options.tomlPath,
+    configRedirects: [],
+    minimal: false,
+  });
   if (errors.length > 0) throw new Error(`netlify.toml redirects rejected by Netlify's parser: ${errors.map((e) => e.message).join('; ')}`);
   const headerRules = await parseAllHeaders({ headersFiles: [], netlifyConfigPath: options.tomlPath, configHeaders: [], minimal: false });
-  if (headerRules.errors.length > 0) throw new Error(`netlify.toml headers rejected: ${headerRules.errors.map((e) => e.message).join('; ')}`);
+  if (headerRules.errors.length > 0)
+    throw new Error(`netlify.toml headers rejected: ${headerRules.errors.map((e) => e.message).join('; ')}`);
   // netlify-redirector takes the backend's shape (as netlify-cli passes it): `from` is `origin`, `query` is `params`.
   const rules = (redirects as Record<string, unknown>[]).map(({ from, query, conditions, signed: _signed, ...rest }) => ({
-    ...rest, origin: from, params: query, conditions,
+    ...rest,
+    origin: from,
+    params: query,
+    conditions,
   }));
   const matcher = await redirector.parseJSON(JSON.stringify(rules), {});
 
-  const toml = TOML.parse(readFileSync(options.tomlPath, 'utf8')) as { edge_functions?: { function: string; pattern?: string; path?: string }[] };
+  const toml = TOML.parse(readFileSync(options.tomlPath, 'utf8')) as {
+    edge_functions?: { function: string; pattern?: string; path?: string }[];
+  };
   const declarations = (toml.edge_functions ?? []).map((d) => {
     if (d.pattern === undefined) throw new Error('the simulator only knows regex (pattern) declarations');
     const fn = options.edgeFunctions[d.function];
@@ -94,7 +110,14 @@ export async function startNetlifySim(options: NetlifySimOptions): Promise<Netli
       return new Response(NETLIFY_404, { status: 400 });
     }
     if (method !== 'GET' && method !== 'HEAD') return new Response('Method Not Allowed\n', { status: 405 });
-    const match = matcher.match({ scheme: 'https', host: url.hostname, path, query: url.search.slice(1), getHeader: () => '', getCookie: () => '' });
+    const match = matcher.match({
+      scheme: 'https',
+      host: url.hostname,
+      path,
+      query: url.search.slice(1),
+      getHeader: () => '',
+      getCookie: () => '',
+    });
     const own = fileAt(path);
     const body = (file: string) => (method === 'HEAD' ? null : readFileSync(file));
     if (own && (!match || !match.force)) return new Response(body(own), { status: 200, headers: headersFor(path) });
@@ -103,7 +126,10 @@ export async function startNetlifySim(options: NetlifySimOptions): Promise<Netli
     const targetPath = decodeURIComponent(new URL(match.to, url).pathname);
     const target = fileAt(targetPath);
     if (!target) return new Response(NETLIFY_404, { status: 404, headers: { 'content-type': 'text/html; charset=utf-8' } });
-    return new Response(body(target), { status: match.status, headers: headersFor(options.headerPath === 'requested' ? path : targetPath) });
+    return new Response(body(target), {
+      status: match.status,
+      headers: headersFor(options.headerPath === 'requested' ? path : targetPath),
+    });
   };
 
   let origin = '';
@@ -121,7 +147,9 @@ export async function startNetlifySim(options: NetlifySimOptions): Promise<Netli
       response = serveStatic(method, url);
     }
     const headers: Record<string, string> = {};
-    response.headers.forEach((v, k) => { headers[k] = v; });
+    response.headers.forEach((v, k) => {
+      headers[k] = v;
+    });
     const bytes = method === 'HEAD' || response.body === null ? undefined : Buffer.from(await response.arrayBuffer());
     res.writeHead(response.status, headers);
     res.end(bytes);
@@ -140,9 +168,10 @@ export async function startNetlifySim(options: NetlifySimOptions): Promise<Netli
   return {
     origin,
     edgeFunctionFor,
-    close: () => new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -25,7 +25,11 @@ beforeAll(async () => {
   const { server } = createOrigin({ out: snapshot.out, log: (line) => logLines.push(line) });
   const address = await listen(server, 0, '127.0.0.1');
   origin = `http://127.0.0.1:${address.port}`;
-  close = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+  close = () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
 });
 
 afterAll(async () => {
@@ -74,7 +78,11 @@ describe('methods', () => {
 
   it('answers OPTIONS with 204 and CORS headers on every API path, static ones included', async () => {
     for (const target of ['/api/v1/users/alice', '/service-api/v1/creators', '/api/v1/nope']) {
-      const a = await send(origin, 'OPTIONS', target, { origin: 'https://example.org', 'access-control-request-method': 'GET', 'access-control-request-headers': 'x-requested-with' });
+      const a = await send(origin, 'OPTIONS', target, {
+        origin: 'https://example.org',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'x-requested-with',
+      });
       expect(a.status, target).toBe(204);
       expectContract(a);
       expect(a.headers['access-control-allow-headers']).toBe('*');
@@ -103,7 +111,14 @@ describe('what is never served', () => {
 
   it('no dotfiles or bookkeeping files, however the path is spelled', async () => {
     const manifest = readFileSync(join(snapshot.out, '.profile-snapshot/manifest'), 'utf8').slice(0, 40);
-    for (const target of ['/.profile-snapshot/manifest', '/%2eprofile-snapshot/manifest', '/api/v1/users/.hidden', '/api/v1/../.profile-snapshot/manifest', '/api/v1/users/..%2f..%2f..%2f.profile-snapshot%2fmanifest', '/.profile-snapshot/']) {
+    for (const target of [
+      '/.profile-snapshot/manifest',
+      '/%2eprofile-snapshot/manifest',
+      '/api/v1/users/.hidden',
+      '/api/v1/../.profile-snapshot/manifest',
+      '/api/v1/users/..%2f..%2f..%2f.profile-snapshot%2fmanifest',
+      '/.profile-snapshot/',
+    ]) {
       const a = await send(origin, 'GET', target);
       expect(a.status, target).toBe(404);
       expect(a.body, target).not.toContain(manifest);
@@ -124,11 +139,26 @@ describe('what is never served', () => {
 
 describe('abuse', () => {
   const TRAVERSALS = [
-    '/../secret.txt', '/../../../../etc/passwd', '/%2e%2e/secret.txt', '/%2E%2E/%2e%2e/etc/passwd', '/..%2fsecret.txt',
-    '/%2e%2e%2fsecret.txt', '/api/v1/users/..%2f..%2f..%2f..%2fsecret.txt', '/api/v1/users/%2e%2e', '/api/v1/users/%2E%2E%2F%2E%2E%2Fsecret.txt',
-    '/service-api/v1/users/..%5c..%5c..%5csecret.txt', '/api/v1/..%2f..%2f..%2fprofiles.db', '/api/v1/users?username=..%2f..%2f..%2fsecret.txt',
-    '/api/v1/users?username=../../../profiles.db', '/%2e%2e/profiles.db', '/api/v1/users/alice%2f..%2f..%2f..%2f..%2fsecret.txt',
-    '/api/v1/users/%00', '/api/v1/users/alice%00.json', '//etc/passwd', '/.%2e/secret.txt', '/api/v1/users/%252e%252e%252fsecret.txt',
+    '/../secret.txt',
+    '/../../../../etc/passwd',
+    '/%2e%2e/secret.txt',
+    '/%2E%2E/%2e%2e/etc/passwd',
+    '/..%2fsecret.txt',
+    '/%2e%2e%2fsecret.txt',
+    '/api/v1/users/..%2f..%2f..%2f..%2fsecret.txt',
+    '/api/v1/users/%2e%2e',
+    '/api/v1/users/%2E%2E%2F%2E%2E%2Fsecret.txt',
+    '/service-api/v1/users/..%5c..%5c..%5csecret.txt',
+    '/api/v1/..%2f..%2f..%2fprofiles.db',
+    '/api/v1/users?username=..%2f..%2f..%2fsecret.txt',
+    '/api/v1/users?username=../../../profiles.db',
+    '/%2e%2e/profiles.db',
+    '/api/v1/users/alice%2f..%2f..%2f..%2f..%2fsecret.txt',
+    '/api/v1/users/%00',
+    '/api/v1/users/alice%00.json',
+    '//etc/passwd',
+    '/.%2e/secret.txt',
+    '/api/v1/users/%252e%252e%252fsecret.txt',
   ];
 
   it('path traversal never escapes --out and gets the JSON 404', async () => {
@@ -168,7 +198,11 @@ describe('abuse', () => {
     const longUnknown = await send(origin, 'GET', `/api/v1/${'x/'.repeat(4000)}`);
     expect(longUnknown.status).toBe(404);
     expect(errorCode(longUnknown)).toBe('NOT_FOUND');
-    const huge = await send(origin, 'GET', `/api/v1/users/${'a'.repeat(100_000)}`).catch((e: Error) => ({ status: 0, body: e.message, headers: {} }));
+    const huge = await send(origin, 'GET', `/api/v1/users/${'a'.repeat(100_000)}`).catch((e: Error) => ({
+      status: 0,
+      body: e.message,
+      headers: {},
+    }));
     expect([0, 431]).toContain(huge.status);
     const after = await send(origin, 'GET', '/api/v1/users/alice');
     expect(after.status).toBe(200);
@@ -190,12 +224,18 @@ describe('abuse', () => {
 
   it('many concurrent requests on kept-alive connections all answer', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-    const one = (path: string) => new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${origin}${path}`, { agent }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
-      req.on('error', reject);
-      req.end();
-    });
-    const statuses = await Promise.all(Array.from({ length: 200 }, (_, i) => one(i % 2 ? '/api/v1/users/ALICE' : '/api/v1/users?username=nobody')));
+    const one = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${origin}${path}`, { agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const statuses = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => one(i % 2 ? '/api/v1/users/ALICE' : '/api/v1/users?username=nobody')),
+    );
     agent.destroy();
     expect(statuses.filter((s) => s === 200).length).toBe(100);
     expect(statuses.filter((s) => s === 404).length).toBe(100);
@@ -214,7 +254,9 @@ describe('access log', () => {
     await new Promise((r) => setTimeout(r, 50));
     const lines = mine();
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z 127\\.0\\.0\\.1 "GET" "/api/v1/users/alice\\?${marker}" 200 \\d+ [\\d.]+ms$`));
+    expect(lines[0]).toMatch(
+      new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z 127\\.0\\.0\\.1 "GET" "/api/v1/users/alice\\?${marker}" 200 \\d+ [\\d.]+ms$`),
+    );
     expect(lines[1]).toContain('"POST"');
     expect(lines[1]).toContain(' 405 ');
     for (const line of lines) expect(line).not.toMatch(/[\r\n]/);
@@ -227,13 +269,22 @@ describe('graceful shutdown', () => {
     const slow = createServer((_req, res) => setTimeout(() => res.end('done'), 300));
     const { port } = await listen(slow, 0, '127.0.0.1');
     const idle = new Agent({ keepAlive: true });
-    await new Promise<void>((resolve) => httpRequest(`http://127.0.0.1:${port}/`, { agent: idle }, (res) => { res.resume(); res.on('end', resolve); }).end());
+    await new Promise<void>((resolve) =>
+      httpRequest(`http://127.0.0.1:${port}/`, { agent: idle }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      }).end(),
+    );
     const inFlight = new Promise<string>((resolve, reject) => {
       httpRequest(`http://127.0.0.1:${port}/`, (res) => {
         let body = '';
-        res.on('data', (c: Buffer) => { body += c.toString(); });
+        res.on('data', (c: Buffer) => {
+          body += c.toString();
+        });
         res.on('end', () => resolve(body));
-      }).on('error', reject).end();
+      })
+        .on('error', reject)
+        .end();
     });
     await new Promise((r) => setTimeout(r, 50));
     const started = Date.now();

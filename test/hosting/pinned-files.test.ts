@@ -57,15 +57,20 @@ describe('pinned files', () => {
       }
     })();
     const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-    const one = () => new Promise<{ length: number; body: string }>((resolve, reject) => {
-      httpRequest(`http://127.0.0.1:${port}/api/v1/users/ALICE`, { agent }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => { body += c; });
-        res.on('end', () => resolve({ length: Number(res.headers['content-length']), body }));
-        res.on('error', reject);
-      }).on('error', reject).end();
-    });
+    const one = () =>
+      new Promise<{ length: number; body: string }>((resolve, reject) => {
+        httpRequest(`http://127.0.0.1:${port}/api/v1/users/ALICE`, { agent }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            body += c;
+          });
+          res.on('end', () => resolve({ length: Number(res.headers['content-length']), body }));
+          res.on('error', reject);
+        })
+          .on('error', reject)
+          .end();
+      });
     try {
       const answers = await Promise.all(Array.from({ length: 400 }, one));
       for (const a of answers) {
@@ -76,7 +81,10 @@ describe('pinned files', () => {
       stop = true;
       await swapper;
       agent.destroy();
-      await new Promise((r) => { server.close(r); server.closeAllConnections(); });
+      await new Promise((r) => {
+        server.close(r);
+        server.closeAllConnections();
+      });
       snapshot.cleanup();
     }
   });
@@ -90,29 +98,46 @@ describe('pinned files', () => {
     const onUncaught = (e: unknown) => uncaught.push(e);
     process.on('uncaughtException', onUncaught);
     try {
-      const etag = await new Promise<string>((resolve) => httpRequest(`http://127.0.0.1:${port}/api/v1/users/alice`, (res) => { res.resume(); resolve(String(res.headers.etag)); }).end());
-      const before = openFds();
-      const one = (i: number) => new Promise<void>((resolve) => {
-        const path = ['/api/v1/users/alice', '/api/v1/users/NOBODY', '/service-api/v1/creators', '/api/v1/users?username='][i % 4]!;
-        const req = httpRequest(`http://127.0.0.1:${port}${path}`, {
-          method: i % 5 === 0 ? 'HEAD' : 'GET',
-          // Connection: close makes the client hang up as soon as it has Content-Length bytes.
-          headers: { connection: 'close', ...(i % 7 === 0 ? { 'if-none-match': etag } : {}) },
-        }, (res) => {
-          if (i % 3 === 0) { res.destroy(); resolve(); return; } // abandons the body
+      const etag = await new Promise<string>((resolve) =>
+        httpRequest(`http://127.0.0.1:${port}/api/v1/users/alice`, (res) => {
           res.resume();
-          res.on('end', resolve);
+          resolve(String(res.headers.etag));
+        }).end(),
+      );
+      const before = openFds();
+      const one = (i: number) =>
+        new Promise<void>((resolve) => {
+          const path = ['/api/v1/users/alice', '/api/v1/users/NOBODY', '/service-api/v1/creators', '/api/v1/users?username='][i % 4]!;
+          const req = httpRequest(
+            `http://127.0.0.1:${port}${path}`,
+            {
+              method: i % 5 === 0 ? 'HEAD' : 'GET',
+              // Connection: close makes the client hang up as soon as it has Content-Length bytes.
+              headers: { connection: 'close', ...(i % 7 === 0 ? { 'if-none-match': etag } : {}) },
+            },
+            (res) => {
+              if (i % 3 === 0) {
+                res.destroy();
+                resolve();
+                return;
+              } // abandons the body
+              res.resume();
+              res.on('end', resolve);
+            },
+          );
+          req.on('error', () => resolve());
+          req.end();
         });
-        req.on('error', () => resolve());
-        req.end();
-      });
       for (let round = 0; round < 10; round++) await Promise.all(Array.from({ length: 30 }, (_, i) => one(i + round)));
       await new Promise((r) => setTimeout(r, 300));
       expect(uncaught).toEqual([]);
       expect(openFds()).toBeLessThanOrEqual(before + 2);
     } finally {
       process.off('uncaughtException', onUncaught);
-      await new Promise((r) => { server.close(r); server.closeAllConnections(); });
+      await new Promise((r) => {
+        server.close(r);
+        server.closeAllConnections();
+      });
       snapshot.cleanup();
     }
   });

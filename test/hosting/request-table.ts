@@ -59,10 +59,16 @@ export function requestTable(): Row[] {
   for (const user of USERS) {
     for (const [caseName, toCase] of CASES) {
       for (const [formName, form] of PATH_FORMS) {
-        const expected: Expected = user.state === 'active' || user.state === 'suspended'
-          ? { status: 200, user: user.stored.toLowerCase(), state: user.state }
-          : NOT_FOUND_USER;
-        rows.push({ name: `${formName} ${user.state} ${user.stored} ${caseName}`, method: 'GET', target: form(toCase(user.stored)), expected });
+        const expected: Expected =
+          user.state === 'active' || user.state === 'suspended'
+            ? { status: 200, user: user.stored.toLowerCase(), state: user.state }
+            : NOT_FOUND_USER;
+        rows.push({
+          name: `${formName} ${user.state} ${user.stored} ${caseName}`,
+          method: 'GET',
+          target: form(toCase(user.stored)),
+          expected,
+        });
       }
     }
   }
@@ -88,7 +94,11 @@ export function requestTable(): Row[] {
   add('query value with a space', '/api/v1/users?username=Judy%20Smith', NOT_FOUND_USER);
   add('no query form on the alias', '/service-api/v1/users?username=alice', NOT_FOUND_USER);
   add('query string on a profile path is ignored', '/api/v1/users/alice?username=bob', alice);
-  add('64-character username, mixed case', `/api/v1/users/Sybil-${'x'.repeat(58)}`, { status: 200, user: `sybil-${'x'.repeat(58)}`, state: 'active' });
+  add('64-character username, mixed case', `/api/v1/users/Sybil-${'x'.repeat(58)}`, {
+    status: 200,
+    user: `sybil-${'x'.repeat(58)}`,
+    state: 'active',
+  });
 
   add('creators', '/service-api/v1/creators', { status: 200, creators: true });
   add('creators with a query', '/service-api/v1/creators?active=false', { status: 200, creators: true });
@@ -118,9 +128,16 @@ export function requestTable(): Row[] {
   add('bookkeeping folder is never served', '/.profile-snapshot/manifest', { status: 404, outside: true });
 
   // Methods, where Netlify runs code and so can see them: mixed-case paths and the query form.
-  for (const target of ['/api/v1/users?username=alice', '/api/v1/users/Alice', '/service-api/v1/users/DAVE_99', '/api/v1/users/NOBODY', '/api/v1/users']) {
+  for (const target of [
+    '/api/v1/users?username=alice',
+    '/api/v1/users/Alice',
+    '/service-api/v1/users/DAVE_99',
+    '/api/v1/users/NOBODY',
+    '/api/v1/users',
+  ]) {
     add(`OPTIONS ${target}`, target, { status: 204, preflight: true }, 'OPTIONS');
-    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) add(`${method} ${target}`, target, { status: 405, code: 'METHOD_NOT_ALLOWED' }, method);
+    for (const method of ['POST', 'PUT', 'DELETE', 'PATCH'])
+      add(`${method} ${target}`, target, { status: 405, code: 'METHOD_NOT_ALLOWED' }, method);
   }
   add('HEAD profile mixed case', '/api/v1/users/ALICE', { status: 200, user: 'alice', state: 'active' }, 'HEAD');
   add('HEAD query miss', '/api/v1/users?username=Nobody', NOT_FOUND_USER, 'HEAD');
@@ -157,7 +174,9 @@ export function send(origin: string, method: string, target: string, headers: Re
 /** From a fetch Response (the edge function called directly). */
 export async function fromResponse(response: Response): Promise<Answer> {
   const headers: Record<string, string> = {};
-  response.headers.forEach((v, k) => { headers[k] = v; });
+  response.headers.forEach((v, k) => {
+    headers[k] = v;
+  });
   return { status: response.status, headers, body: response.body === null ? '' : await response.text() };
 }
 
@@ -185,11 +204,13 @@ export function check(row: Row, answer: Answer): string[] {
   const e = row.expected;
   if (answer.status !== e.status) problems.push(`status ${answer.status}, expected ${e.status}`);
   if ('outside' in e) {
-    if ((answer.headers['content-type'] ?? '').includes('application/json')) problems.push('a path other services own was answered as JSON');
+    if ((answer.headers['content-type'] ?? '').includes('application/json'))
+      problems.push('a path other services own was answered as JSON');
     return problems;
   }
   for (const [name, value] of Object.entries(CONTRACT)) {
-    if (answer.headers[name] !== value) problems.push(`header ${name}: ${JSON.stringify(answer.headers[name])}, expected ${JSON.stringify(value)}`);
+    if (answer.headers[name] !== value)
+      problems.push(`header ${name}: ${JSON.stringify(answer.headers[name])}, expected ${JSON.stringify(value)}`);
   }
   if ('preflight' in e) {
     if (answer.body !== '') problems.push('a preflight answer has a body');
@@ -199,7 +220,11 @@ export function check(row: Row, answer: Answer): string[] {
     if (answer.body !== '') problems.push('HEAD answered with a body');
     return problems;
   }
-  let json: { success?: boolean; data?: { username?: string; status?: string } | { status?: string }[]; error?: { code?: string; status?: number } };
+  let json: {
+    success?: boolean;
+    data?: { username?: string; status?: string } | { status?: string }[];
+    error?: { code?: string; status?: number };
+  };
   try {
     json = JSON.parse(answer.body);
   } catch {
@@ -207,12 +232,15 @@ export function check(row: Row, answer: Answer): string[] {
     return problems;
   }
   if ('code' in e) {
-    if (json.success !== false || json.error?.code !== e.code || json.error?.status !== e.status) problems.push(`error ${JSON.stringify(json.error)}, expected ${e.code}`);
+    if (json.success !== false || json.error?.code !== e.code || json.error?.status !== e.status)
+      problems.push(`error ${JSON.stringify(json.error)}, expected ${e.code}`);
   } else if ('creators' in e) {
-    if (json.success !== true || !Array.isArray(json.data) || json.data.length === 0 || json.data.some((u) => u.status !== 'active')) problems.push('not the creators list');
+    if (json.success !== true || !Array.isArray(json.data) || json.data.length === 0 || json.data.some((u) => u.status !== 'active'))
+      problems.push('not the creators list');
   } else if ('user' in e) {
     const data = json.data as { username?: string; status?: string } | undefined;
-    if (json.success !== true || data?.username?.toLowerCase() !== e.user || data?.status !== e.state) problems.push(`data ${JSON.stringify(data?.username)} ${data?.status}, expected ${e.user} ${e.state}`);
+    if (json.success !== true || data?.username?.toLowerCase() !== e.user || data?.status !== e.state)
+      problems.push(`data ${JSON.stringify(data?.username)} ${data?.status}, expected ${e.user} ${e.state}`);
   }
   return problems;
 }

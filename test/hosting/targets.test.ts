@@ -73,7 +73,9 @@ describe('the request table', () => {
       if ('outside' in row.expected || row.method !== 'GET') continue;
       const a = await send(simRequested.origin, row.method, row.target);
       const c = await send(origin, row.method, row.target);
-      const b = await fromResponse(await profileApi(new Request(`${simRequested.origin}${row.target}`), { next: () => fetch(`${simRequested.origin}${row.target}`) }));
+      const b = await fromResponse(
+        await profileApi(new Request(`${simRequested.origin}${row.target}`), { next: () => fetch(`${simRequested.origin}${row.target}`) }),
+      );
       if (a.body !== c.body || b.body !== c.body) mismatches.push(`${row.target}`);
     }
     expect(mismatches).toEqual([]);
@@ -82,7 +84,15 @@ describe('the request table', () => {
 
 describe('edge function declarations', () => {
   it('never run for plain lower-case profiles, the creators list or error paths; run where code is needed', () => {
-    for (const path of ['/api/v1/users/alice', '/service-api/v1/users/dave_99', '/api/v1/users/carol.dev', '/service-api/v1/creators', '/api/v1/nope', '/api/v1/users/nobody', '/_errors/not-found.json']) {
+    for (const path of [
+      '/api/v1/users/alice',
+      '/service-api/v1/users/dave_99',
+      '/api/v1/users/carol.dev',
+      '/service-api/v1/creators',
+      '/api/v1/nope',
+      '/api/v1/users/nobody',
+      '/_errors/not-found.json',
+    ]) {
       expect(simRequested.edgeFunctionFor(path), path).toBeUndefined();
     }
     for (const path of ['/api/v1/users/Alice', '/service-api/v1/users/DAVE_99', '/api/v1/users', '/api/v1/users/']) {
@@ -93,16 +103,22 @@ describe('edge function declarations', () => {
 
 describe('abuse through the edge function', () => {
   const ATTEMPTS = [
-    '/api/v1/users/%2E%2E%2F%2E%2E%2F_errors%2Fnot-found.json', '/api/v1/users/A%2F..%2F..%2F.profile-snapshot%2Fmanifest',
-    '/service-api/v1/users/..%5C..%5CSECRET', '/api/v1/users?username=..%2F..%2F.profile-snapshot%2Fmanifest',
-    '/api/v1/users?username=%2E%2E', `/api/v1/users/${'A'.repeat(8000)}`, '/api/v1/users?username=ALICE%00',
+    '/api/v1/users/%2E%2E%2F%2E%2E%2F_errors%2Fnot-found.json',
+    '/api/v1/users/A%2F..%2F..%2F.profile-snapshot%2Fmanifest',
+    '/service-api/v1/users/..%5C..%5CSECRET',
+    '/api/v1/users?username=..%2F..%2F.profile-snapshot%2Fmanifest',
+    '/api/v1/users?username=%2E%2E',
+    `/api/v1/users/${'A'.repeat(8000)}`,
+    '/api/v1/users?username=ALICE%00',
   ];
 
   it('never reaches anything but the canonical files: a JSON 404 through Netlify and the function alike', async () => {
     for (const target of ATTEMPTS) {
       for (const answer of [
         await send(simRequested.origin, 'GET', target),
-        await fromResponse(await profileApi(new Request(`${simRequested.origin}${target}`), { next: () => fetch(`${simRequested.origin}${target}`) })),
+        await fromResponse(
+          await profileApi(new Request(`${simRequested.origin}${target}`), { next: () => fetch(`${simRequested.origin}${target}`) }),
+        ),
         await send(origin, 'GET', target),
       ]) {
         expect(answer.status, target).toBe(404);

@@ -8,7 +8,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorAnswerBody } from '../../src/hosting/routing.js';
 import { serveSnapshot } from './fixture.js';
-import { BOOKKEEPING_ATTEMPTS, CDN_PREFIX, deleteObject, publishSample, putObject, readKeys, startWorker, TABLE_KEY, type PublishedSample, type WorkerHost } from './cdn-fixture.js';
+import {
+  BOOKKEEPING_ATTEMPTS,
+  CDN_PREFIX,
+  deleteObject,
+  publishSample,
+  putObject,
+  readKeys,
+  startWorker,
+  TABLE_KEY,
+  type PublishedSample,
+  type WorkerHost,
+} from './cdn-fixture.js';
 import { CONTRACT, requestTable, send, tableFailures } from './request-table.js';
 
 const ROWS = requestTable();
@@ -59,10 +70,11 @@ describe('the request table in workerd', () => {
 });
 
 /** The objects with the prefix taken off their keys (a bucket published without a prefix). */
-const unprefixed = (objects: PublishedSample['objects']) => new Map([...objects].map(([key, object]) => [key.slice(CDN_PREFIX.length + 1), object]));
+const unprefixed = (objects: PublishedSample['objects']) =>
+  new Map([...objects].map(([key, object]) => [key.slice(CDN_PREFIX.length + 1), object]));
 
 describe('what the table does not cover, in workerd', () => {
-  it('only the route table\'s keys are read, whatever the spelling', async () => {
+  it("only the route table's keys are read, whatever the spelling", async () => {
     await readKeys(cached);
     for (const target of BOOKKEEPING_ATTEMPTS) {
       const answer = await send(cached.origin, 'GET', target);
@@ -107,7 +119,7 @@ describe('what the table does not cover, in workerd', () => {
     }
   });
 
-  it('a change in the bucket shows within the contract\'s s-maxage (30 s), cache or not', async () => {
+  it("a change in the bucket shows within the contract's s-maxage (30 s), cache or not", async () => {
     const key = `${CDN_PREFIX}/api/v1/users/amy.lee`;
     const filled = Date.now();
     expect((await send(cached.origin, 'GET', '/api/v1/users/amy.lee')).status).toBe(200);
@@ -129,12 +141,16 @@ describe('what the table does not cover, in workerd', () => {
     expect(plain.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(plain.headers['x-content-type-options']).toBe('nosniff');
     const seen: string[] = [];
-    const passing = await startWorker(new Map(), { PREFIX: CDN_PREFIX, OUTSIDE: 'origin' }, {
-      outbound: (request) => {
-        seen.push(`${request.method} ${new URL(request.url).pathname}${new URL(request.url).search}`);
-        return new Response('the avatar service', { status: 200, headers: { 'content-type': 'image/png' } });
+    const passing = await startWorker(
+      new Map(),
+      { PREFIX: CDN_PREFIX, OUTSIDE: 'origin' },
+      {
+        outbound: (request) => {
+          seen.push(`${request.method} ${new URL(request.url).pathname}${new URL(request.url).search}`);
+          return new Response('the avatar service', { status: 200, headers: { 'content-type': 'image/png' } });
+        },
       },
-    });
+    );
     try {
       const passed = await send(passing.origin, 'GET', '/api/avatar?u=alice');
       expect(passed.status).toBe(200);

@@ -17,26 +17,37 @@ export interface Proc {
 
 /** Starts a process and waits until its stderr matches `ready` (the first group is returned). */
 export async function startProc(args: string[], env: Record<string, string>, ready?: RegExp): Promise<Proc & { match: string }> {
-  const child = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
-  child.stderr!.on('data', (d) => { stderr += d; });
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
   child.stdout!.resume();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const match = ready === undefined ? '' : await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${args.join(' ')} not ready: ${stderr}`)), 30_000);
-    const onData = () => {
-      const m = ready.exec(stderr);
-      if (m) {
-        clearTimeout(timer);
-        child.stderr!.off('data', onData);
-        resolve(m[1] ?? m[0]);
-      }
-    };
-    child.stderr!.on('data', onData);
-    child.once('exit', () => reject(new Error(`${args.join(' ')} exited: ${stderr}`)));
-  });
+  const match =
+    ready === undefined
+      ? ''
+      : await new Promise<string>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`${args.join(' ')} not ready: ${stderr}`)), 30_000);
+          const onData = () => {
+            const m = ready.exec(stderr);
+            if (m) {
+              clearTimeout(timer);
+              child.stderr!.off('data', onData);
+              resolve(m[1] ?? m[0]);
+            }
+          };
+          child.stderr!.on('data', onData);
+          child.once('exit', () => reject(new Error(`${args.join(' ')} exited: ${stderr}`)));
+        });
   return {
-    child, pid: child.pid!, match, stderr: () => stderr,
+    child,
+    pid: child.pid!,
+    match,
+    stderr: () => stderr,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       return exited;
@@ -46,7 +57,12 @@ export async function startProc(args: string[], env: Record<string, string>, rea
 
 const HEAP_PROBE = new URL('./fixtures/heap-probe.mjs', import.meta.url).pathname;
 /** `serve` on a free port; with the heap probe preloaded, so `liveHeap` can read it. */
-export const serve = (out: string) => startProc(['--expose-gc', '--import', HEAP_PROBE, BIN, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1'], {}, /on http:\/\/127\.0\.0\.1:(\d+)/);
+export const serve = (out: string) =>
+  startProc(
+    ['--expose-gc', '--import', HEAP_PROBE, BIN, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1'],
+    {},
+    /on http:\/\/127\.0\.0\.1:(\d+)/,
+  );
 export const watch = (args: string[]) => startProc(['--expose-gc', '--import', HEAP_PROBE, BIN, 'watch', ...args], {}, /cycle 1/);
 
 /** Bytes of live heap after a full collection, read through the heap probe (SIGUSR2). */
@@ -60,7 +76,8 @@ export async function liveHeap(proc: Proc): Promise<number> {
   }
   throw new Error('the heap probe did not answer');
 }
-export const plainServer = (out: string) => startProc([new URL('./fixtures/plain-server.mjs', import.meta.url).pathname, out], {}, /listening on (\d+)/);
+export const plainServer = (out: string) =>
+  startProc([new URL('./fixtures/plain-server.mjs', import.meta.url).pathname, out], {}, /listening on (\d+)/);
 
 /** Resident memory (kB) and open descriptors of a live process. */
 export function procStats(pid: number): { rssKb: number; fds: number } {
@@ -93,10 +110,17 @@ export interface LoadFigures {
 }
 
 /** autocannon against `base` cycling through `requests` on `connections` connections for `seconds`. */
-export async function load(base: string, requests: LoadRequest[], options: { seconds: number; connections?: number; nosniff?: boolean }): Promise<LoadFigures> {
-  let unexpected = 0, withoutNosniff = 0;
+export async function load(
+  base: string,
+  requests: LoadRequest[],
+  options: { seconds: number; connections?: number; nosniff?: boolean },
+): Promise<LoadFigures> {
+  let unexpected = 0,
+    withoutNosniff = 0;
   const examples: string[] = [];
-  const note = (what: string) => { if (examples.length < 10) examples.push(what); };
+  const note = (what: string) => {
+    if (examples.length < 10) examples.push(what);
+  };
   const result = await autocannon({
     url: base,
     connections: options.connections ?? 100,

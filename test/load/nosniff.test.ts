@@ -15,8 +15,13 @@ import { fromResponse, requestTable, send, type Answer } from '../hosting/reques
 
 const ROWS = requestTable();
 const ABUSE = [
-  '/api/v1/users/%2E%2E%2F%2E%2E%2F_errors%2Fnot-found.json', '/api/v1/users/..%5C..%5Cetc', '/api/v1/users/%E0%A4%A',
-  '/api/v1/users?username=%2e%2e', '/service-api/v1/users/ALICE%00', '/.profile-snapshot/manifest', '/%2e%2e/%2e%2e/etc/passwd',
+  '/api/v1/users/%2E%2E%2F%2E%2E%2F_errors%2Fnot-found.json',
+  '/api/v1/users/..%5C..%5Cetc',
+  '/api/v1/users/%E0%A4%A',
+  '/api/v1/users?username=%2e%2e',
+  '/service-api/v1/users/ALICE%00',
+  '/.profile-snapshot/manifest',
+  '/%2e%2e/%2e%2e/etc/passwd',
 ];
 
 let snapshot: Snapshot;
@@ -29,7 +34,11 @@ beforeAll(async () => {
   sims = [await startNetlifySim({ ...common, headerPath: 'requested' }), await startNetlifySim({ ...common, headerPath: 'rewritten' })];
   const { server } = createOrigin({ out: snapshot.out });
   origin = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
-  closeOrigin = () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+  closeOrigin = () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
 });
 afterAll(async () => {
   for (const sim of sims) await sim.close();
@@ -37,7 +46,8 @@ afterAll(async () => {
   snapshot?.cleanup();
 });
 
-const missing = (answers: [string, Answer][]) => answers.filter(([, a]) => a.headers['x-content-type-options'] !== 'nosniff').map(([what, a]) => `${what}: ${a.status}`);
+const missing = (answers: [string, Answer][]) =>
+  answers.filter(([, a]) => a.headers['x-content-type-options'] !== 'nosniff').map(([what, a]) => `${what}: ${a.status}`);
 
 describe('X-Content-Type-Options: nosniff', () => {
   it('the origin server: every row (HEAD and paths it does not own included), 304s, abuse', async () => {
@@ -68,7 +78,10 @@ describe('X-Content-Type-Options: nosniff', () => {
     for (const row of ROWS) {
       if ('outside' in row.expected || !sims[0]!.edgeFunctionFor(row.target.split('?')[0]!)) continue;
       const request = new Request(`${sims[0]!.origin}${row.target}`, { method: row.method });
-      answers.push([`edge ${row.method} ${row.target}`, await fromResponse(await profileApi(request, { next: () => fetch(`${sims[0]!.origin}${row.target}`, { method: row.method }) }))]);
+      answers.push([
+        `edge ${row.method} ${row.target}`,
+        await fromResponse(await profileApi(request, { next: () => fetch(`${sims[0]!.origin}${row.target}`, { method: row.method }) })),
+      ]);
     }
     expect(answers.filter(([w]) => w.startsWith('edge')).length).toBeGreaterThan(30);
     expect(missing(answers)).toEqual([]);

@@ -43,10 +43,18 @@ beforeAll(() => {
   tarball = join(work.path, name!);
   const listing = run('tar', ['-tzf', tarball], work.path);
   expect(listing.code, listing.stderr).toBe(0);
-  contents = listing.stdout.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+  contents = listing.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((f) => f.replace(/^package\//, ''));
 
   const prefix = join(work.path, 'prefix');
-  const install = run('npm', ['install', '-g', '--prefix', prefix, tarball, '--prefer-offline', '--no-audit', '--no-fund'], work.path, 540_000);
+  const install = run(
+    'npm',
+    ['install', '-g', '--prefix', prefix, tarball, '--prefer-offline', '--no-audit', '--no-fund'],
+    work.path,
+    540_000,
+  );
   expect(install.code, `${install.stderr}${install.error ?? ''}`).toBe(0);
   installed = join(prefix, 'bin/profile-snapshot');
 }, 600_000);
@@ -55,11 +63,23 @@ afterAll(() => work?.cleanup());
 
 describe('npm pack, then npm install -g of the tarball', () => {
   it('packs the compiled code, bin/, the contract and the SQL, and nothing else', () => {
-    for (const file of ['bin/profile-snapshot.js', 'build/cli/main.js', 'build/index.js', 'build/index.d.ts', 'build/verify/profiles-worker.js',
-      'contract/openapi.json', 'data/schema.sql', 'data/sample.sql', 'package.json', 'README.md']) {
+    for (const file of [
+      'bin/profile-snapshot.js',
+      'build/cli/main.js',
+      'build/index.js',
+      'build/index.d.ts',
+      'build/verify/profiles-worker.js',
+      'contract/openapi.json',
+      'data/schema.sql',
+      'data/sample.sql',
+      'package.json',
+      'README.md',
+    ]) {
       expect(contents, file).toContain(file);
     }
-    const stray = contents.filter((f) => /^(test|scripts|src|dist|\.ci|\.profile-snapshot|node_modules)\//.test(f) || f.endsWith('.map') || f.endsWith('.db'));
+    const stray = contents.filter(
+      (f) => /^(test|scripts|src|dist|\.ci|\.profile-snapshot|node_modules)\//.test(f) || f.endsWith('.map') || f.endsWith('.db'),
+    );
     expect(stray).toEqual([]);
   });
 

@@ -18,11 +18,25 @@ describe('publish CLI', () => {
     site = await newSite(workspace.server, workspace.dir, 20);
   });
 
-  const publishArgs = (...more: string[]) => ['publish', '--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', site.endpoint, ...more];
+  const publishArgs = (...more: string[]) => [
+    'publish',
+    '--out',
+    site.out,
+    '--to',
+    `s3://${site.bucket}/${PREFIX}`,
+    '--endpoint',
+    site.endpoint,
+    ...more,
+  ];
 
   it('publishes with the target and endpoint from the environment, and says what it did', async () => {
-    const run = await runCliAsync(['publish', '--out', site.out, '--json'], s3Env({ PROFILE_PUBLISH_TO: `s3://${site.bucket}/${PREFIX}`, AWS_ENDPOINT_URL_S3: site.endpoint }));
-    expect(run.stderr).toMatch(/published .* to s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+: 46 objects put \(20 profiles, the creators list\)/);
+    const run = await runCliAsync(
+      ['publish', '--out', site.out, '--json'],
+      s3Env({ PROFILE_PUBLISH_TO: `s3://${site.bucket}/${PREFIX}`, AWS_ENDPOINT_URL_S3: site.endpoint }),
+    );
+    expect(run.stderr).toMatch(
+      /published .* to s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+: 46 objects put \(20 profiles, the creators list\)/,
+    );
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout);
     expect(report.objects).toEqual({ put: 46, deleted: 0, unchanged: 0 });
@@ -36,7 +50,10 @@ describe('publish CLI', () => {
   it('takes flags over the environment, and path-style URLs for a host name endpoint', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const localhost = site.endpoint.replace('127.0.0.1', 'localhost');
-    const run = await runCliAsync(publishArgs('--endpoint', localhost, '--path-style'), s3Env({ AWS_ENDPOINT_URL_S3: closed, AWS_ENDPOINT_URL: closed }));
+    const run = await runCliAsync(
+      publishArgs('--endpoint', localhost, '--path-style'),
+      s3Env({ AWS_ENDPOINT_URL_S3: closed, AWS_ENDPOINT_URL: closed }),
+    );
     expect(run.stderr).toMatch(/published .* at http:\/\/localhost:\d+/);
     expect(run.code).toBe(0);
     await expectExact(site);
@@ -87,10 +104,22 @@ describe('publish CLI', () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const env = s3Env({ AWS_SECRET_ACCESS_KEY: SECRET });
     const cases: [string[], Record<string, string>, RegExp][] = [
-      [publishArgs('--endpoint', closed, '--json'), env, /s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+\): the endpoint did not answer \(ECONNREFUSED\)/],
+      [
+        publishArgs('--endpoint', closed, '--json'),
+        env,
+        /s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+\): the endpoint did not answer \(ECONNREFUSED\)/,
+      ],
       [publishArgs('--to', 's3://no-such-bucket', '--json'), env, /s3:\/\/no-such-bucket at .*: the bucket does not exist/],
-      [publishArgs('--json'), { ...env, AWS_ACCESS_KEY_ID: 'AKIAWRONGWRONGWRONG' }, /access denied \(InvalidAccessKeyId\).*Fix: check the credentials/],
-      [publishArgs('--endpoint', `http://user:${SECRET}@127.0.0.1:1`, '--json'), env, /at http:\/\/127\.0\.0\.1:1\): the endpoint did not answer/],
+      [
+        publishArgs('--json'),
+        { ...env, AWS_ACCESS_KEY_ID: 'AKIAWRONGWRONGWRONG' },
+        /access denied \(InvalidAccessKeyId\).*Fix: check the credentials/,
+      ],
+      [
+        publishArgs('--endpoint', `http://user:${SECRET}@127.0.0.1:1`, '--json'),
+        env,
+        /at http:\/\/127\.0\.0\.1:1\): the endpoint did not answer/,
+      ],
     ];
     for (const [args, caseEnv, message] of cases) {
       const run = await runCliAsync(args, caseEnv);
@@ -111,7 +140,9 @@ describe('publish CLI', () => {
     buildTo(site.db, site.out);
     const refused = await runCliAsync(publishArgs(), s3Env());
     expect(refused.code).toBe(7);
-    expect(refused.stderr).toMatch(/refused to publish .* it would delete 260 objects \(87% of the 300 live profile objects\), more than the 100 allowed; nothing was changed\. Fix: .*--max-deletes 260 \(or --force\)/);
+    expect(refused.stderr).toMatch(
+      /refused to publish .* it would delete 260 objects \(87% of the 300 live profile objects\), more than the 100 allowed; nothing was changed\. Fix: .*--max-deletes 260 \(or --force\)/,
+    );
     const forced = await runCliAsync(publishArgs('--force'), s3Env());
     expect(forced.code).toBe(0);
     await expectExact(site);

@@ -29,8 +29,10 @@ async function listCoveredWhileReading(endpoint: string, bucket: string): Promis
     const before = await read('service-api/v1/creators');
     const names = (JSON.parse(before!).data as { username: string }[]).map((c) => c.username.toLowerCase());
     const missing: string[] = [];
-    for (const name of names) for (const dir of ['api/v1/users', 'service-api/v1/users']) if (await read(`${dir}/${name}`) === undefined) missing.push(`${dir}/${name}`);
-    if (await read('service-api/v1/creators') !== before) return false;
+    for (const name of names)
+      for (const dir of ['api/v1/users', 'service-api/v1/users'])
+        if ((await read(`${dir}/${name}`)) === undefined) missing.push(`${dir}/${name}`);
+    if ((await read('service-api/v1/creators')) !== before) return false;
     expect(missing).toEqual([]);
     return true;
   } finally {
@@ -66,11 +68,15 @@ describe('publish under faults', () => {
   it('keeps the order: profiles, then the list, then deletions, then the state; readers never see a list naming a missing profile', async () => {
     const site = await newSite(workspace.server, workspace.dir, 40);
     await publishSite(site);
-    sql(site.db, "UPDATE users SET status = 'deleted' WHERE id <= 6; UPDATE users SET views = views + 5 WHERE id > 16;"
-      + " INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'arrival', 'A', '', '2025-06-01 00:00:00', 1, 'active');");
+    sql(
+      site.db,
+      "UPDATE users SET status = 'deleted' WHERE id <= 6; UPDATE users SET views = views + 5 WHERE id > 16;" +
+        " INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'arrival', 'A', '', '2025-06-01 00:00:00', 1, 'active');",
+    );
     buildTo(site.db, site.out);
     const proxy = await startProxy(site.endpoint, { delayMs: 100 });
-    let reading = true, reads = 0;
+    let reading = true,
+      reads = 0;
     const reader = (async () => {
       while (reading) if (await listCoveredWhileReading(site.endpoint, site.bucket)) reads++;
     })();
@@ -100,12 +106,26 @@ describe('publish under faults', () => {
     const site = await newSite(workspace.server, workspace.dir, 80);
     const proxy = await startProxy(site.endpoint, { delayMs: 4 });
     const random = prng(7);
-    const args = ['publish', '--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', proxy.endpoint, '--concurrency', '4', '--force'];
+    const args = [
+      'publish',
+      '--out',
+      site.out,
+      '--to',
+      `s3://${site.bucket}/${PREFIX}`,
+      '--endpoint',
+      proxy.endpoint,
+      '--concurrency',
+      '4',
+      '--force',
+    ];
     let killed = 0;
     for (let round = 1; round <= 6; round++) {
       // Each round changes a different part of the store: updates, removals, arrivals.
-      sql(site.db, `UPDATE users SET views = views + ${round} WHERE id % 3 = ${round % 3}; UPDATE users SET status = '${round % 2 ? 'deleted' : 'active'}' WHERE id % 11 = ${round % 11};`
-        + ` INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (${1000 + round}, 'kill${round}', 'K', '', '2025-06-01 00:00:00', 1, 'active');`);
+      sql(
+        site.db,
+        `UPDATE users SET views = views + ${round} WHERE id % 3 = ${round % 3}; UPDATE users SET status = '${round % 2 ? 'deleted' : 'active'}' WHERE id % 11 = ${round % 11};` +
+          ` INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (${1000 + round}, 'kill${round}', 'K', '', '2025-06-01 00:00:00', 1, 'active');`,
+      );
       buildTo(site.db, site.out);
       const delay = 100 + Math.floor(random() * 900);
       const run = await runCliAsync(args, s3Env(), (child) => setTimeout(() => child.kill('SIGKILL'), delay));

@@ -13,7 +13,13 @@ export const PREFIX = 'site/v1';
 export const CONTENT_TYPE = 'application/json; charset=utf-8';
 export const CACHE_CONTROL = 'public, s-maxage=30, stale-while-revalidate=60';
 
-export interface Site { db: string; out: string; server: S3Server; endpoint: string; bucket: string }
+export interface Site {
+  db: string;
+  out: string;
+  server: S3Server;
+  endpoint: string;
+  bucket: string;
+}
 
 /** A store of `users` users (bios of `bioBytes`) built into `dir`, and a new bucket on `server`. */
 export async function newSite(server: S3Server, dir: string, users: number, bioBytes?: number): Promise<Site> {
@@ -30,13 +36,18 @@ export async function publishSite(site: Site, options: Partial<PublishOptions> =
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
-  return publish({ ...options, out: site.out, remote: { bucket: site.bucket, prefix: PREFIX, endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8, ...options.remote } });
+  return publish({
+    ...options,
+    out: site.out,
+    remote: { bucket: site.bucket, prefix: PREFIX, endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8, ...options.remote },
+  });
 }
 
 export { execSql as sql } from '../helpers/store.js';
 
 /** The public objects (the tool's own state left out). */
-export const publicObjects = (objects: Map<string, StoredObject>) => new Map([...objects].filter(([key]) => !key.startsWith('.profile-snapshot/')));
+export const publicObjects = (objects: Map<string, StoredObject>) =>
+  new Map([...objects].filter(([key]) => !key.startsWith('.profile-snapshot/')));
 
 /** The bucket holds exactly the tree: the same keys, the same bytes, the contract's headers. */
 export async function expectExact(site: Site): Promise<Map<string, StoredObject>> {
@@ -50,7 +61,10 @@ export async function expectExact(site: Site): Promise<Map<string, StoredObject>
     expect(object.contentType, file).toBe(CONTENT_TYPE);
     expect(object.cacheControl, file).toBe(CACHE_CONTROL);
   }
-  expect([...objects.keys()].filter((key) => key.startsWith('.profile-snapshot/')).sort()).toEqual(['.profile-snapshot/remote-intent', '.profile-snapshot/remote-state']);
+  expect([...objects.keys()].filter((key) => key.startsWith('.profile-snapshot/')).sort()).toEqual([
+    '.profile-snapshot/remote-intent',
+    '.profile-snapshot/remote-state',
+  ]);
   return objects;
 }
 
@@ -84,5 +98,12 @@ export function s3Workspace(start: () => Promise<S3Server>, prefix: string): { r
     dir = mkdtempSync(join(tmpdir(), prefix));
   });
   afterEach(() => rmSync(dir!, { recursive: true, force: true }));
-  return { get server() { return server!; }, get dir() { return dir!; } };
+  return {
+    get server() {
+      return server!;
+    },
+    get dir() {
+      return dir!;
+    },
+  };
 }

@@ -33,8 +33,11 @@ describe.each(servers)('publish to %s', (_name, start) => {
     expect(totalRequests(quiet)).toBeLessThanOrEqual(3);
 
     // 1% changed (two users), one removed, one new.
-    sql(site.db, "UPDATE users SET views = views + 1000 WHERE id IN (3, 7); UPDATE users SET status = 'deleted' WHERE id = 11;"
-      + " INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (900, 'Newcomer', 'New', '', '2025-06-01 00:00:00', 1, 'active');");
+    sql(
+      site.db,
+      "UPDATE users SET views = views + 1000 WHERE id IN (3, 7); UPDATE users SET status = 'deleted' WHERE id = 11;" +
+        " INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (900, 'Newcomer', 'New', '', '2025-06-01 00:00:00', 1, 'active');",
+    );
     buildTo(site.db, site.out);
     const changed = await publishSite(site);
     expect(changed.compared).toBe('state');
@@ -52,7 +55,9 @@ describe.each(servers)('publish to %s', (_name, start) => {
     const client = clientFor(site.endpoint);
     const key = (path: string) => `${PREFIX}/${path}`;
     // An older run's leftovers: a stale profile, a profile whose user is gone, one alias missing, a stray file.
-    await client.send(new PutObjectCommand({ Bucket: site.bucket, Key: key('api/v1/users/user00001'), Body: Buffer.from('{"stale":true}') }));
+    await client.send(
+      new PutObjectCommand({ Bucket: site.bucket, Key: key('api/v1/users/user00001'), Body: Buffer.from('{"stale":true}') }),
+    );
     await client.send(new PutObjectCommand({ Bucket: site.bucket, Key: key('api/v1/users/gone'), Body: Buffer.from('{}') }));
     await client.send(new PutObjectCommand({ Bucket: site.bucket, Key: key('index.html'), Body: Buffer.from('<h1>') }));
     await publishSite(site);
@@ -107,13 +112,18 @@ describe.each(servers)('publish to %s', (_name, start) => {
     const site = await newSite(server(), workspace.dir, 40);
     await publishSite(site);
     // New users arrive and one goes; the publish dies after uploading some of them.
-    sql(site.db, "UPDATE users SET status = 'deleted' WHERE id = 6; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'late1', 'L', '', '2025-06-01 00:00:00', 1, 'active'), (902, 'late2', 'L', '', '2025-06-01 00:00:00', 1, 'active');");
+    sql(
+      site.db,
+      "UPDATE users SET status = 'deleted' WHERE id = 6; INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (901, 'late1', 'L', '', '2025-06-01 00:00:00', 1, 'active'), (902, 'late2', 'L', '', '2025-06-01 00:00:00', 1, 'active');",
+    );
     buildTo(site.db, site.out);
     const { startProxy } = await import('../helpers/s3.js');
     let puts = 0;
     // The intent and one profile's two objects get through; then every request fails.
     const proxy = await startProxy(site.endpoint, { fault: (_n, method) => (method === 'PUT' && ++puts > 3 ? 'status503' : undefined) });
-    await expect(publishSite(site, { remote: { maxAttempts: 2 } as PublishOptions['remote'] }, proxy.endpoint)).rejects.toMatchObject({ exitCode: 6 });
+    await expect(publishSite(site, { remote: { maxAttempts: 2 } as PublishOptions['remote'] }, proxy.endpoint)).rejects.toMatchObject({
+      exitCode: 6,
+    });
     await proxy.close();
     const half = publicObjects(await readBucket(site.endpoint, site.bucket, PREFIX));
     expect(half.has('api/v1/users/late1') || half.has('api/v1/users/late2')).toBe(true);
@@ -134,7 +144,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
 describe('publish of a large creators list', () => {
   const workspace = s3Workspace(startS3rver, 'ps-publish-multipart-');
 
-  it('uploads it in parts, and a listing recognises the parts\' ETag', async () => {
+  it("uploads it in parts, and a listing recognises the parts' ETag", async () => {
     // 120 active users with bios of 50 KB: a list of 6 MB, in two parts of 5 MB (S3's smallest).
     const site = await newSite(workspace.server, workspace.dir, 150, 50_000);
     const remote = { multipartThresholdBytes: 5 * 1024 * 1024, multipartPartBytes: 5 * 1024 * 1024 } as PublishOptions['remote'];

@@ -16,7 +16,9 @@ afterAll(() => dir.cleanup());
 
 const dump = (file: string) => {
   const db = new Database(file, { readonly: true });
-  const tables = ['users', 'socials', 'badges', 'bans', 'decorations'].map((t) => db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).raw().all());
+  const tables = ['users', 'socials', 'badges', 'bans', 'decorations'].map((t) =>
+    db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).raw().all(),
+  );
   db.close();
   return JSON.stringify(tables);
 };
@@ -31,7 +33,7 @@ describe('profile-snapshot seed', () => {
     expect(dump(a!)).not.toBe(dump(c!));
   });
 
-  it('has the platform\'s shape', () => {
+  it("has the platform's shape", () => {
     const file = join(dir.path, 'shape.db');
     const result = runCli(['seed', '--db', file, '--users', '20000']);
     expect(result.code).toBe(0);
@@ -46,7 +48,11 @@ describe('profile-snapshot seed', () => {
     expect(share('length(bio) BETWEEN 0 AND 300')).toBe(1);
     expect(share('length(bio) = 0')).toBeGreaterThan(0);
     expect(share("bio GLOB '*[^ -~]*'")).toBeGreaterThan(0.3); // non-ASCII Unicode
-    const perUser = db.prepare('SELECT max(n) AS most, min(n) AS least FROM (SELECT count(s.id) AS n FROM users u LEFT JOIN socials s ON s.user_id = u.id GROUP BY u.id)').get() as { most: number; least: number };
+    const perUser = db
+      .prepare(
+        'SELECT max(n) AS most, min(n) AS least FROM (SELECT count(s.id) AS n FROM users u LEFT JOIN socials s ON s.user_id = u.id GROUP BY u.id)',
+      )
+      .get() as { most: number; least: number };
     expect(perUser).toEqual({ most: 5, least: 0 });
     db.close();
   });

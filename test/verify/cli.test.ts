@@ -39,7 +39,9 @@ describe('profile-snapshot verify', () => {
       expect.stringMatching(/^defect: creators-unknown: service-api\/v1\/creators: entry 13 \("zoe"\) has no profile/),
       expect.stringMatching(/^defect: stray: api\/v1\/notes\.txt: not a document of the API/),
     ]);
-    expect(lines.at(-1)).toMatch(/^profile-snapshot: .*dist must not be deployed: 4 defects \(1 unparseable, 1 alias-missing, 1 creators-unknown, 1 stray\)\. Fix: rebuild/);
+    expect(lines.at(-1)).toMatch(
+      /^profile-snapshot: .*dist must not be deployed: 4 defects \(1 unparseable, 1 alias-missing, 1 creators-unknown, 1 stray\)\. Fix: rebuild/,
+    );
   });
 
   it('--json prints the whole report on stdout, clean or not', () => {
@@ -52,7 +54,9 @@ describe('profile-snapshot verify', () => {
     expect(broken.code).toBe(5);
     const report = JSON.parse(broken.stdout);
     expect(report).toMatchObject({ ok: false, summary: { missing: 1 } });
-    expect(report.defects).toEqual([{ kind: 'missing', path: '_errors/not-found.json', message: expect.stringMatching(/NOT_FOUND error document is missing/) }]);
+    expect(report.defects).toEqual([
+      { kind: 'missing', path: '_errors/not-found.json', message: expect.stringMatching(/NOT_FOUND error document is missing/) },
+    ]);
     expect(broken.stderr).not.toContain('defect: ');
   });
 

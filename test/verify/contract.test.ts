@@ -22,18 +22,25 @@ import { sampleTree, type Tree } from './fixture.js';
 
 const doc = contractDocument() as any;
 let tree: Tree;
-beforeAll(() => { tree = sampleTree(); });
+beforeAll(() => {
+  tree = sampleTree();
+});
 afterAll(() => tree?.cleanup());
 
 /** Follows a local `$ref` (`#/components/...`). */
 function deref(node: any): any {
   while (node && typeof node.$ref === 'string') {
-    node = node.$ref.slice(2).split('/').reduce((at: any, key: string) => at[key], doc);
+    node = node.$ref
+      .slice(2)
+      .split('/')
+      .reduce((at: any, key: string) => at[key], doc);
   }
   return node;
 }
-const operations = () => Object.entries(doc.paths as Record<string, any>).flatMap(([path, item]) =>
-  ['get', 'options'].filter((m) => item[m]).map((method) => ({ path, method, op: item[method], item })));
+const operations = () =>
+  Object.entries(doc.paths as Record<string, any>).flatMap(([path, item]) =>
+    ['get', 'options'].filter((m) => item[m]).map((method) => ({ path, method, op: item[method], item })),
+  );
 
 describe('the OpenAPI document', () => {
   it('passes a maintained OpenAPI 3.1 validator (@seriousme/openapi-schema-validator)', async () => {
@@ -46,13 +53,23 @@ describe('the OpenAPI document', () => {
 
   it('describes both operations, the alias path and the query-string form, each with OPTIONS', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
-      '/api/v1/openapi.json', '/api/v1/users', '/api/v1/users/{username}', '/service-api/v1/creators', '/service-api/v1/users/{username}',
+      '/api/v1/openapi.json',
+      '/api/v1/users',
+      '/api/v1/users/{username}',
+      '/service-api/v1/creators',
+      '/service-api/v1/users/{username}',
     ]);
     const ids = operations().map((o) => o.op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
-    expect(ids).toEqual(expect.arrayContaining(['getProfile', 'getProfileAlias', 'getProfileByQuery', 'listCreators', 'getOpenApiDocument']));
+    expect(ids).toEqual(
+      expect.arrayContaining(['getProfile', 'getProfileAlias', 'getProfileByQuery', 'listCreators', 'getOpenApiDocument']),
+    );
     for (const item of Object.values(doc.paths) as any[]) {
-      expect(Object.keys(item).filter((k) => k !== 'parameters').sort()).toEqual(['get', 'options']);
+      expect(
+        Object.keys(item)
+          .filter((k) => k !== 'parameters')
+          .sort(),
+      ).toEqual(['get', 'options']);
       expect(Object.keys(item.options.responses)).toEqual(['204']);
     }
     const query = doc.paths['/api/v1/users'].get.parameters.map(deref);
@@ -68,18 +85,25 @@ describe('the OpenAPI document', () => {
     expect(ROUTES.files.map((f) => f.path).every((p) => p in doc.paths)).toBe(true);
   });
 
-  it('puts the contract headers, with the route table\'s exact values, on every response', () => {
-    for (const name of ['Content-Type', 'Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Cache-Control', 'X-Content-Type-Options']) {
+  it("puts the contract headers, with the route table's exact values, on every response", () => {
+    for (const name of [
+      'Content-Type',
+      'Access-Control-Allow-Origin',
+      'Access-Control-Allow-Methods',
+      'Cache-Control',
+      'X-Content-Type-Options',
+    ]) {
       expect(deref(doc.components.headers[name]).schema.const, name).toBe(ROUTES.headers[name]);
     }
     expect(doc.components.headers['Cache-Control'].description).toMatch(/s-maxage=30.*stale-while-revalidate=60/s);
-    const responses = [
-      ...operations().flatMap(({ op }) => Object.values(op.responses)),
-      ...Object.values(doc.components.responses),
-    ].map(deref);
+    const responses = [...operations().flatMap(({ op }) => Object.values(op.responses)), ...Object.values(doc.components.responses)].map(
+      deref,
+    );
     expect(responses.length).toBeGreaterThan(10);
     for (const response of responses) {
-      expect(Object.keys(response.headers)).toEqual(expect.arrayContaining(['Content-Type', 'Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Cache-Control']));
+      expect(Object.keys(response.headers)).toEqual(
+        expect.arrayContaining(['Content-Type', 'Access-Control-Allow-Origin', 'Access-Control-Allow-Methods', 'Cache-Control']),
+      );
     }
   });
 
@@ -149,7 +173,9 @@ describe('the OpenAPI document', () => {
     const alice = tree.read('api/v1/users/alice');
     const list = tree.read('service-api/v1/creators');
     const notFound = tree.read('_errors/user-not-found.json');
-    writeFileSync(join(tree.root, 'client.ts'), `
+    writeFileSync(
+      join(tree.root, 'client.ts'),
+      `
       import type { paths, components } from './api';
       type Profile = paths['/api/v1/users/{username}']['get']['responses'][200]['content']['application/json'];
       type Alias = paths['/service-api/v1/users/{username}']['get']['responses'][200]['content']['application/json'];
@@ -166,9 +192,16 @@ describe('the OpenAPI document', () => {
       export const banned: components['schemas']['User']['status'] = 'banned';
       // @ts-expect-error the query-string form needs a username
       export const noQuery: ByQuery['parameters']['query'] = {};
-    `);
+    `,
+    );
     const program = ts.createProgram([join(tree.root, 'client.ts')], {
-      strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler, skipLibCheck: false, types: [],
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      skipLibCheck: false,
+      types: [],
     });
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
     expect(diagnostics).toEqual([]);

@@ -32,7 +32,7 @@ const only = (defects: Defect[], kind: DefectKind) => defects.filter((d) => d.ki
 const kinds = (defects: Defect[]) => [...new Set(defects.map((d) => d.kind))].sort();
 
 describe('a clean build', () => {
-  it('verifies clean, and every document in it matches the contract\'s schemas (ajv)', () => {
+  it("verifies clean, and every document in it matches the contract's schemas (ajv)", () => {
     const t = fresh();
     const report = verify(t.out, { waitMs: 0 });
     expect(report.defects).toEqual([]);
@@ -80,8 +80,12 @@ describe('one corrupted tree per defect class', () => {
     error.meta.timestamp = '2026-01-01';
     t.write('_errors/user-not-found.json', JSON.stringify(error));
     const defects = only(defectsOf(t), 'schema');
-    expect(defects.find((d) => d.path === 'api/v1/users/alice')?.message).toMatch(/ProfileResponse.*\/data must NOT have additional properties \(email\)/);
-    expect(defects.find((d) => d.path === 'api/v1/users/dave_99')?.message).toMatch(/\/data\/status must be equal to one of the allowed values \("active", "suspended"\)/);
+    expect(defects.find((d) => d.path === 'api/v1/users/alice')?.message).toMatch(
+      /ProfileResponse.*\/data must NOT have additional properties \(email\)/,
+    );
+    expect(defects.find((d) => d.path === 'api/v1/users/dave_99')?.message).toMatch(
+      /\/data\/status must be equal to one of the allowed values \("active", "suspended"\)/,
+    );
     expect(defects.find((d) => d.path === '_errors/user-not-found.json')?.message).toMatch(/\/meta\/timestamp/);
   });
 
@@ -92,10 +96,12 @@ describe('one corrupted tree per defect class', () => {
     list.meta.version = 'v2';
     t.write('service-api/v1/creators', JSON.stringify(list));
     const defects = only(defectsOf(t), 'schema');
-    expect(defects.map((d) => d.message)).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^entry 1 \("amy\.lee"\) does not match User: \/data\/1\/accountAgeDays must be >= 0/),
-      expect.stringMatching(/^does not match CreatorsResponse: \/meta\/version must be equal to constant \("v1"\)/),
-    ]));
+    expect(defects.map((d) => d.message)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^entry 1 \("amy\.lee"\) does not match User: \/data\/1\/accountAgeDays must be >= 0/),
+        expect.stringMatching(/^does not match CreatorsResponse: \/meta\/version must be equal to constant \("v1"\)/),
+      ]),
+    );
   });
 
   it('aliases that differ', () => {
@@ -104,7 +110,13 @@ describe('one corrupted tree per defect class', () => {
     bob.data.views = 999;
     t.replace('service-api/v1/users/bob', JSON.stringify(bob));
     const defects = defectsOf(t);
-    expect(only(defects, 'alias-differs')).toEqual([{ kind: 'alias-differs', path: 'service-api/v1/users/bob', message: expect.stringMatching(/^differs from api\/v1\/users\/bob: the alias paths must answer the same bytes/) }]);
+    expect(only(defects, 'alias-differs')).toEqual([
+      {
+        kind: 'alias-differs',
+        path: 'service-api/v1/users/bob',
+        message: expect.stringMatching(/^differs from api\/v1\/users\/bob: the alias paths must answer the same bytes/),
+      },
+    ]);
   });
 
   it('a profile without both aliases', () => {
@@ -113,7 +125,10 @@ describe('one corrupted tree per defect class', () => {
     t.remove('api/v1/users/zoe');
     const defects = only(defectsOf(t), 'alias-missing');
     expect(defects.map((d) => [d.path, d.message])).toEqual([
-      ['api/v1/users/zoe', expect.stringMatching(/^missing, while service-api\/v1\/users\/zoe exists: every profile must be published under every alias path/)],
+      [
+        'api/v1/users/zoe',
+        expect.stringMatching(/^missing, while service-api\/v1\/users\/zoe exists: every profile must be published under every alias path/),
+      ],
       ['service-api/v1/users/bob', expect.stringMatching(/^missing, while api\/v1\/users\/bob exists/)],
     ]);
   });
@@ -123,7 +138,13 @@ describe('one corrupted tree per defect class', () => {
     t.remove('api/v1/users/bob');
     t.remove('service-api/v1/users/bob');
     const defects = defectsOf(t);
-    expect(only(defects, 'creators-unknown')).toEqual([{ kind: 'creators-unknown', path: 'service-api/v1/creators', message: expect.stringMatching(/^entry 2 \("bob"\) has no profile \(api\/v1\/users\/bob is missing or broken\)/) }]);
+    expect(only(defects, 'creators-unknown')).toEqual([
+      {
+        kind: 'creators-unknown',
+        path: 'service-api/v1/creators',
+        message: expect.stringMatching(/^entry 2 \("bob"\) has no profile \(api\/v1\/users\/bob is missing or broken\)/),
+      },
+    ]);
     // The manifest still lists it: the last build published it.
     expect(only(defects, 'manifest').map((d) => d.path)).toEqual(['api/v1/users/bob']);
   });
@@ -136,7 +157,13 @@ describe('one corrupted tree per defect class', () => {
       return [...data.slice(0, at), dave, ...data.slice(at)];
     });
     const defects = defectsOf(t);
-    expect(only(defects, 'creators-status')).toEqual([{ kind: 'creators-status', path: 'service-api/v1/creators', message: expect.stringMatching(/^entry 4 \("dave_99"\) has status "suspended": only active users belong in the creators list/) }]);
+    expect(only(defects, 'creators-status')).toEqual([
+      {
+        kind: 'creators-status',
+        path: 'service-api/v1/creators',
+        message: expect.stringMatching(/^entry 4 \("dave_99"\) has status "suspended": only active users belong in the creators list/),
+      },
+    ]);
     expect(only(defects, 'creators-order')).toEqual([]);
     // Reported once, by its own defect (entries are checked as User, their status separately).
     expect(kinds(defects)).toEqual(['creators-status']);
@@ -155,10 +182,16 @@ describe('one corrupted tree per defect class', () => {
 
   it('a creators list that leaves out an active profile, or holds other data than the profile', () => {
     const t = fresh();
-    rewriteCreators(t, (data) => data.filter((u) => u.username !== 'Olivia').map((u) => (u.username === 'Uma' ? { ...u, views: u.views + 1 } : u)));
+    rewriteCreators(t, (data) =>
+      data.filter((u) => u.username !== 'Olivia').map((u) => (u.username === 'Uma' ? { ...u, views: u.views + 1 } : u)),
+    );
     const defects = defectsOf(t);
-    expect(only(defects, 'creators-missing').map((d) => d.message)).toEqual([expect.stringMatching(/^does not name the active profile "olivia" \(api\/v1\/users\/olivia\)/)]);
-    expect(only(defects, 'creators-differs').map((d) => d.message)).toEqual([expect.stringMatching(/^entry \d+ \("Uma"\) differs from its profile api\/v1\/users\/uma/)]);
+    expect(only(defects, 'creators-missing').map((d) => d.message)).toEqual([
+      expect.stringMatching(/^does not name the active profile "olivia" \(api\/v1\/users\/olivia\)/),
+    ]);
+    expect(only(defects, 'creators-differs').map((d) => d.message)).toEqual([
+      expect.stringMatching(/^entry \d+ \("Uma"\) differs from its profile api\/v1\/users\/uma/),
+    ]);
   });
 
   it('a published profile of an unpublishable username', () => {
@@ -178,7 +211,13 @@ describe('one corrupted tree per defect class', () => {
     const t = fresh();
     t.write('api/v1/users/bob', t.read('api/v1/users/alice'));
     const defects = defectsOf(t);
-    expect(only(defects, 'file-name')).toEqual([{ kind: 'file-name', path: 'api/v1/users/bob', message: expect.stringMatching(/^the file name "bob" is not the lower-cased username inside it \("Alice"\)/) }]);
+    expect(only(defects, 'file-name')).toEqual([
+      {
+        kind: 'file-name',
+        path: 'api/v1/users/bob',
+        message: expect.stringMatching(/^the file name "bob" is not the lower-cased username inside it \("Alice"\)/),
+      },
+    ]);
   });
 
   it('missing error documents, and an error document holding another error', () => {
@@ -186,8 +225,20 @@ describe('one corrupted tree per defect class', () => {
     t.remove('_errors/method-not-allowed.json');
     t.write('_errors/not-found.json', t.read('_errors/user-not-found.json'));
     const defects = defectsOf(t);
-    expect(only(defects, 'missing')).toEqual([{ kind: 'missing', path: '_errors/method-not-allowed.json', message: expect.stringMatching(/^the METHOD_NOT_ALLOWED error document is missing/) }]);
-    expect(only(defects, 'error-document')).toEqual([{ kind: 'error-document', path: '_errors/not-found.json', message: 'holds 404 "USER_NOT_FOUND", but this file answers 404 NOT_FOUND' }]);
+    expect(only(defects, 'missing')).toEqual([
+      {
+        kind: 'missing',
+        path: '_errors/method-not-allowed.json',
+        message: expect.stringMatching(/^the METHOD_NOT_ALLOWED error document is missing/),
+      },
+    ]);
+    expect(only(defects, 'error-document')).toEqual([
+      {
+        kind: 'error-document',
+        path: '_errors/not-found.json',
+        message: 'holds 404 "USER_NOT_FOUND", but this file answers 404 NOT_FOUND',
+      },
+    ]);
   });
 
   it('a missing creators list, and a missing or different contract', () => {
@@ -215,7 +266,9 @@ describe('one corrupted tree per defect class', () => {
       ['service-api/v1/creators.tmp', expect.stringMatching(/^temporary file left by an interrupted write/)],
     ]);
     // In the state folder, never served nor deployed and replaced by the next run: a warning only.
-    expect(verify(t.out, { waitMs: 0 }).warnings).toEqual([expect.stringMatching(/^\.profile-snapshot\/manifest\.tmp: temporary file left by an interrupted run \(harmless/)]);
+    expect(verify(t.out, { waitMs: 0 }).warnings).toEqual([
+      expect.stringMatching(/^\.profile-snapshot\/manifest\.tmp: temporary file left by an interrupted run \(harmless/),
+    ]);
     // The next build clears the staging folder.
     buildTo(t.db, t.out);
     expect(only(defectsOf(t), 'leftover').map((d) => d.path)).toEqual(['index.html.tmp', 'service-api/v1/creators.tmp']);
@@ -258,7 +311,12 @@ describe('one corrupted tree per defect class', () => {
     const defects = defectsOf(t);
     expect(only(defects, 'stray').map((d) => [d.path, d.message])).toEqual([
       ['_errors/teapot.json', expect.stringMatching(/^not one of the error documents/)],
-      ['api/v1/extra.json', expect.stringMatching(/^not a document of the API, but under an API prefix: it would be served where the contract answers 404 NOT_FOUND/)],
+      [
+        'api/v1/extra.json',
+        expect.stringMatching(
+          /^not a document of the API, but under an API prefix: it would be served where the contract answers 404 NOT_FOUND/,
+        ),
+      ],
       ['api/v1/users/nested', expect.stringMatching(/^a folder in a users folder/)],
     ]);
   });
@@ -268,7 +326,13 @@ describe('one corrupted tree per defect class', () => {
     const manifest = t.read('.profile-snapshot/manifest');
     t.write('.profile-snapshot/manifest', manifest.replace(/^(u\tbob\t).*$/m, '$1-'));
     const defects = defectsOf(t);
-    expect(defects).toEqual([{ kind: 'manifest', path: '.profile-snapshot/manifest', message: expect.stringMatching(/^1 entry is pending: a build was interrupted while publishing/) }]);
+    expect(defects).toEqual([
+      {
+        kind: 'manifest',
+        path: '.profile-snapshot/manifest',
+        message: expect.stringMatching(/^1 entry is pending: a build was interrupted while publishing/),
+      },
+    ]);
   });
 
   it('pending entries while a writer is live: waits for its commit, then reports it', () => {
@@ -278,7 +342,13 @@ describe('one corrupted tree per defect class', () => {
     try {
       const report = verify(t.out, { waitMs: 300 });
       expect(report.attempts).toBeGreaterThan(1);
-      expect(report.defects).toEqual([{ kind: 'manifest', path: '.profile-snapshot/manifest', message: expect.stringMatching(/stayed pending .* while a profile-snapshot process holds the out dir/) }]);
+      expect(report.defects).toEqual([
+        {
+          kind: 'manifest',
+          path: '.profile-snapshot/manifest',
+          message: expect.stringMatching(/stayed pending .* while a profile-snapshot process holds the out dir/),
+        },
+      ]);
     } finally {
       lock.release();
     }
@@ -292,7 +362,13 @@ describe('one corrupted tree per defect class', () => {
     const plain = defectsOf(t);
     expect(plain).toEqual([]);
     const defects = defectsOf(t, { netlify: true, root: REPO });
-    expect(defects).toEqual([{ kind: 'netlify-folder-limit', path: 'assets', message: expect.stringMatching(/^holds 54,001 files, over Netlify's limit of 54,000 per folder: the deploy would fail/) }]);
+    expect(defects).toEqual([
+      {
+        kind: 'netlify-folder-limit',
+        path: 'assets',
+        message: expect.stringMatching(/^holds 54,001 files, over Netlify's limit of 54,000 per folder: the deploy would fail/),
+      },
+    ]);
     // The same files in a dot folder: Netlify does not deploy it, so it does not count.
     rmSync(t.path('.big'), { recursive: true });
     renameSync(t.path('assets'), t.path('.big'));
@@ -303,9 +379,21 @@ describe('one corrupted tree per defect class', () => {
     const t = fresh();
     const root = join(t.root, 'repo');
     mkdirSync(root);
-    expect(defectsOf(t, { netlify: true, root })).toEqual([{ kind: 'netlify-config', path: 'netlify.toml', message: expect.stringMatching(/^missing in .*repo: Netlify would deploy without the rules/) }]);
+    expect(defectsOf(t, { netlify: true, root })).toEqual([
+      {
+        kind: 'netlify-config',
+        path: 'netlify.toml',
+        message: expect.stringMatching(/^missing in .*repo: Netlify would deploy without the rules/),
+      },
+    ]);
     writeFileSync(join(root, 'netlify.toml'), renderNetlifyToml().replace('status = 404', 'status = 200'));
-    expect(defectsOf(t, { netlify: true, root })).toEqual([{ kind: 'netlify-config', path: 'netlify.toml', message: expect.stringMatching(/^differs from what the route table \(src\/hosting\/routes\.ts\) renders/) }]);
+    expect(defectsOf(t, { netlify: true, root })).toEqual([
+      {
+        kind: 'netlify-config',
+        path: 'netlify.toml',
+        message: expect.stringMatching(/^differs from what the route table \(src\/hosting\/routes\.ts\) renders/),
+      },
+    ]);
     writeFileSync(join(root, 'netlify.toml'), renderNetlifyToml());
     expect(defectsOf(t, { netlify: true, root })).toEqual([]);
   });

@@ -9,7 +9,18 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import {
-  cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, publishedFiles, start, status, stop, userName, waitFor,
+  cli,
+  cycleAfter,
+  ensureCompiled,
+  FIXTURES,
+  lastCycle,
+  makeStore,
+  publishedFiles,
+  start,
+  status,
+  stop,
+  userName,
+  waitFor,
   type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
@@ -27,7 +38,8 @@ afterEach(async () => {
 });
 
 const spawnTracked = (proc: Proc) => (procs.push(proc), proc);
-const watch = (...args: string[]) => spawnTracked(cli(['watch', '--db', db, '--out', out, '--base-url', 'https://p.example.com', ...args], { SOURCE_DATE_EPOCH: EPOCH }));
+const watch = (...args: string[]) =>
+  spawnTracked(cli(['watch', '--db', db, '--out', out, '--base-url', 'https://p.example.com', ...args], { SOURCE_DATE_EPOCH: EPOCH }));
 const writer = () => spawnTracked(start(process.execPath, [join(FIXTURES, 'writer.mjs'), db]));
 
 async function finish(proc: Proc): Promise<any> {
@@ -37,7 +49,8 @@ async function finish(proc: Proc): Promise<any> {
   return JSON.parse(proc.stdout());
 }
 
-const ALLOWED = /^(api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
+const ALLOWED =
+  /^(api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
 /** Servable: only published paths (no temp file where it would be served), each one whole JSON. */
 function expectServable(users: number): void {
@@ -93,7 +106,11 @@ describe('under load and crashes', () => {
     for (let round = 1; round <= 3; round++) {
       const watcher = watch('--interval', '0.3');
       // Past its first cycle, then a random moment (during the pass, the commit or the pause).
-      await waitFor('a cycle to finish', () => status(out)?.pid === watcher.child.pid && (status(out)?.lastCycle?.number ?? 0) >= 1, 30_000);
+      await waitFor(
+        'a cycle to finish',
+        () => status(out)?.pid === watcher.child.pid && (status(out)?.lastCycle?.number ?? 0) >= 1,
+        30_000,
+      );
       await new Promise((r) => setTimeout(r, Math.random() * 600));
       watcher.child.kill('SIGKILL');
       await watcher.exit;
@@ -103,10 +120,14 @@ describe('under load and crashes', () => {
 
     // A restart takes over the dead watcher's lock and converges to the store as it is now.
     const watcher = watch('--interval', '600');
-    await waitFor('the restarted watcher\'s first cycle', () => {
-      const s = status(out);
-      return s !== undefined && s.pid === watcher.child.pid && s.lastCycle?.ok && s.state === 'idle';
-    }, 30_000);
+    await waitFor(
+      "the restarted watcher's first cycle",
+      () => {
+        const s = status(out);
+        return s !== undefined && s.pid === watcher.child.pid && s.lastCycle?.ok && s.state === 'idle';
+      },
+      30_000,
+    );
     watcher.child.kill('SIGTERM');
     expect((await watcher.exit).code).toBe(0);
 
@@ -115,7 +136,8 @@ describe('under load and crashes', () => {
     const files = publishedFiles(out);
     expect(files).toEqual(publishedFiles(reference));
     for (const f of files) {
-      if (readFileSync(join(out, f), 'utf8') !== readFileSync(join(reference, f), 'utf8')) throw new Error(`${f} differs from a fresh build`);
+      if (readFileSync(join(out, f), 'utf8') !== readFileSync(join(reference, f), 'utf8'))
+        throw new Error(`${f} differs from a fresh build`);
     }
     // No staging folder, no temporary manifest, status or lock file left behind.
     expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['last-pass.json', 'manifest', 'status.json']);

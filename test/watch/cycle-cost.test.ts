@@ -49,9 +49,11 @@ function measure(label: string, db: string) {
   }
   sqlite.close();
   const ms = (s: number) => `${(s * 1000).toFixed(0)} ms`;
-  console.log(`${label}: ${first.profiles} profiles, ${first.files.written} files; first build ${ms(first.seconds)}; `
-    + `idle cycle ${ms(median(idle.map((r) => r.seconds)))} (median of 5); `
-    + `1% changed (${changed.length} profiles) ${ms(median(changedTimes))} (median of 3)`);
+  console.log(
+    `${label}: ${first.profiles} profiles, ${first.files.written} files; first build ${ms(first.seconds)}; ` +
+      `idle cycle ${ms(median(idle.map((r) => r.seconds)))} (median of 5); ` +
+      `1% changed (${changed.length} profiles) ${ms(median(changedTimes))} (median of 3)`,
+  );
 }
 
 describe('cycle cost', () => {

@@ -7,7 +7,22 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { cli, cycleAfter, ensureCompiled, makeStore, profilePath, publishedFiles, readJson, sql, status, stop, tempDir, waitFor, type Proc, userName } from './helpers.js';
+import {
+  cli,
+  cycleAfter,
+  ensureCompiled,
+  makeStore,
+  profilePath,
+  publishedFiles,
+  readJson,
+  sql,
+  status,
+  stop,
+  tempDir,
+  waitFor,
+  type Proc,
+  userName,
+} from './helpers.js';
 
 function tryMount(dir: string): boolean {
   mkdirSync(dir, { recursive: true });
@@ -65,14 +80,20 @@ describe.skipIf(!canMount)('disk full', () => {
     rmSync(filler);
     // (While the disk was full the status file may not have been writable either: a monitor sees its
     // updatedAt stop moving. Wait for a success after the failed cycle.)
-    await waitFor('a successful cycle after space was freed', () => {
-      const s = status(out);
-      return s?.lastCycle?.ok && s.lastCycle.number > failed && s.consecutiveFailures === 0;
-    }, 15_000);
+    await waitFor(
+      'a successful cycle after space was freed',
+      () => {
+        const s = status(out);
+        return s?.lastCycle?.ok && s.lastCycle.number > failed && s.consecutiveFailures === 0;
+      },
+      15_000,
+    );
     // Every changed profile, not only the first: a cycle that failed must not have let the watcher
     // believe the others were published (it reads only changed users afterwards).
     for (let id = 1; id <= 40; id++) {
-      expect(readJson(profilePath(out, userName(id))).data.bio, userName(id)).toMatch(id <= 30 ? /^A much longer biography/ : /^Bio of user/);
+      expect(readJson(profilePath(out, userName(id))).data.bio, userName(id)).toMatch(
+        id <= 30 ? /^A much longer biography/ : /^Bio of user/,
+      );
     }
     expect(publishedFiles(out).filter((f) => f.includes('staging'))).toEqual([]);
   });

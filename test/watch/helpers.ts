@@ -39,14 +39,15 @@ export function ensureCompiled(): void {
 }
 
 function stale(): boolean {
-  const walk = (dir: string): boolean => readdirSync(dir, { withFileTypes: true }).some((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return walk(path);
-    // TypeScript compiles to .js; plain .js modules are copied as they are; .d.ts files are not compiled.
-    if (entry.name.endsWith('.d.ts') || !/\.[jt]s$/.test(entry.name)) return false;
-    const built = join(REPO, 'build', relative(join(REPO, 'src'), path)).replace(/\.ts$/, '.js');
-    return !existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs;
-  });
+  const walk = (dir: string): boolean =>
+    readdirSync(dir, { withFileTypes: true }).some((entry) => {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) return walk(path);
+      // TypeScript compiles to .js; plain .js modules are copied as they are; .d.ts files are not compiled.
+      if (entry.name.endsWith('.d.ts') || !/\.[jt]s$/.test(entry.name)) return false;
+      const built = join(REPO, 'build', relative(join(REPO, 'src'), path)).replace(/\.ts$/, '.js');
+      return !existsSync(built) || statSync(built).mtimeMs < statSync(path).mtimeMs;
+    });
   return walk(join(REPO, 'src'));
 }
 
@@ -59,13 +60,21 @@ export function makeStore(file: string, users: number): void {
   const { db } = new TestStore(file);
   db.pragma('journal_mode = WAL');
   db.exec(`INSERT INTO decorations (id, name, file) VALUES ('halo', 'Halo', 'halo.png')`);
-  const user = db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
+  const user =
+    db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
     VALUES (?, ?, ?, ?, NULL, '2024-01-01 00:00:00', ?, 'active', ?, 'x@mail.invalid', 'HASH', '10.0.0.1')`);
   const badge = db.prepare('INSERT INTO badges (user_id, badge) VALUES (?, ?)');
   const social = db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, ?)');
   db.transaction(() => {
     for (let id = 1; id <= users; id++) {
-      user.run(id, userName(id), `User ${id}`, `Bio of user ${id}, with some text to make it realistic. `.repeat(2), id * 7, id % 5 === 0 ? 'halo' : null);
+      user.run(
+        id,
+        userName(id),
+        `User ${id}`,
+        `Bio of user ${id}, with some text to make it realistic. `.repeat(2),
+        id * 7,
+        id % 5 === 0 ? 'halo' : null,
+      );
       if (id % 3 === 0) badge.run(id, 'verified');
       if (id % 11 === 0) badge.run(id, 'official');
       social.run(id, 'GitHub', `https://github.com/${userName(id)}`, 1);
@@ -90,15 +99,24 @@ export interface Proc {
 
 export function start(command: string, args: string[], env: Record<string, string> = {}): Proc {
   // Vitest sets BASE_URL=/ in its own environment; the CLI must not inherit that (nor any PROFILE_*).
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['BASE_URL', 'URL', 'PROFILE_DB', 'PROFILE_OUT', 'SOURCE_DATE_EPOCH'].includes(k)));
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !['BASE_URL', 'URL', 'PROFILE_DB', 'PROFILE_OUT', 'SOURCE_DATE_EPOCH'].includes(k)),
+  );
   const child = spawn(command, args, { cwd: REPO, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '', err = '';
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { err += c.toString(); });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => {
-    running.delete(proc);
-    resolve({ code, signal });
-  }));
+  let out = '',
+    err = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    err += c.toString();
+  });
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => {
+      running.delete(proc);
+      resolve({ code, signal });
+    }),
+  );
   const proc: Proc = { child, stdout: () => out, stderr: () => err, exit };
   running.add(proc);
   return proc;
@@ -120,7 +138,9 @@ export async function waitFor<T>(what: string, condition: () => T | undefined | 
     const value = condition();
     if (value) return value;
     if (Date.now() > deadline) {
-      const logs = [...running].map((p) => `--- pid ${p.child.pid} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none'}) stderr:\n${p.stderr().slice(-3000)}`).join('\n');
+      const logs = [...running]
+        .map((p) => `--- pid ${p.child.pid} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none'}) stderr:\n${p.stderr().slice(-3000)}`)
+        .join('\n');
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${logs ? `\n${logs}` : ''}`);
     }
     await new Promise((r) => setTimeout(r, 25));
@@ -137,10 +157,14 @@ export function status(out: string): WatchStatus | undefined {
 
 /** Waits until the watcher has finished a cycle numbered above `after` and returns the status then. */
 export function cycleAfter(out: string, after: number, timeoutMs = 15_000): Promise<WatchStatus> {
-  return waitFor(`a cycle after #${after} in ${out}`, () => {
-    const s = status(out);
-    return s && s.state !== 'running' && s.lastCycle !== null && s.lastCycle.number > after ? s : undefined;
-  }, timeoutMs);
+  return waitFor(
+    `a cycle after #${after} in ${out}`,
+    () => {
+      const s = status(out);
+      return s && s.state !== 'running' && s.lastCycle !== null && s.lastCycle.number > after ? s : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export const lastCycle = (out: string) => status(out)?.lastCycle?.number ?? 0;

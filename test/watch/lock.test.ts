@@ -27,14 +27,18 @@ afterEach(async () => {
 const lockPath = () => join(out, '.profile-snapshot/lock');
 function writeLock(holder: Record<string, unknown>) {
   mkdirSync(join(out, '.profile-snapshot'), { recursive: true });
-  writeFileSync(lockPath(), JSON.stringify({ command: 'watch', since: '2026-01-01T00:00:00.000Z', host: 'elsewhere', startTicks: null, token: 'old', ...holder }));
+  writeFileSync(
+    lockPath(),
+    JSON.stringify({ command: 'watch', since: '2026-01-01T00:00:00.000Z', host: 'elsewhere', startTicks: null, token: 'old', ...holder }),
+  );
 }
 /** The pid of a process that has exited. */
 function deadPid(): number {
   const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
   return Number(child.stdout.toString());
 }
-const buildOnce = (lockWaitMs?: number) => build({ db, out, baseUrl: 'https://p.example.com', snapshotMs: Date.UTC(2026, 0, 1), reproducible: true, lockWaitMs });
+const buildOnce = (lockWaitMs?: number) =>
+  build({ db, out, baseUrl: 'https://p.example.com', snapshotMs: Date.UTC(2026, 0, 1), reproducible: true, lockWaitMs });
 
 describe('out dir lock', () => {
   it('a build and a second watch on a watched out dir wait briefly, then exit 5 naming the holder', async () => {
@@ -49,7 +53,12 @@ describe('out dir lock', () => {
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4_000); // they waited (5 s) before giving up
     for (const run of [builder, second]) {
       expect(run.code).toBe(5);
-      expect(run.stderr).toMatch(new RegExp(`^profile-snapshot: out dir .*dist is locked by pid ${pid} \\(profile-snapshot watch, since .*\\)\\. Fix: .*regenerate --out`, 'm'));
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^profile-snapshot: out dir .*dist is locked by pid ${pid} \\(profile-snapshot watch, since .*\\)\\. Fix: .*regenerate --out`,
+          'm',
+        ),
+      );
     }
     expect(watcher.child.exitCode).toBeNull();
     expect(JSON.parse(readFileSync(lockPath(), 'utf8')).pid).toBe(pid);

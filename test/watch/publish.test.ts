@@ -37,15 +37,33 @@ describe('watch --publish', () => {
 
   it('publishes after changing cycles, retries a failed publish on an unchanged cycle, and keeps --exec working', async () => {
     dir = tempDir();
-    const db = join(dir.path, 'profiles.db'), out = join(dir.path, 'dist'), marker = join(dir.path, 'exec-ran');
+    const db = join(dir.path, 'profiles.db'),
+      out = join(dir.path, 'dist'),
+      marker = join(dir.path, 'exec-ran');
     makeStore(db, 30);
     const bucket = await server.bucket();
     // A proxy that can be made to fail every request, standing for an outage of the store.
     let outage = false;
     const proxy = await startProxy(server.endpoint, { fault: () => (outage ? 'status503' : undefined) });
-    watcher = cli(['watch', '--db', db, '--out', out, '--interval', '0.5', '--publish', `s3://${bucket}/snap`, '--endpoint', proxy.endpoint, '--exec', `touch ${marker}`],
-      s3Env({ AWS_SECRET_ACCESS_KEY: SECRET, AWS_MAX_ATTEMPTS: '2' }));
-    const first = await waitFor('a first publish', () => status(out)?.publish?.lastSuccessAt ? status(out) : undefined, 30_000);
+    watcher = cli(
+      [
+        'watch',
+        '--db',
+        db,
+        '--out',
+        out,
+        '--interval',
+        '0.5',
+        '--publish',
+        `s3://${bucket}/snap`,
+        '--endpoint',
+        proxy.endpoint,
+        '--exec',
+        `touch ${marker}`,
+      ],
+      s3Env({ AWS_SECRET_ACCESS_KEY: SECRET, AWS_MAX_ATTEMPTS: '2' }),
+    );
+    const first = await waitFor('a first publish', () => (status(out)?.publish?.lastSuccessAt ? status(out) : undefined), 30_000);
     expect(first.publish).toMatchObject({ runs: 1, consecutiveFailures: 0, behind: false, last: { put: 66, deleted: 0 } });
     expect(first.publish!.to).toMatch(/^s3:\/\/profiles-\d+-\d+\/snap at http:\/\/127\.0\.0\.1:\d+$/);
     expect(await inStep(out, bucket)).toBe(true);
@@ -54,17 +72,26 @@ describe('watch --publish', () => {
     // An outage: the next changing cycle's publish fails, and so do the retries on unchanged cycles.
     outage = true;
     sql(db, "UPDATE users SET bio = 'changed' WHERE id = 4");
-    const failed = await waitFor('a failed publish', () => ((status(out)?.publish?.consecutiveFailures ?? 0) >= 2 ? status(out) : undefined), 30_000);
+    const failed = await waitFor(
+      'a failed publish',
+      () => ((status(out)?.publish?.consecutiveFailures ?? 0) >= 2 ? status(out) : undefined),
+      30_000,
+    );
     expect(failed.publish).toMatchObject({ behind: true, lastError: { kind: 'remote', exitCode: 6 } });
     expect(failed.publish!.lastError!.message).toMatch(/the server kept failing \(HTTP 503/);
     const failedRuns = failed.publish!.runs;
 
     // The store recovers; the store does not change again, yet the next cycle publishes.
     outage = false;
-    const recovered = await waitFor('the publish to catch up', () => (status(out)?.publish?.consecutiveFailures === 0 && status(out)!.publish!.runs > failedRuns ? status(out) : undefined), 60_000)
-      .catch((error: Error) => {
-        throw new Error(`${error.message}\nstatus: ${JSON.stringify(status(out)?.publish)}\nproxy log tail: ${JSON.stringify(proxy.log.slice(-5))}`);
-      });
+    const recovered = await waitFor(
+      'the publish to catch up',
+      () => (status(out)?.publish?.consecutiveFailures === 0 && status(out)!.publish!.runs > failedRuns ? status(out) : undefined),
+      60_000,
+    ).catch((error: Error) => {
+      throw new Error(
+        `${error.message}\nstatus: ${JSON.stringify(status(out)?.publish)}\nproxy log tail: ${JSON.stringify(proxy.log.slice(-5))}`,
+      );
+    });
     expect(recovered.publish).toMatchObject({ behind: false, lastError: null, last: { put: 3, deleted: 0 } });
     expect(await inStep(out, bucket)).toBe(true);
 
@@ -79,6 +106,7 @@ describe('watch --publish', () => {
     const log = watcher!.stderr();
     expect(log).toMatch(/publish \(cycle \d+\): 66 objects put, 0 deleted/);
     expect(log).toMatch(/publish \(cycle \d+\): FAILED .*retried after the next cycle/);
-    for (const text of [log, watcher!.stdout(), readFileSync(join(out, '.profile-snapshot/status.json'), 'utf8')]) expect(text).not.toContain(SECRET);
+    for (const text of [log, watcher!.stdout(), readFileSync(join(out, '.profile-snapshot/status.json'), 'utf8')])
+      expect(text).not.toContain(SECRET);
   }, 150_000);
 });

@@ -9,7 +9,18 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli, cycleAfter, ensureCompiled, lastCycle, makeStore, profilePath, readJson, runCli, sql, status, stop, waitFor,
+  cli,
+  cycleAfter,
+  ensureCompiled,
+  lastCycle,
+  makeStore,
+  profilePath,
+  readJson,
+  runCli,
+  sql,
+  status,
+  stop,
+  waitFor,
   type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
@@ -58,7 +69,9 @@ describe('signals and regenerate', () => {
     sql(db, 'UPDATE users SET views = 777 WHERE id = 2');
     const result = await runCli(['regenerate', '--out', out]);
     expect(result.code).toBe(0);
-    expect(result.stderr).toBe(`profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles (30 creators), 0 skipped; files 3 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`);
+    expect(result.stderr).toBe(
+      `profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles (30 creators), 0 skipped; files 3 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`,
+    );
     // When regenerate returns, the change is published.
     expect(views('user00002')).toBe(777);
 
@@ -98,7 +111,10 @@ describe('signals and regenerate', () => {
     try {
       const lockDir = join(out, '.profile-snapshot');
       mkdirSync(lockDir, { recursive: true });
-      writeFileSync(join(lockDir, 'lock'), JSON.stringify({ pid: holder.pid, command: 'build', since: new Date().toISOString(), host: 'x', startTicks: null, token: 't' }));
+      writeFileSync(
+        join(lockDir, 'lock'),
+        JSON.stringify({ pid: holder.pid, command: 'build', since: new Date().toISOString(), host: 'x', startTicks: null, token: 't' }),
+      );
       const built = await runCli(['regenerate', '--out', out]);
       expect(built.code).toBe(5);
       expect(built.stderr).toMatch(new RegExp(`is locked by pid ${holder.pid} .*profile-snapshot build.*not by a watcher`));
@@ -108,14 +124,16 @@ describe('signals and regenerate', () => {
     }
   });
 
-  it('regenerate exits with the failed cycle\'s own code (store missing: 3)', async () => {
+  it("regenerate exits with the failed cycle's own code (store missing: 3)", async () => {
     makeStore(db, 3);
     watcher = watch('--interval', '600');
     await cycleAfter(out, 0);
     renameSync(db, `${db}.away`);
     const result = await runCli(['regenerate', '--out', out]);
     expect(result.code).toBe(3);
-    expect(result.stderr).toMatch(new RegExp(`^profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2 failed \\(1 in a row\\): profile store not found`));
+    expect(result.stderr).toMatch(
+      new RegExp(`^profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2 failed \\(1 in a row\\): profile store not found`),
+    );
     expect(watcher.child.exitCode).toBeNull();
   });
 
@@ -158,7 +176,11 @@ describe('signals and regenerate', () => {
     makeStore(db, 2000);
     watcher = watch('--interval', '0.1', '--json');
     await waitFor('four cycles', () => lastCycle(out) >= 4 && status(out)?.state !== 'running', 60_000);
-    const cycles = watcher.stdout().trim().split('\n').map((l) => JSON.parse(l));
+    const cycles = watcher
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     // The first cycle (a cold build of 2000 profiles) outlasts the 100 ms interval.
     expect(cycles[0].durationMs).toBeGreaterThan(100);
     for (let i = 1; i < cycles.length; i++) {
@@ -170,4 +192,3 @@ describe('signals and regenerate', () => {
     }
   });
 });
-

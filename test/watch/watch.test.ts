@@ -8,7 +8,19 @@ import { appendFileSync, existsSync, readFileSync, renameSync, statSync } from '
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli, cycleAfter, ensureCompiled, waitFor as poll, lastCycle, makeStore, profilePath, publishedFiles, readJson, sql, start, status, stop,
+  cli,
+  cycleAfter,
+  ensureCompiled,
+  waitFor as poll,
+  lastCycle,
+  makeStore,
+  profilePath,
+  publishedFiles,
+  readJson,
+  sql,
+  start,
+  status,
+  stop,
   type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
@@ -27,7 +39,8 @@ afterEach(async () => {
 });
 
 // A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.
-const watch = (...args: string[]) => cli(['watch', '--db', db, '--out', out, '--interval', '1', ...args], { SOURCE_DATE_EPOCH: '1767225600' });
+const watch = (...args: string[]) =>
+  cli(['watch', '--db', db, '--out', out, '--interval', '1', ...args], { SOURCE_DATE_EPOCH: '1767225600' });
 const creators = () => readJson(join(out, 'service-api/v1/creators')).data as { username: string; views: number }[];
 
 describe('watch', () => {
@@ -37,13 +50,16 @@ describe('watch', () => {
     expect(s.lastCycle).toMatchObject({ ok: true, profiles: 40, creators: 40 });
     expect(readJson(profilePath(out, 'user00001')).data.displayName).toBe('User 1');
 
-    sql(db, `UPDATE users SET display_name = 'Renamed' WHERE id = 1;
+    sql(
+      db,
+      `UPDATE users SET display_name = 'Renamed' WHERE id = 1;
       UPDATE users SET views = 999999 WHERE id = 2;
       INSERT INTO users (username, display_name, bio, created_at, views, status) VALUES ('NewComer', 'New', '', '2025-05-05 05:05:05', 1, 'active');
       UPDATE users SET status = 'banned' WHERE id = 3;
       INSERT INTO bans (user_id, message, reason, banned_at) VALUES (3, 'Banned.', 'spam', '2025-06-01 00:00:00');
       UPDATE users SET status = 'deleted' WHERE id = 4;
-      DELETE FROM socials WHERE user_id = 5; DELETE FROM badges WHERE user_id = 5; DELETE FROM users WHERE id = 5;`);
+      DELETE FROM socials WHERE user_id = 5; DELETE FROM badges WHERE user_id = 5; DELETE FROM users WHERE id = 5;`,
+    );
     const changedAt = lastCycle(out);
     // The first cycle that starts after the change must show it (interval 1 s, so within ~1 s).
     s = await cycleAfter(out, changedAt + 1);
@@ -72,11 +88,14 @@ describe('watch', () => {
   it('a watcher that cannot keep its copy of the snapshot says why, once, and still publishes every change', async () => {
     // socials.id without its PRIMARY KEY, and one id used twice: the store still builds, but the
     // watcher's copy (keyed by id) cannot be taken, so every cycle must read every row.
-    sql(db, `ALTER TABLE socials RENAME TO socials_keyed;
+    sql(
+      db,
+      `ALTER TABLE socials RENAME TO socials_keyed;
       CREATE TABLE socials (id INTEGER, user_id INTEGER NOT NULL, platform TEXT NOT NULL, url TEXT NOT NULL, position INTEGER NOT NULL);
       INSERT INTO socials SELECT id, user_id, platform, url, position FROM socials_keyed;
       DROP TABLE socials_keyed;
-      INSERT INTO socials (id, user_id, platform, url, position) VALUES (1, 9, 'GitHub', 'https://github.com/twice', 5);`);
+      INSERT INTO socials (id, user_id, platform, url, position) VALUES (1, 9, 'GitHub', 'https://github.com/twice', 5);`,
+    );
     watcher = watch('--json');
     await cycleAfter(out, 2);
     const before = lastCycle(out);
@@ -85,13 +104,20 @@ describe('watch', () => {
     expect(readJson(profilePath(out, 'user00007')).data.views).toBe(123456);
     // Every cycle that read the store read all 40 users: there is no copy to compare with. (A cycle
     // that finds the store unchanged since the last pass reads nothing at all.)
-    const read = cycles(watcher).map((c) => c.rowsRead).filter((n) => n > 0);
+    const read = cycles(watcher)
+      .map((c) => c.rowsRead)
+      .filter((n) => n > 0);
     expect(read.length).toBeGreaterThanOrEqual(2);
     expect(new Set(read)).toEqual(new Set([40]));
-    const notices = watcher.stderr().split('\n').filter((line) => line.includes('warning: cannot keep the watcher\'s copy'));
+    const notices = watcher
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes("warning: cannot keep the watcher's copy"));
     // Printed when it first appeared, not again every cycle.
     expect(notices).toHaveLength(1);
-    expect(notices[0]).toMatch(/UNIQUE constraint failed.*every cycle reads every row until it can: the copy needs the store's users\.id and socials\.id to be unique integers/);
+    expect(notices[0]).toMatch(
+      /UNIQUE constraint failed.*every cycle reads every row until it can: the copy needs the store's users\.id and socials\.id to be unique integers/,
+    );
   });
 
   it.skipIf(!canMount)('a watcher whose SQLite temporary folder is full says so, names SQLITE_TMPDIR, and still publishes', async () => {
@@ -109,7 +135,10 @@ describe('watch', () => {
       sql(db, 'UPDATE users SET views = 654321 WHERE id = 7');
       expect((await cycleAfter(out, before + 1, 60_000)).lastCycle).toMatchObject({ ok: true });
       expect(readJson(profilePath(out, 'user00007')).data.views).toBe(654321);
-      const notices = watcher.stderr().split('\n').filter((line) => line.includes('warning: cannot keep the watcher\'s copy'));
+      const notices = watcher
+        .stderr()
+        .split('\n')
+        .filter((line) => line.includes("warning: cannot keep the watcher's copy"));
       expect(notices, watcher.stderr()).toHaveLength(1);
       expect(notices[0]).toMatch(/\(.*full.*\).*point SQLITE_TMPDIR at a folder with that much room/);
     } finally {
@@ -123,10 +152,12 @@ describe('watch', () => {
     watcher = watch('--json');
     await cycleAfter(out, 0);
     const files = publishedFiles(out);
-    const before = new Map(files.map((f) => {
-      const st = statSync(join(out, f));
-      return [f, { bytes: readFileSync(join(out, f), 'utf8'), mtimeMs: st.mtimeMs, ino: st.ino }];
-    }));
+    const before = new Map(
+      files.map((f) => {
+        const st = statSync(join(out, f));
+        return [f, { bytes: readFileSync(join(out, f), 'utf8'), mtimeMs: st.mtimeMs, ino: st.ino }];
+      }),
+    );
     // Idle cycles: nothing at all may change.
     const idle = await cycleAfter(out, lastCycle(out) + 1);
     expect(idle.lastCycle).toMatchObject({ changed: false, files: { written: 0, removed: 0 } });
@@ -134,7 +165,9 @@ describe('watch', () => {
     const before7 = lastCycle(out);
     sql(db, `UPDATE users SET views = views + 1 WHERE id = 7`);
     await cycleAfter(out, before7 + 1); // the first cycle that starts after the update has ended
-    const written = cycles(watcher).filter((c) => c.number > before7).map((c) => c.files.written);
+    const written = cycles(watcher)
+      .filter((c) => c.number > before7)
+      .map((c) => c.files.written);
     // It changed in exactly one cycle (the one that read the update), and every other cycle wrote nothing.
     expect(written.filter((n) => n > 0)).toEqual([3]);
     // Only the first cycle read every row; later ones read the changed user alone, or nothing.
@@ -155,7 +188,9 @@ describe('watch', () => {
     const log = join(dir.path, 'exec.log');
     const script = join(dir.path, 'exec.mjs');
     // The command records its environment and overlap (a marker file present means another run is going).
-    appendFileSync(script, `
+    appendFileSync(
+      script,
+      `
       import { appendFileSync, existsSync, writeFileSync, rmSync } from 'node:fs';
       const busy = ${JSON.stringify(join(dir.path, 'busy'))};
       const overlap = existsSync(busy);
@@ -165,9 +200,16 @@ describe('watch', () => {
         removed: e.PROFILE_SNAPSHOT_REMOVED, profiles: e.PROFILE_SNAPSHOT_PROFILES, out: e.PROFILE_SNAPSHOT_OUT,
         summary: e.PROFILE_SNAPSHOT_SUMMARY, overlap }) + '\\n');
       setTimeout(() => rmSync(busy), 300);
-    `);
+    `,
+    );
     watcher = watch('--exec', `"${process.execPath}" "${script}"`);
-    const runs = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) : []);
+    const runs = () =>
+      existsSync(log)
+        ? readFileSync(log, 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l))
+        : [];
     await cycleAfter(out, 0);
     await cycleAfter(out, 3); // three idle cycles after the first
     const first = await waitForRuns(runs, 1);
@@ -209,16 +251,28 @@ describe('watch', () => {
 
   it('--exec-min-interval spaces the starts of --exec runs (a deploy rate limit) and folds changes meanwhile', async () => {
     const log = join(dir.path, 'starts.log');
-    watcher = watch('--interval', '0.3', '--exec', `echo "$(date +%s%3N) $PROFILE_SNAPSHOT_CHANGED_CYCLES" >> "${log}"`, '--exec-min-interval', '1.5');
+    watcher = watch(
+      '--interval',
+      '0.3',
+      '--exec',
+      `echo "$(date +%s%3N) $PROFILE_SNAPSHOT_CHANGED_CYCLES" >> "${log}"`,
+      '--exec-min-interval',
+      '1.5',
+    );
     const writerTick = setInterval(() => sql(db, 'UPDATE users SET views = views + 1 WHERE id = 1'), 100);
     try {
       await poll('three --exec runs', () => existsSync(log) && readFileSync(log, 'utf8').trim().split('\n').length >= 3, 20_000);
     } finally {
       clearInterval(writerTick);
     }
-    const runs = readFileSync(log, 'utf8').trim().split('\n').map((l) => l.split(' ').map(Number));
+    const runs = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ').map(Number));
     // The watcher logs each start as it spawns the command: those times are the ones it spaces.
-    const starts = [...watcher.stderr().matchAll(/^(\S+) profile-snapshot watch: exec \(cycle \d+[^)]*\): started$/gm)].map((m) => Date.parse(m[1]!));
+    const starts = [...watcher.stderr().matchAll(/^(\S+) profile-snapshot watch: exec \(cycle \d+[^)]*\): started$/gm)].map((m) =>
+      Date.parse(m[1]!),
+    );
     expect(starts.length).toBeGreaterThanOrEqual(3);
     for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(1500 - 20);
     // Every cycle changed something, so the runs after the first each covered several cycles.
@@ -261,11 +315,14 @@ describe('watch', () => {
     sql(db, 'PRAGMA journal_mode = DELETE');
     watcher = watch('--busy-timeout', '100');
     await cycleAfter(out, 0);
-    const holder = start(process.execPath, ['-e', `
+    const holder = start(process.execPath, [
+      '-e',
+      `
       const db = new (require('better-sqlite3'))(${JSON.stringify(db)});
       db.exec('BEGIN EXCLUSIVE'); db.prepare("UPDATE users SET views = 5 WHERE id = 1").run();
       process.stderr.write('locked\\n');
-      setTimeout(() => { db.exec('COMMIT'); db.close(); }, 2500);`]);
+      setTimeout(() => { db.exec('COMMIT'); db.close(); }, 2500);`,
+    ]);
     await poll('the writer to lock the store', () => holder.stderr().includes('locked'));
     await until(() => /FAILED \(2 in a row\): profile store is locked by another process past the busy timeout/.test(watcher!.stderr()));
     expect(status(out)?.lastCycle?.error).toMatchObject({ kind: 'store', exitCode: 3 });
@@ -288,7 +345,13 @@ describe('watch', () => {
     watcher = watch();
     const s = await cycleAfter(out, 1);
     expect(s).toMatchObject({
-      version: 1, pid: watcher.child.pid, out, db, intervalSeconds: 1, state: 'idle', consecutiveFailures: 0,
+      version: 1,
+      pid: watcher.child.pid,
+      out,
+      db,
+      intervalSeconds: 1,
+      state: 'idle',
+      consecutiveFailures: 0,
       lastCycle: { ok: true, profiles: 40, creators: 40, skipped: 0, warnings: 0 },
     });
     expect(Date.parse(s.lastSuccessAt!)).toBeGreaterThan(Date.parse(s.startedAt) - 1);
@@ -312,4 +375,10 @@ const waitForRuns = (runs: () => any[], n: number) => poll(`${n} exec runs`, () 
 const waitForExecIdle = () => poll('exec idle', () => status(out)?.exec?.running === false);
 
 /** The per-cycle JSON lines a `watch --json` prints on stdout. */
-const cycles = (proc: Proc) => proc.stdout().trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const cycles = (proc: Proc) =>
+  proc
+    .stdout()
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));

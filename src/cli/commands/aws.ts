@@ -9,11 +9,14 @@ import { hostConfigCommand } from './host-config.js';
 
 export function awsCommand(io: Io, _state: CliState): Command {
   const command = new Command('aws').description('AWS hosting: CloudFront in front of the S3 bucket `publish` fills.');
-  command.addCommand(hostConfigCommand(io, {
-    command: 'aws',
-    host: 'AWS',
-    description: 'Write aws/viewer-request.js (a CloudFront Function), aws/response-headers-policy.json and aws/cloudformation.json from the route table (src/hosting/routes.ts).',
-    sync: (root, flags) => syncAwsFiles(root, flags),
-  }));
+  command.addCommand(
+    hostConfigCommand(io, {
+      command: 'aws',
+      host: 'AWS',
+      description:
+        'Write aws/viewer-request.js (a CloudFront Function), aws/response-headers-policy.json and aws/cloudformation.json from the route table (src/hosting/routes.ts).',
+      sync: (root, flags) => syncAwsFiles(root, flags),
+    }),
+  );
   return command;
 }

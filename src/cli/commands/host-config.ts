@@ -29,8 +29,12 @@ export function hostConfigCommand<Flags>(io: Io, config: HostConfig<Flags>): Com
   return command.action((flags: Flags & { check: boolean; root: string }) => {
     const stale = config.sync(flags.root, flags);
     if (flags.check && stale.length > 0) {
-      throw new SnapshotError('output', `out of date with the route table: ${stale.join(', ')}`, { hint: `run profile-snapshot ${config.command} config with the same options and commit the result` });
+      throw new SnapshotError('output', `out of date with the route table: ${stale.join(', ')}`, {
+        hint: `run profile-snapshot ${config.command} config with the same options and commit the result`,
+      });
     }
-    io.stderr.write(`profile-snapshot: ${stale.length === 0 ? `${config.host} files are up to date` : `${flags.check ? 'differ' : 'wrote'}: ${stale.join(', ')}`}\n`);
+    io.stderr.write(
+      `profile-snapshot: ${stale.length === 0 ? `${config.host} files are up to date` : `${flags.check ? 'differ' : 'wrote'}: ${stale.join(', ')}`}\n`,
+    );
   });
 }

@@ -12,31 +12,46 @@ import { outDirOption, outOption } from '../options.js';
 import { hostConfigCommand } from './host-config.js';
 
 export function netlifyCommand(io: Io, _state: CliState): Command {
-  const command = new Command('netlify').description('Netlify hosting: render netlify.toml from the route table, check a snapshot against Netlify\'s limits.');
-  const configure = (c: Command) => c.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+  const command = new Command('netlify').description(
+    "Netlify hosting: render netlify.toml from the route table, check a snapshot against Netlify's limits.",
+  );
+  const configure = (c: Command) =>
+    c.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 
-  command.addCommand(hostConfigCommand(io, {
-    command: 'netlify',
-    host: 'Netlify',
-    description: 'Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes.ts).',
-    sync: (root, flags) => syncNetlifyFiles(root, flags),
-  }));
+  command.addCommand(
+    hostConfigCommand(io, {
+      command: 'netlify',
+      host: 'Netlify',
+      description: 'Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes.ts).',
+      sync: (root, flags) => syncNetlifyFiles(root, flags),
+    }),
+  );
 
-  command.addCommand(configure(new Command('verify')
-    .description(`Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`)
-    .addOption(outOption('the snapshot'))
-    .action((flags: { out?: string }) => {
-      const out = outDirOption(flags, io.env);
-      const report = checkNetlifyLimits(out);
-      for (const near of report.near) {
-        io.stderr.write(`profile-snapshot: warning: ${nearLimitMessage(near)}\n`);
-      }
-      if (report.over.length > 0) {
-        const list = report.over.map((o) => `${o.dir} (${o.entries.toLocaleString('en-US')})`).join(', ');
-        throw outputError(`Netlify would reject this deploy: more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in ${list}`,
-          'serve the snapshot with profile-snapshot serve behind a CDN instead (see "Self-host behind a CDN" in docs/hosting.md)');
-      }
-      io.stderr.write(`profile-snapshot: within Netlify's limits (largest folder: ${report.largest?.dir ?? '.'}, ${(report.largest?.entries ?? 0).toLocaleString('en-US')} files)\n`);
-    })));
+  command.addCommand(
+    configure(
+      new Command('verify')
+        .description(
+          `Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`,
+        )
+        .addOption(outOption('the snapshot'))
+        .action((flags: { out?: string }) => {
+          const out = outDirOption(flags, io.env);
+          const report = checkNetlifyLimits(out);
+          for (const near of report.near) {
+            io.stderr.write(`profile-snapshot: warning: ${nearLimitMessage(near)}\n`);
+          }
+          if (report.over.length > 0) {
+            const list = report.over.map((o) => `${o.dir} (${o.entries.toLocaleString('en-US')})`).join(', ');
+            throw outputError(
+              `Netlify would reject this deploy: more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in ${list}`,
+              'serve the snapshot with profile-snapshot serve behind a CDN instead (see "Self-host behind a CDN" in docs/hosting.md)',
+            );
+          }
+          io.stderr.write(
+            `profile-snapshot: within Netlify's limits (largest folder: ${report.largest?.dir ?? '.'}, ${(report.largest?.entries ?? 0).toLocaleString('en-US')} files)\n`,
+          );
+        }),
+    ),
+  );
   return command;
 }

@@ -23,36 +23,49 @@ interface PublishFlags extends RemoteFlags {
 export function publishCommand(io: Io, state: CliState): Command {
   return addRemoteOptions(
     new Command('publish')
-      .description('Upload the built snapshot to an S3 bucket (AWS S3, Cloudflare R2, Google Cloud Storage, MinIO) behind a CDN: '
-        + 'only new and changed objects, each with the contract\'s Content-Type and Cache-Control; profiles before the creators list, '
-        + 'deletions last, so readers never see a list naming a missing profile. Compares with the state it keeps in the bucket '
-        + '(no listing); without one, lists the prefix and compares by content.')
+      .description(
+        'Upload the built snapshot to an S3 bucket (AWS S3, Cloudflare R2, Google Cloud Storage, MinIO) behind a CDN: ' +
+          "only new and changed objects, each with the contract's Content-Type and Cache-Control; profiles before the creators list, " +
+          'deletions last, so readers never see a list naming a missing profile. Compares with the state it keeps in the bucket ' +
+          '(no listing); without one, lists the prefix and compares by content.',
+      )
       .addOption(outOption('the built snapshot to publish'))
       .addOption(new Option('--to <s3-url>', 's3://<bucket>[/<prefix>] [env: PROFILE_PUBLISH_TO]')),
   )
     .option('--full', 'ignore the state kept in the bucket: list the prefix and compare every object by content', false)
     .option('--dry-run', 'decide and print what would change; write nothing', false)
     .option('--json', 'print the report (counts, requests by method) as JSON on stdout', false)
-    .addOption(new Option('--wait <ms>', 'how long to wait for a running build\'s commit to finish').default('30000'))
-    .addHelpText('after', `${REMOTE_ENV_HELP}
+    .addOption(new Option('--wait <ms>', "how long to wait for a running build's commit to finish").default('30000'))
+    .addHelpText(
+      'after',
+      `${REMOTE_ENV_HELP}
 
 Exit codes:
   0 published, or nothing to do    2 usage error    5 out dir unusable or not publishable
   6 the bucket is unusable (unreachable, missing, access denied, retries exhausted)
   7 refused by the deletion guard (nothing changed)    1 a bug in profile-snapshot
-`)
+`,
+    )
     .action(async (flags: PublishFlags) => {
       state.json = flags.json;
       const to = flags.to ?? io.env.PROFILE_PUBLISH_TO;
-      if (to === undefined || to === '') throw usageError('no bucket to publish to', 'pass --to s3://<bucket>[/<prefix>] or set PROFILE_PUBLISH_TO');
+      if (to === undefined || to === '')
+        throw usageError('no bucket to publish to', 'pass --to s3://<bucket>[/<prefix>] or set PROFILE_PUBLISH_TO');
       const remote = resolveRemoteOptions(to, flags.to !== undefined ? '--to' : 'PROFILE_PUBLISH_TO', flags, io);
       const progress = new ProgressLine(io.stderr);
       let report: PublishReport;
       try {
         report = await publish({
-          out: outDirOption(flags, io.env), remote, ...resolveGuard(flags), full: flags.full, dryRun: flags.dryRun,
+          out: outDirOption(flags, io.env),
+          remote,
+          ...resolveGuard(flags),
+          full: flags.full,
+          dryRun: flags.dryRun,
           waitMs: wholeNumber(flags.wait, '--wait'),
-          onProgress: ({ phase, done, total }) => progress.update(`${phase === 'upload' ? 'uploaded' : 'deleted'} ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} objects`),
+          onProgress: ({ phase, done, total }) =>
+            progress.update(
+              `${phase === 'upload' ? 'uploaded' : 'deleted'} ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} objects`,
+            ),
         });
       } finally {
         progress.clear();

@@ -24,7 +24,7 @@ export function regenerateCommand(io: Io, state: CliState): Command {
     .description('Ask the watcher of an out dir (found through its lock) to rebuild now, wait for that cycle and print its summary.')
     .addOption(outOption("the watcher's output folder"))
     .addOption(new Option('--timeout <seconds>', 'give up (exit 5) if the cycle has not finished by then').default('600'))
-    .option('--json', 'print the cycle\'s status as JSON on stdout', false)
+    .option('--json', "print the cycle's status as JSON on stdout", false)
     .action(async (flags: RegenerateFlags) => {
       state.json = Boolean(flags.json);
       const timeoutSeconds = parseNumber(flags.timeout, '--timeout', { expected: 'a positive whole number of seconds', positive: true });
@@ -33,9 +33,11 @@ export function regenerateCommand(io: Io, state: CliState): Command {
       if (state.json) io.stdout.write(`${JSON.stringify(cycle, null, 2)}\n`);
       if (!cycle.ok && cycle.error && KINDS.includes(cycle.error.kind as SnapshotErrorKind)) {
         // The cycle's own failure, with its exit code, through the CLI's one exit point.
-        throw new SnapshotError(cycle.error.kind as SnapshotErrorKind,
+        throw new SnapshotError(
+          cycle.error.kind as SnapshotErrorKind,
           `watcher pid ${result.holder.pid}: cycle ${cycle.number} failed (${result.consecutiveFailures} in a row): ${cycle.error.message}`,
-          { hint: cycle.error.hint ?? undefined });
+          { hint: cycle.error.hint ?? undefined },
+        );
       }
       if (!cycle.ok) throw new Error(`watcher pid ${result.holder.pid}: ${formatCycle(cycle, result.consecutiveFailures)}`);
       io.stderr.write(`profile-snapshot: watcher pid ${result.holder.pid}: ${formatCycle(cycle, result.consecutiveFailures)}\n`);

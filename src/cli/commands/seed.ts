@@ -5,11 +5,18 @@ import { seedStore } from '../../seed/synthetic.js';
 import type { CliState, Io } from '../io.js';
 import { ProgressLine } from '../report.js';
 
-interface SeedFlags { db: string; users: string; seed: string; force?: boolean }
+interface SeedFlags {
+  db: string;
+  users: string;
+  seed: string;
+  force?: boolean;
+}
 
 export function seedCommand(io: Io, _state: CliState): Command {
   return new Command('seed')
-    .description('Write a deterministic synthetic profile store to the contract (about 80% active, 8% suspended or banned, 12% inactive or deleted; socials, badges, decorations, Unicode bios). Refuses to overwrite an existing file without --force.')
+    .description(
+      'Write a deterministic synthetic profile store to the contract (about 80% active, 8% suspended or banned, 12% inactive or deleted; socials, badges, decorations, Unicode bios). Refuses to overwrite an existing file without --force.',
+    )
     .requiredOption('--db <file>', 'the SQLite file to create')
     .requiredOption('--users <n>', 'number of users')
     .option('--seed <s>', 'random seed: the same seed and size give the same store', '1')
@@ -25,7 +32,9 @@ export function seedCommand(io: Io, _state: CliState): Command {
           onProgress: (n) => progress.update(`wrote ${n.toLocaleString('en-US')} users`),
         });
         progress.clear();
-        io.stderr.write(`profile-snapshot: seeded ${report.db}: ${report.users.toLocaleString('en-US')} users, ${report.socials.toLocaleString('en-US')} socials, ${report.badges.toLocaleString('en-US')} badges, ${report.bans.toLocaleString('en-US')} bans; ${report.seconds.toFixed(2)} s\n`);
+        io.stderr.write(
+          `profile-snapshot: seeded ${report.db}: ${report.users.toLocaleString('en-US')} users, ${report.socials.toLocaleString('en-US')} socials, ${report.badges.toLocaleString('en-US')} badges, ${report.bans.toLocaleString('en-US')} bans; ${report.seconds.toFixed(2)} s\n`,
+        );
       } finally {
         progress.clear();
       }

@@ -8,7 +8,12 @@ import { outDirOption, outOption } from '../options.js';
 
 export const SERVE_DEFAULTS = { port: 3000, host: '127.0.0.1' } as const;
 
-interface ServeFlags { out?: string; port?: string; host?: string; verbose?: boolean }
+interface ServeFlags {
+  out?: string;
+  port?: string;
+  host?: string;
+  verbose?: boolean;
+}
 
 /** Which signals stop the server; injectable so tests can stop it without signalling the test runner. */
 export interface ServeHooks {
@@ -18,7 +23,9 @@ export interface ServeHooks {
 
 export function serveCommand(io: Io, _state: CliState, hooks: ServeHooks = {}): Command {
   return new Command('serve')
-    .description('Serve a snapshot exactly as Netlify serves it with the committed netlify.toml: the contract headers, case-insensitive usernames, the query-string form, JSON errors, CORS, ETags. Run it behind any CDN that honours s-maxage and stale-while-revalidate, beside `watch`.')
+    .description(
+      'Serve a snapshot exactly as Netlify serves it with the committed netlify.toml: the contract headers, case-insensitive usernames, the query-string form, JSON errors, CORS, ETags. Run it behind any CDN that honours s-maxage and stale-while-revalidate, beside `watch`.',
+    )
     .addOption(outOption('the snapshot to serve'))
     .addOption(new Option('--port <port>', `TCP port, 0 for any free one [env: PORT] (default: ${SERVE_DEFAULTS.port})`))
     .addOption(new Option('--host <host>', `address to listen on (default: "${SERVE_DEFAULTS.host}")`))

@@ -8,25 +8,38 @@ import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
 
-interface VerifyFlags { out?: string; netlify: boolean; root: string; json: boolean; wait: string }
+interface VerifyFlags {
+  out?: string;
+  netlify: boolean;
+  root: string;
+  json: boolean;
+  wait: string;
+}
 
 export function verifyCommand(io: Io, state: CliState): Command {
   return new Command('verify')
-    .description('Audit a built snapshot before deploying it: every document parses and matches its JSON Schema (contract/openapi.json); '
-      + 'both alias files of every profile exist and are identical; the creators list names only published, active profiles, each once, '
-      + 'in lower-cased username order, and every active profile; no unpublishable username or misnamed file; the error documents and the '
-      + 'contract are there; no leftover temporary or staging files and no bookkeeping where it would be served. Exit 0 when clean, '
-      + '5 with every defect listed when not.')
+    .description(
+      'Audit a built snapshot before deploying it: every document parses and matches its JSON Schema (contract/openapi.json); ' +
+        'both alias files of every profile exist and are identical; the creators list names only published, active profiles, each once, ' +
+        'in lower-cased username order, and every active profile; no unpublishable username or misnamed file; the error documents and the ' +
+        'contract are there; no leftover temporary or staging files and no bookkeeping where it would be served. Exit 0 when clean, ' +
+        '5 with every defect listed when not.',
+    )
     .addOption(outOption('the snapshot to audit'))
-    .option('--netlify', 'also check Netlify\'s limit of 54,000 files per folder and that netlify.toml matches the route table', false)
+    .option('--netlify', "also check Netlify's limit of 54,000 files per folder and that netlify.toml matches the route table", false)
     .option('--root <dir>', 'repository root holding netlify.toml (with --netlify)', '.')
     .option('--json', 'print the report (every defect with kind, path and message) as JSON on stdout', false)
-    .addOption(new Option('--wait <ms>', 'how long to wait for a running build\'s commit to finish before auditing what is there').default('30000'))
-    .addHelpText('after', `
+    .addOption(
+      new Option('--wait <ms>', "how long to wait for a running build's commit to finish before auditing what is there").default('30000'),
+    )
+    .addHelpText(
+      'after',
+      `
 Exit codes:
   0 the snapshot may be deployed   5 it must not (defects listed), or the out dir cannot be read
   2 usage error                    1 a bug in profile-snapshot
-`)
+`,
+    )
     .action((flags: VerifyFlags) => {
       state.json = flags.json;
       const out = outDirOption(flags, io.env);

@@ -22,21 +22,46 @@ interface WatchFlags extends BuildFlags, RemoteFlags {
 }
 
 export function watchCommand(io: Io, state: CliState): Command {
-  return addRemoteOptions(addBuildOptions(
-    new Command('watch').description(
-      'Keep the out dir fresh: rebuild from a consistent store snapshot every interval, rewriting only what changed. '
-      + 'SIGHUP (or "profile-snapshot regenerate") rebuilds at once; SIGINT/SIGTERM finish the current cycle and exit 0. '
-      + 'Health status: <out>/.profile-snapshot/status.json.',
-    ),
+  return addRemoteOptions(
+    addBuildOptions(
+      new Command('watch').description(
+        'Keep the out dir fresh: rebuild from a consistent store snapshot every interval, rewriting only what changed. ' +
+          'SIGHUP (or "profile-snapshot regenerate") rebuilds at once; SIGINT/SIGTERM finish the current cycle and exit 0. ' +
+          'Health status: <out>/.profile-snapshot/status.json.',
+      ),
+    )
+      .addOption(
+        new Option(
+          '--interval <seconds>',
+          'seconds from the start of one cycle to the start of the next (the s-maxage of the API)',
+        ).default('30'),
+      )
+      .addOption(
+        new Option(
+          '--exec <command>',
+          'shell command run after each cycle that changed files (e.g. a deploy); never twice at once; gets PROFILE_SNAPSHOT_* variables',
+        ),
+      )
+      .addOption(
+        new Option(
+          '--exec-min-interval <seconds>',
+          'at least this long between two starts of --exec (Netlify takes about 3 deploys a minute: use 20)',
+        ).default('0'),
+      )
+      .addOption(
+        new Option(
+          '--publish <s3-url>',
+          'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; a failed publish is retried next cycle',
+        ),
+      ),
   )
-    .addOption(new Option('--interval <seconds>', 'seconds from the start of one cycle to the start of the next (the s-maxage of the API)').default('30'))
-    .addOption(new Option('--exec <command>', 'shell command run after each cycle that changed files (e.g. a deploy); never twice at once; gets PROFILE_SNAPSHOT_* variables'))
-    .addOption(new Option('--exec-min-interval <seconds>', 'at least this long between two starts of --exec (Netlify takes about 3 deploys a minute: use 20)').default('0'))
-    .addOption(new Option('--publish <s3-url>', 'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; a failed publish is retried next cycle')))
-    .addHelpText('after', `${OUT_ENV_HELP}${REMOTE_ENV_HELP}
+    .addHelpText(
+      'after',
+      `${OUT_ENV_HELP}${REMOTE_ENV_HELP}
 The watcher holds the out dir's lock (<out>/.profile-snapshot/lock) while it runs: a build or a
 second watcher on the same out dir waits briefly, then exits 5 naming it.
-`)
+`,
+    )
     .action(async (flags: WatchFlags) => {
       state.json = Boolean(flags.json);
       const options = resolveBuildOptions(flags, io);
@@ -57,12 +82,17 @@ second watcher on the same out dir waits briefly, then exits 5 naming it.
           build: options,
           intervalMs,
           snapshotTime: () => snapshotTime(io.env.SOURCE_DATE_EPOCH),
-          exec: flags.exec === undefined ? undefined : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr, minIntervalMs: execMinIntervalMs },
+          exec:
+            flags.exec === undefined
+              ? undefined
+              : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr, minIntervalMs: execMinIntervalMs },
           publish,
           onEvent: (event) => report(event, io, log, state.json),
         });
-        log(`watching ${options.db} -> ${watcher.lock.outDir} every ${intervalMs / 1000} s (pid ${process.pid}); `
-          + 'SIGHUP or "profile-snapshot regenerate" rebuilds now; SIGINT/SIGTERM stop after the current cycle');
+        log(
+          `watching ${options.db} -> ${watcher.lock.outDir} every ${intervalMs / 1000} s (pid ${process.pid}); ` +
+            'SIGHUP or "profile-snapshot regenerate" rebuilds now; SIGINT/SIGTERM stop after the current cycle',
+        );
         await watcher.done;
         log('stopped');
       } finally {
@@ -88,13 +118,20 @@ function report(event: WatchEvent, io: Io, log: (line: string) => void, json: bo
       break;
     }
     case 'exec-start':
-      log(`exec (cycle ${event.request.cycle}${event.request.changedCycles > 1 ? `, covering ${event.request.changedCycles} changing cycles` : ''}): started`);
+      log(
+        `exec (cycle ${event.request.cycle}${event.request.changedCycles > 1 ? `, covering ${event.request.changedCycles} changing cycles` : ''}): started`,
+      );
       break;
     case 'exec-finish': {
       const { result } = event;
-      const outcome = result.error !== null ? `could not start: ${result.error}`
-        : result.exitCode === 0 ? 'succeeded'
-        : result.signal ? `killed by ${result.signal}` : `FAILED with exit code ${result.exitCode}`;
+      const outcome =
+        result.error !== null
+          ? `could not start: ${result.error}`
+          : result.exitCode === 0
+            ? 'succeeded'
+            : result.signal
+              ? `killed by ${result.signal}`
+              : `FAILED with exit code ${result.exitCode}`;
       const streak = event.consecutiveFailures > 1 ? ` (${event.consecutiveFailures} in a row)` : '';
       log(`exec (cycle ${result.cycle}): ${outcome}${streak}; ${(result.durationMs / 1000).toFixed(2)} s`);
       break;
@@ -112,7 +149,11 @@ function report(event: WatchEvent, io: Io, log: (line: string) => void, json: bo
       log(`cannot write the health status: ${event.message}`);
       break;
     case 'stopping':
-      log(event.forced ? 'second signal: stopping now, ending the --exec command' : 'stopping after the current cycle (signal again to stop at once)');
+      log(
+        event.forced
+          ? 'second signal: stopping now, ending the --exec command'
+          : 'stopping after the current cycle (signal again to stop at once)',
+      );
       break;
   }
 }
@@ -121,4 +162,3 @@ function publishOptions(to: string, flags: WatchFlags, io: Io): NonNullable<Para
   const remote = resolveRemoteOptions(to, '--publish', flags, io);
   return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags) } };
 }
-

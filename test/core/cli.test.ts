@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { listFiles, snapshotTree } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, sampleStore, TestStore, type Workspace } from '../helpers/store.js';
 

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { listFiles } from '../helpers/output.js';
 import { SCHEMA_SQL, tempDir, TestStore } from '../helpers/store.js';
 

@@ -11,7 +11,7 @@ import { StrictWarningsError } from '../../src/core/errors.js';
 import { LAST_PASS_FILE } from '../../src/core/layout.js';
 import { MANIFEST_FILE } from '../../src/core/layout.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { profile, snapshotTree } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
 

@@ -4,11 +4,10 @@
  * moves Date.now and new Date() back 400 days on SIGUSR2). Nothing stalls, nothing is kept from the
  * "future", the output stays schema-valid, and no account age goes negative.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN } from '../helpers/cli.js';
+import { startCli } from '../helpers/process.js';
 import { publishedFiles } from '../helpers/output.js';
 import { validateTree } from '../helpers/schemas.js';
 import { BASE, buildArgs, cli, INJECT, makeStore, servedBytes } from './helpers.js';
@@ -59,10 +58,7 @@ describe('clock jumps backwards', () => {
   it('a build waiting for the out dir lock while the wall clock runs backwards still gives up after its wait: exit 5 naming the holder, not stuck', async () => {
     makeStore(db, 10);
     const statusFile = join(out, '.profile-snapshot/status.json');
-    const holder = spawn(process.execPath, [BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], {
-      env: { PATH: process.env.PATH ?? '' },
-      stdio: 'ignore',
-    });
+    const holder = startCli(['watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600']);
     try {
       const deadline = Date.now() + 30_000;
       while (!existsSync(statusFile)) {
@@ -75,8 +71,7 @@ describe('clock jumps backwards', () => {
       expect(r.code, r.stderr).toBe(5);
       expect(r.stderr).toMatch(new RegExp(`locked by pid ${holder.pid}`));
     } finally {
-      holder.kill('SIGTERM');
-      await new Promise((r) => (holder.exitCode !== null ? r(null) : holder.once('exit', r)));
+      await holder.stop();
     }
   });
 
@@ -90,22 +85,14 @@ describe('clock jumps backwards', () => {
         return undefined;
       }
     };
-    const child = spawn(
-      process.execPath,
-      ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'],
-      {
-        env: { PATH: process.env.PATH ?? '', FAULT_CLOCK_SHIFT_MS: String(-400 * DAY * 1000) },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr!.on('data', (d) => {
-      stderr += d;
+    const watcher = startCli(['watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'], {
+      nodeArgs: ['--import', INJECT],
+      env: { FAULT_CLOCK_SHIFT_MS: String(-400 * DAY * 1000) },
     });
     const waitFor = async (what: string, ok: () => boolean) => {
       const deadline = Date.now() + 30_000;
       while (!ok()) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`${what}: ${stderr}`);
+        if (Date.now() > deadline || watcher.child.exitCode !== null) throw new Error(`${what}: ${watcher.stderr()}`);
         await new Promise((r) => setTimeout(r, 50));
       }
     };
@@ -113,11 +100,11 @@ describe('clock jumps backwards', () => {
       await waitFor('two cycles', () => (status()?.lastCycle?.number ?? 0) >= 2);
       const ageBefore = profiles(out)[0].data.accountAgeDays;
       const cycle = status().lastCycle.number;
-      child.kill('SIGUSR2');
-      await waitFor('the clock to move', () => stderr.includes('clock shifted'));
+      watcher.child.kill('SIGUSR2');
+      await waitFor('the clock to move', () => watcher.stderr().includes('clock shifted'));
       await waitFor('three more cycles', () => (status()?.lastCycle?.number ?? 0) >= cycle + 3);
       const s = status();
-      expect(s.consecutiveFailures, stderr).toBe(0);
+      expect(s.consecutiveFailures, watcher.stderr()).toBe(0);
       expect(s.lastCycle.ok).toBe(true);
       expect(validateTree(out)).toEqual([]);
       const docs = profiles(out);
@@ -127,9 +114,8 @@ describe('clock jumps backwards', () => {
       ).toBe(true);
       expect(docs.every((p) => Date.parse(p.meta.timestamp) < Date.now() - 399 * DAY * 1000)).toBe(true);
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+      await watcher.stop();
     }
-    expect(child.exitCode, stderr).toBe(0);
+    expect(watcher.child.exitCode, watcher.stderr()).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCli, type CliResult } from '../helpers/cli.js';
+import { runCli, type CliResult } from '../helpers/process.js';
 import { listFiles, publishedFiles } from '../helpers/output.js';
 import { TestStore, tempDir as sharedTempDir } from '../helpers/store.js';
 

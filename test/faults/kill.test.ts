@@ -11,11 +11,10 @@
  * is where it would be served. After the restart, the tree is exactly a fresh build, with no
  * temporary file, staging folder or stale lock left.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN } from '../helpers/cli.js';
+import { startCli } from '../helpers/process.js';
 import { BASE, buildArgs, changeStore, cli, EPOCH, INJECT, makeStore, servedBytes } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
@@ -130,29 +129,18 @@ describe('kill -9 at exact points, repeated', () => {
       const n = 1 + Math.floor(rand() * 700);
       // Published before and still published by this version: must never go missing.
       const must = new Set([...mustHave].filter((f) => next.has(f)));
-      const child = spawn(
-        process.execPath,
-        ['--import', INJECT, BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'],
-        {
-          env: { PATH: process.env.PATH ?? '', SOURCE_DATE_EPOCH: EPOCH, FAULT_OUT: out, FAULT_KILL_AFTER: String(n) },
-          stdio: ['ignore', 'ignore', 'pipe'],
-        },
-      );
-      let stderr = '';
-      child.stderr!.on('data', (d) => {
-        stderr += d;
+      const watcher = startCli(['watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '0.2'], {
+        nodeArgs: ['--import', INJECT],
+        env: { SOURCE_DATE_EPOCH: EPOCH, FAULT_OUT: out, FAULT_KILL_AFTER: String(n) },
       });
       let timedOut = false;
-      const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-        const timer = setTimeout(() => {
-          timedOut = true;
-          child.kill('SIGKILL');
-        }, 20_000);
-        child.once('exit', (code, signal) => {
-          clearTimeout(timer);
-          resolve({ code, signal });
-        });
-      });
+      const timer = setTimeout(() => {
+        timedOut = true;
+        watcher.child.kill('SIGKILL');
+      }, 20_000);
+      const exit = await watcher.exit;
+      clearTimeout(timer);
+      const stderr = watcher.stderr();
       expect(exit.signal, `round ${round}, kill at change ${n}: ${stderr}`).toBe('SIGKILL');
       // Killed by the injected fault at change n, not by this test's safety timer.
       expect(timedOut, `round ${round}: the watcher never reached change ${n}`).toBe(false);
@@ -162,13 +150,8 @@ describe('kill -9 at exact points, repeated', () => {
     }
     // The restarted watcher takes over the dead one's lock and brings the tree to the store as it is.
     const reference = versions.at(-1)!;
-    const child = spawn(process.execPath, [BIN, 'watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], {
-      env: { PATH: process.env.PATH ?? '', SOURCE_DATE_EPOCH: EPOCH },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (d) => {
-      stderr += d;
+    const watcher = startCli(['watch', '--db', db, '--out', out, '--base-url', BASE, '--interval', '600'], {
+      env: { SOURCE_DATE_EPOCH: EPOCH },
     });
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -182,13 +165,12 @@ describe('kill -9 at exact points, repeated', () => {
             }
           })()
         : undefined;
-      if (status?.pid === child.pid && status.lastCycle?.ok && status.state === 'idle') break;
-      if (Date.now() > deadline) throw new Error(`the restarted watcher never finished a cycle: ${stderr}`);
+      if (status?.pid === watcher.pid && status.lastCycle?.ok && status.state === 'idle') break;
+      if (Date.now() > deadline) throw new Error(`the restarted watcher never finished a cycle: ${watcher.stderr()}`);
       await new Promise((r) => setTimeout(r, 50));
     }
-    child.kill('SIGTERM');
-    const code = await new Promise((resolve) => child.once('exit', resolve));
-    expect(code, stderr).toBe(0);
+    const { code } = await watcher.stop();
+    expect(code, watcher.stderr()).toBe(0);
     expectConverged(reference);
   });
 });

@@ -7,30 +7,28 @@
  * Whatever happens, the build either publishes one consistent snapshot (exit 0) or fails with exit 3
  * and a clear message, leaving the previous output byte for byte as it was.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildArgs, changeStore, cli, expectClearError, makeStore, servedBytes, tempDir, treeBytes } from './helpers.js';
+import { startNode, type Proc } from '../helpers/process.js';
 
 const HOLD = fileURLToPath(new URL('./fixtures/hold-store.mjs', import.meta.url));
 
 let dir: ReturnType<typeof tempDir>;
 let db: string;
 let out: string;
-const children: ChildProcess[] = [];
+const holders: Proc[] = [];
 beforeEach(() => {
   dir = tempDir();
   db = join(dir.path, 'profiles.db');
   out = join(dir.path, 'out');
 });
 afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
-    }
+  for (const holder of holders.splice(0)) {
+    holder.child.kill('SIGKILL');
+    await holder.exit;
   }
   dir.cleanup();
 });
@@ -68,12 +66,12 @@ function bigStore(journal: 'wal' | 'delete'): void {
   expect(statSync(db).size).toBeGreaterThan(900_000);
 }
 
-function hold(mode: 'txn' | 'locking'): { child: ChildProcess; signals: string } {
-  const signals = join(dir.path, `signals-${children.length}`);
+function hold(mode: 'txn' | 'locking'): { proc: Proc; signals: string } {
+  const signals = join(dir.path, `signals-${holders.length}`);
   mkdirSync(signals);
-  const child = spawn(process.execPath, [HOLD, db, mode, signals], { stdio: ['ignore', 'ignore', 'inherit'] });
-  children.push(child);
-  return { child, signals };
+  const proc = startNode([HOLD, db, mode, signals]);
+  holders.push(proc);
+  return { proc, signals };
 }
 
 async function waitFile(path: string, ms = 20_000): Promise<void> {
@@ -156,8 +154,7 @@ describe('store replaced, truncated or locked during a build', () => {
       expect(r.code, r.stderr).toBe(0);
       expectSame(servedBytes(out), started, 'the build while the store was locked');
       await waitFile(join(holder.signals, 'locked'));
-      holder.child.kill('SIGTERM');
-      await new Promise((res) => holder.child.once('exit', res));
+      await holder.proc.stop();
     });
   }
 });

@@ -19,7 +19,7 @@ import { build, type BuildReport } from '../../src/build.js';
 import { formatSummary, formatWarnings } from '../../src/cli/report.js';
 import { SnapshotError } from '../../src/core/errors.js';
 import { StoreSession } from '../../src/incremental/session.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { listFiles } from '../helpers/output.js';
 import { tempDir } from '../helpers/store.js';
 import { storeArbitrary, writeStore, type LabelledDate, type ModelStore, type ModelUser } from './model.js';
@@ -31,7 +31,8 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20261121);
 const SNAPSHOT_MS = Date.UTC(2026, 0, 1);
 
 const root = tempDir('ps-fuzz-');
-afterAll(() => root.cleanup());
+// `npm run fuzz` leaves thousands of sandboxes; removing them takes longer than the default hook time.
+afterAll(() => root.cleanup(), 300_000);
 let counter = 0;
 
 /** A sandbox folder; --out is three levels down, so an escape by `../` would land inside the sandbox. */

@@ -5,14 +5,13 @@
  * process, so the CLI must not block it).
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as netServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
-import { BIN } from './cli.js';
 
 export const BUCKET = 'profiles';
 export const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
@@ -120,6 +119,7 @@ export async function readBucket(endpoint: string, bucket: string, prefix = ''):
 /** The environment of a publish: test credentials, and nothing from the machine's AWS setup. */
 export function s3Env(extra: Record<string, string> = {}): Record<string, string> {
   return {
+    HOME: '/nonexistent',
     AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId,
     AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey,
     AWS_CONFIG_FILE: '/nonexistent/aws-config',
@@ -127,24 +127,6 @@ export function s3Env(extra: Record<string, string> = {}): Record<string, string
     AWS_EC2_METADATA_DISABLED: 'true',
     ...extra,
   };
-}
-
-export interface AsyncRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI without blocking this process (whose servers it talks to). `onSpawn` gets the child. */
-export function runCliAsync(args: string[], env: Record<string, string>, onSpawn?: (child: ChildProcess) => void): Promise<AsyncRun> {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', HOME: '/nonexistent', ...env } });
-  let stdout = '',
-    stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
-  onSpawn?.(child);
-  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
 }
 
 export function freePort(): Promise<number> {

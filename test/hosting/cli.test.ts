@@ -4,7 +4,6 @@
  * netlify.toml and edge routing module in step with the route table, `netlify verify` and Netlify's
  * per-folder file limit.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -14,7 +13,7 @@ import * as edgeRoutes from '../../netlify/edge-functions/profile-api/routes.js'
 import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
 import { ALLOW_HEADER, PREFLIGHT_HEADERS, ROUTES } from '../../src/hosting/routes.js';
 import { resolveRoute } from '../../src/hosting/routing.js';
-import { BIN, runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/process.js';
 import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 import { requestTable } from './request-table.js';
 
@@ -110,20 +109,11 @@ describe("netlify verify: Netlify's 54,000 files per folder", () => {
   });
 });
 
-/** Starts `serve` as a real process; resolves once it prints its address. */
+/** Starts `serve` as a real process; `listening` settles with its address once it prints it. */
 function startServe(args: string[]) {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      const m = /serving .* on (http:\/\/\S+)/.exec(stderr);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', () => reject(new Error(`serve exited early: ${stderr}`)));
-  });
-  return { child, listening, exited, stderr: () => stderr };
+  const proc = startCli(['serve', ...args]);
+  const listening = proc.waitForStderr(/serving .* on (http:\/\/\S+)/).then((match) => match[1]!);
+  return { ...proc, listening, exited: proc.exit.then((exit) => exit.code) };
 }
 
 const get = (url: string, agent?: Agent) =>

@@ -11,7 +11,7 @@ import TOML from '@iarna/toml';
 import { describe, expect, it } from 'vitest';
 import { FUNCTION_FILE, HEADERS_POLICY_FILE, TEMPLATE_FILE } from '../../src/hosting/aws-config.js';
 import { WORKER_MODULE, WRANGLER_TOML } from '../../src/hosting/cloudflare-config.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { REPO } from './fixture.js';
 
 const cli = (args: string[]) => runCli(args);

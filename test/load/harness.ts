@@ -4,66 +4,26 @@
  * of a process's memory and open file descriptors.
  */
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { BIN } from '../helpers/cli.js';
+import { startCli, startNode, type Proc } from '../helpers/process.js';
 
-export interface Proc {
-  child: ChildProcess;
-  pid: number;
-  stderr: () => string;
-  stop: () => Promise<number | null>;
-}
+export type { Proc };
 
-/** Starts a process and waits until its stderr matches `ready` (the first group is returned). */
-export async function startProc(args: string[], env: Record<string, string>, ready?: RegExp): Promise<Proc & { match: string }> {
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (d) => {
-    stderr += d;
-  });
-  child.stdout!.resume();
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const match =
-    ready === undefined
-      ? ''
-      : await new Promise<string>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`${args.join(' ')} not ready: ${stderr}`)), 30_000);
-          const onData = () => {
-            const m = ready.exec(stderr);
-            if (m) {
-              clearTimeout(timer);
-              child.stderr!.off('data', onData);
-              resolve(m[1] ?? m[0]);
-            }
-          };
-          child.stderr!.on('data', onData);
-          child.once('exit', () => reject(new Error(`${args.join(' ')} exited: ${stderr}`)));
-        });
-  return {
-    child,
-    pid: child.pid!,
-    match,
-    stderr: () => stderr,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
-    },
-  };
+/** A started process once its stderr matches `ready`; `match` is the pattern's first group (a port). */
+async function whenReady(proc: Proc, ready: RegExp): Promise<Proc & { match: string }> {
+  const match = await proc.waitForStderr(ready);
+  return Object.assign(proc, { match: match[1] ?? match[0] });
 }
 
 const HEAP_PROBE = new URL('./fixtures/heap-probe.mjs', import.meta.url).pathname;
-/** `serve` on a free port; with the heap probe preloaded, so `liveHeap` can read it. */
+/** With the heap probe preloaded, so `liveHeap` can read it. */
+const probed = { nodeArgs: ['--expose-gc', '--import', HEAP_PROBE] };
+/** `serve` on a free port. */
 export const serve = (out: string) =>
-  startProc(
-    ['--expose-gc', '--import', HEAP_PROBE, BIN, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1'],
-    {},
-    /on http:\/\/127\.0\.0\.1:(\d+)/,
-  );
-export const watch = (args: string[]) => startProc(['--expose-gc', '--import', HEAP_PROBE, BIN, 'watch', ...args], {}, /cycle 1/);
+  whenReady(startCli(['serve', '--out', out, '--port', '0', '--host', '127.0.0.1'], probed), /on http:\/\/127\.0\.0\.1:(\d+)/);
+export const watch = (args: string[]) => whenReady(startCli(['watch', ...args], probed), /cycle 1/);
+/** A fixture script of this suite, running. */
+export const fixture = (name: string, args: string[]) => startNode([new URL(`./fixtures/${name}`, import.meta.url).pathname, ...args]);
 
 /** Bytes of live heap after a full collection, read through the heap probe (SIGUSR2). */
 export async function liveHeap(proc: Proc): Promise<number> {
@@ -76,8 +36,7 @@ export async function liveHeap(proc: Proc): Promise<number> {
   }
   throw new Error('the heap probe did not answer');
 }
-export const plainServer = (out: string) =>
-  startProc([new URL('./fixtures/plain-server.mjs', import.meta.url).pathname, out], {}, /listening on (\d+)/);
+export const plainServer = (out: string) => whenReady(fixture('plain-server.mjs', [out]), /listening on (\d+)/);
 
 /** Resident memory (kB) and open descriptors of a live process. */
 export function procStats(pid: number): { rssKb: number; fds: number } {

@@ -19,18 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildArgs, cli, makeStore, tempDir } from '../faults/helpers.js';
 import { buildSampleSnapshot, type Snapshot } from '../hosting/fixture.js';
 import { requestTable } from '../hosting/request-table.js';
-import {
-  liveHeap,
-  load,
-  plainServer,
-  procStats,
-  serve,
-  startProc,
-  watch,
-  type LoadFigures,
-  type LoadRequest,
-  type Proc,
-} from './harness.js';
+import { liveHeap, load, plainServer, procStats, serve, fixture, watch, type LoadFigures, type LoadRequest, type Proc } from './harness.js';
 
 const LOAD_SECONDS = Number(process.env.LOAD_SECONDS ?? 2);
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 8);
@@ -110,7 +99,7 @@ describe('soak: serve under load while watch regenerates', () => {
         const out = join(dir.path, 'out');
         makeStore(db, 300);
         expect(cli(buildArgs(db, out)).code).toBe(0);
-        track(await startProc([new URL('./fixtures/writer.mjs', import.meta.url).pathname, db], {}));
+        track(fixture('writer.mjs', [db]));
         const watcher = track(await watch(['--db', db, '--out', out, '--base-url', 'https://p.example.com', '--interval', '0.3']));
         const origin = track(await serve(out));
         const base = `http://127.0.0.1:${origin.match}`;

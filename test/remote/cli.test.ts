@@ -5,7 +5,8 @@
 import { appendFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { freePort, runCliAsync, s3Env, startS3rver } from '../helpers/s3.js';
+import { freePort, s3Env, startS3rver } from '../helpers/s3.js';
+import { runCliAsync } from '../helpers/process.js';
 import { expectExact, newSite, PREFIX, s3Workspace, sql, type Site } from './helpers.js';
 import { buildTo } from '../helpers/build.js';
 
@@ -30,10 +31,9 @@ describe('publish CLI', () => {
   ];
 
   it('publishes with the target and endpoint from the environment, and says what it did', async () => {
-    const run = await runCliAsync(
-      ['publish', '--out', site.out, '--json'],
-      s3Env({ PROFILE_PUBLISH_TO: `s3://${site.bucket}/${PREFIX}`, AWS_ENDPOINT_URL_S3: site.endpoint }),
-    );
+    const run = await runCliAsync(['publish', '--out', site.out, '--json'], {
+      env: s3Env({ PROFILE_PUBLISH_TO: `s3://${site.bucket}/${PREFIX}`, AWS_ENDPOINT_URL_S3: site.endpoint }),
+    });
     expect(run.stderr).toMatch(
       /published .* to s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+: 46 objects put \(20 profiles, the creators list\)/,
     );
@@ -42,7 +42,7 @@ describe('publish CLI', () => {
     expect(report.objects).toEqual({ put: 46, deleted: 0, unchanged: 0 });
     expect(report.requests.PUT).toBe(48);
     await expectExact(site);
-    const again = await runCliAsync(publishArgs(), s3Env());
+    const again = await runCliAsync(publishArgs(), { env: s3Env() });
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/is up to date \(46 objects\); 2 requests/);
   });
@@ -50,35 +50,34 @@ describe('publish CLI', () => {
   it('takes flags over the environment, and path-style URLs for a host name endpoint', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const localhost = site.endpoint.replace('127.0.0.1', 'localhost');
-    const run = await runCliAsync(
-      publishArgs('--endpoint', localhost, '--path-style'),
-      s3Env({ AWS_ENDPOINT_URL_S3: closed, AWS_ENDPOINT_URL: closed }),
-    );
+    const run = await runCliAsync(publishArgs('--endpoint', localhost, '--path-style'), {
+      env: s3Env({ AWS_ENDPOINT_URL_S3: closed, AWS_ENDPOINT_URL: closed }),
+    });
     expect(run.stderr).toMatch(/published .* at http:\/\/localhost:\d+/);
     expect(run.code).toBe(0);
     await expectExact(site);
   });
 
   it('exits 2 on usage errors', async () => {
-    const none = await runCliAsync(['publish', '--out', site.out], s3Env());
+    const none = await runCliAsync(['publish', '--out', site.out], { env: s3Env() });
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/no bucket to publish to.*--to s3:\/\/<bucket>/);
-    const bad = await runCliAsync(['publish', '--out', site.out, '--to', 'https://bucket/x'], s3Env());
+    const bad = await runCliAsync(['publish', '--out', site.out, '--to', 'https://bucket/x'], { env: s3Env() });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--to must be an s3:\/\/ URL/);
-    const help = await runCliAsync(['publish', '--help'], {});
+    const help = await runCliAsync(['publish', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/6 the bucket is unusable/);
     expect(help.stdout).toMatch(/7 refused by the deletion guard/);
   });
 
   it('exits 5 for a tree that is not publishable, writing nothing', async () => {
-    const empty = await runCliAsync(publishArgs('--out', join(workspace.dir, 'nothing-here')), s3Env());
+    const empty = await runCliAsync(publishArgs('--out', join(workspace.dir, 'nothing-here')), { env: s3Env() });
     expect(empty.code).toBe(5);
     expect(empty.stderr).toMatch(/holds no snapshot.*Fix: run profile-snapshot build/);
     // An interrupted build: entries claimed, never settled.
     appendFileSync(join(site.out, '.profile-snapshot/manifest'), '\nu\tuser00001\t-\n');
-    const pending = await runCliAsync(publishArgs('--wait', '100'), s3Env());
+    const pending = await runCliAsync(publishArgs('--wait', '100'), { env: s3Env() });
     expect(pending.code).toBe(5);
     expect(pending.stderr).toMatch(/not publishable: 1 entries of its manifest are pending/);
     const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
@@ -87,13 +86,13 @@ describe('publish CLI', () => {
 
   it('exits 5 for a tree missing a document, before writing anything', async () => {
     rmSync(join(site.out, '_errors/not-found.json'));
-    const errorDocument = await runCliAsync(publishArgs(), s3Env());
+    const errorDocument = await runCliAsync(publishArgs(), { env: s3Env() });
     expect(errorDocument.code).toBe(5);
     expect(errorDocument.stderr).toMatch(/is not publishable: _errors\/not-found\.json missing/);
     rmSync(site.out, { recursive: true });
     buildTo(site.db, site.out);
     rmSync(join(site.out, 'api/v1/users/user00003'));
-    const profile = await runCliAsync(publishArgs(), s3Env());
+    const profile = await runCliAsync(publishArgs(), { env: s3Env() });
     expect(profile.code).toBe(5);
     expect(profile.stderr).toMatch(/is not publishable: api\/v1\/users\/user00003 is missing although the manifest lists it/);
     const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
@@ -122,7 +121,7 @@ describe('publish CLI', () => {
       ],
     ];
     for (const [args, caseEnv, message] of cases) {
-      const run = await runCliAsync(args, caseEnv);
+      const run = await runCliAsync(args, { env: caseEnv });
       expect(run.stderr).toMatch(message);
       expect(run.code, run.stderr).toBe(6);
       expect(JSON.parse(run.stdout).error.kind).toBe('remote');
@@ -135,15 +134,15 @@ describe('publish CLI', () => {
 
   it('exits 7 when the deletion guard refuses, and --force overrides it', async () => {
     site = await newSite(workspace.server, workspace.dir, 150);
-    expect((await runCliAsync(publishArgs(), s3Env())).code).toBe(0);
+    expect((await runCliAsync(publishArgs(), { env: s3Env() })).code).toBe(0);
     sql(site.db, 'DELETE FROM socials; DELETE FROM bans; DELETE FROM users WHERE id > 20;');
     buildTo(site.db, site.out);
-    const refused = await runCliAsync(publishArgs(), s3Env());
+    const refused = await runCliAsync(publishArgs(), { env: s3Env() });
     expect(refused.code).toBe(7);
     expect(refused.stderr).toMatch(
       /refused to publish .* it would delete 260 objects \(87% of the 300 live profile objects\), more than the 100 allowed; nothing was changed\. Fix: .*--max-deletes 260 \(or --force\)/,
     );
-    const forced = await runCliAsync(publishArgs('--force'), s3Env());
+    const forced = await runCliAsync(publishArgs('--force'), { env: s3Env() });
     expect(forced.code).toBe(0);
     await expectExact(site);
   });

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildTo } from '../helpers/build.js';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { clientFor, hasMoto, readBucket, runCliAsync, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
+import { clientFor, hasMoto, readBucket, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
+import { runCliAsync } from '../helpers/process.js';
 import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql } from './helpers.js';
 import { prng } from '../../src/seed/synthetic.js';
 import type { PublishOptions } from '../../src/remote/publish.js';
@@ -128,13 +129,13 @@ describe('publish under faults', () => {
       );
       buildTo(site.db, site.out);
       const delay = 100 + Math.floor(random() * 900);
-      const run = await runCliAsync(args, s3Env(), (child) => setTimeout(() => child.kill('SIGKILL'), delay));
+      const run = await runCliAsync(args, { env: s3Env(), onSpawn: (child) => setTimeout(() => child.kill('SIGKILL'), delay) });
       if (run.signal === 'SIGKILL') killed++;
       else expect(run.code, run.stderr).toBe(0);
       expectListCovered(publicObjects(await readBucket(site.endpoint, site.bucket, PREFIX)));
     }
     expect(killed).toBeGreaterThan(2);
-    const final = await runCliAsync(args, s3Env());
+    const final = await runCliAsync(args, { env: s3Env() });
     expect(final.code, final.stderr).toBe(0);
     await proxy.close();
     await expectExact(site);

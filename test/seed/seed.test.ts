@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTo } from '../helpers/build.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { validateTree } from '../helpers/schemas.js';
 import { tempDir } from '../helpers/store.js';
 

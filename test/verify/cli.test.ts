@@ -6,7 +6,7 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { runCli } from '../helpers/process.js';
 import { REPO, tempDir } from '../helpers/store.js';
 import { verify } from '../../src/verify/index.js';
 import { PARALLEL_FROM } from '../../src/verify/parallel.js';

@@ -9,19 +9,18 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import {
-  cli,
   cycleAfter,
   ensureCompiled,
   FIXTURES,
   lastCycle,
   makeStore,
+  type Proc,
   publishedFiles,
-  start,
+  startCli,
+  startNode,
   status,
-  stop,
   userName,
   waitFor,
-  type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
@@ -34,13 +33,15 @@ const EPOCH = '1767225600'; // 2026-01-01: a fixed snapshot time, so a reference
 beforeAll(() => ensureCompiled(), 120_000);
 eachTestWorkspace((w) => ({ dir, db, out } = w), { prefix: 'ps-watch-' });
 afterEach(async () => {
-  for (const proc of procs.splice(0)) await stop(proc);
+  for (const proc of procs.splice(0)) await proc.stop();
 });
 
 const spawnTracked = (proc: Proc) => (procs.push(proc), proc);
 const watch = (...args: string[]) =>
-  spawnTracked(cli(['watch', '--db', db, '--out', out, '--base-url', 'https://p.example.com', ...args], { SOURCE_DATE_EPOCH: EPOCH }));
-const writer = () => spawnTracked(start(process.execPath, [join(FIXTURES, 'writer.mjs'), db]));
+  spawnTracked(
+    startCli(['watch', '--db', db, '--out', out, '--base-url', 'https://p.example.com', ...args], { env: { SOURCE_DATE_EPOCH: EPOCH } }),
+  );
+const writer = () => spawnTracked(startNode([join(FIXTURES, 'writer.mjs'), db]));
 
 async function finish(proc: Proc): Promise<any> {
   proc.child.kill('SIGTERM');
@@ -81,7 +82,7 @@ describe('under load and crashes', () => {
     const watcher = watch('--interval', '0.2');
     await cycleAfter(out, 0);
     const names = Array.from({ length: users }, (_, i) => userName(i + 1)).join(',');
-    const reader = spawnTracked(start(process.execPath, [join(FIXTURES, 'reader.mjs'), out, names]));
+    const reader = spawnTracked(startNode([join(FIXTURES, 'reader.mjs'), out, names]));
     await waitFor('the reader to start', () => reader.stderr().includes('reading'));
     const from = lastCycle(out);
     await waitFor('10 more cycles', () => lastCycle(out) >= from + 10, 60_000);

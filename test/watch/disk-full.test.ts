@@ -8,20 +8,19 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli,
   cycleAfter,
   ensureCompiled,
   makeStore,
+  type Proc,
   profilePath,
   publishedFiles,
   readJson,
   sql,
+  startCli,
   status,
-  stop,
   tempDir,
-  waitFor,
-  type Proc,
   userName,
+  waitFor,
 } from './helpers.js';
 
 function tryMount(dir: string): boolean {
@@ -39,7 +38,7 @@ let watcher: Proc | undefined;
 
 beforeAll(() => ensureCompiled(), 120_000);
 afterEach(async () => {
-  await stop(watcher);
+  await watcher?.stop();
   if (mounted) spawnSync('umount', [mounted]);
   dir?.cleanup();
 });
@@ -65,7 +64,7 @@ describe.skipIf(!canMount)('disk full', () => {
     expect(tryMount(mounted)).toBe(true);
     const out = join(mounted, 'dist');
     makeStore(db, 40);
-    watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1']);
+    watcher = startCli(['watch', '--db', db, '--out', out, '--interval', '1']);
     await cycleAfter(out, 0);
     const tree = new Map(publishedFiles(out).map((f) => [f, readFileSync(join(out, f), 'utf8')]));
 

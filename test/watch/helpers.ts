@@ -2,16 +2,18 @@
  * Helpers for the watch tests: real SQLite stores in temp folders (WAL mode, as the platform runs
  * them), the real bin in child processes, and bounded polling instead of sleeps-and-hope.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WatchStatus } from '../../src/watch/status.js';
-import { BIN, REPO } from '../helpers/paths.js';
+import { runningProcesses } from '../helpers/process.js';
+import { REPO } from '../helpers/paths.js';
 import { TestStore, tempDir as sharedTempDir } from '../helpers/store.js';
 
 export { BIN, REPO } from '../helpers/paths.js';
+export { runCliAsync, startCli, startNode, type Proc } from '../helpers/process.js';
 export { listFiles, publishedFiles } from '../helpers/output.js';
 export { execSql as sql } from '../helpers/store.js';
 export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
@@ -86,51 +88,6 @@ export function makeStore(file: string, users: number): void {
 
 export const userName = (id: number) => `user${String(id).padStart(5, '0')}`;
 
-/** Children still running: a timed-out wait shows their stderr, which usually says why. */
-const running = new Set<Proc>();
-
-/** A child process with its output collected. */
-export interface Proc {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-export function start(command: string, args: string[], env: Record<string, string> = {}): Proc {
-  // Vitest sets BASE_URL=/ in its own environment; the CLI must not inherit that (nor any PROFILE_*).
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !['BASE_URL', 'URL', 'PROFILE_DB', 'PROFILE_OUT', 'SOURCE_DATE_EPOCH'].includes(k)),
-  );
-  const child = spawn(command, args, { cwd: REPO, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '',
-    err = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr!.on('data', (c: Buffer) => {
-    err += c.toString();
-  });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('close', (code, signal) => {
-      running.delete(proc);
-      resolve({ code, signal });
-    }),
-  );
-  const proc: Proc = { child, stdout: () => out, stderr: () => err, exit };
-  running.add(proc);
-  return proc;
-}
-
-/** The real bin: `profile-snapshot <args>`. */
-export const cli = (args: string[], env: Record<string, string> = {}) => start(process.execPath, [BIN, ...args], env);
-
-export async function runCli(args: string[], env: Record<string, string> = {}) {
-  const proc = cli(args, env);
-  const { code } = await proc.exit;
-  return { code, stdout: proc.stdout(), stderr: proc.stderr() };
-}
-
 /** Polls `condition` every 25 ms until it returns a truthy value; fails with `what` after `timeoutMs`. */
 export async function waitFor<T>(what: string, condition: () => T | undefined | false | null, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -138,7 +95,7 @@ export async function waitFor<T>(what: string, condition: () => T | undefined | 
     const value = condition();
     if (value) return value;
     if (Date.now() > deadline) {
-      const logs = [...running]
+      const logs = runningProcesses()
         .map((p) => `--- pid ${p.child.pid} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none'}) stderr:\n${p.stderr().slice(-3000)}`)
         .join('\n');
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${logs ? `\n${logs}` : ''}`);
@@ -174,12 +131,3 @@ export function readJson(path: string): any {
 }
 
 export const profilePath = (out: string, name: string) => join(out, 'api/v1/users', name);
-
-/** Stops a child politely, then surely (for afterEach cleanup). */
-export async function stop(proc: Proc | undefined): Promise<void> {
-  if (!proc || proc.child.exitCode !== null || proc.child.signalCode !== null) return;
-  proc.child.kill('SIGTERM');
-  const timer = setTimeout(() => proc.child.kill('SIGKILL'), 10_000);
-  await proc.exit;
-  clearTimeout(timer);
-}

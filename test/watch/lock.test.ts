@@ -10,7 +10,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import { SnapshotError } from '../../src/core/errors.js';
 import { OutDirLock, processStartTicks } from '../../src/publish/lock.js';
-import { cli, cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, runCli, start, stop, type Proc } from './helpers.js';
+import { cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, type Proc, runCliAsync, startCli, startNode } from './helpers.js';
 import { eachTestWorkspace } from '../helpers/store.js';
 
 let db: string;
@@ -20,7 +20,7 @@ let watcher: Proc | undefined;
 beforeAll(() => ensureCompiled(), 120_000);
 eachTestWorkspace((w) => ({ db, out } = w), { fill: (file) => makeStore(file, 5), prefix: 'ps-watch-' });
 afterEach(async () => {
-  await stop(watcher);
+  await watcher?.stop();
   watcher = undefined;
 });
 
@@ -42,13 +42,13 @@ const buildOnce = (lockWaitMs?: number) =>
 
 describe('out dir lock', () => {
   it('a build and a second watch on a watched out dir wait briefly, then exit 5 naming the holder', async () => {
-    watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1']);
+    watcher = startCli(['watch', '--db', db, '--out', out, '--interval', '1']);
     await cycleAfter(out, 0);
     const pid = watcher.child.pid!;
     const startedAt = Date.now();
     const [builder, second] = await Promise.all([
-      runCli(['build', '--db', db, '--out', out]),
-      runCli(['watch', '--db', db, '--out', out, '--interval', '1']),
+      runCliAsync(['build', '--db', db, '--out', out]),
+      runCliAsync(['watch', '--db', db, '--out', out, '--interval', '1']),
     ]);
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4_000); // they waited (5 s) before giving up
     for (const run of [builder, second]) {
@@ -65,9 +65,9 @@ describe('out dir lock', () => {
   });
 
   it('a build waits for a holder that lets go within the wait, then builds', async () => {
-    const holder = start(process.execPath, [join(FIXTURES, 'hold-lock.mjs'), out, '1500']);
+    const holder = startNode([join(FIXTURES, 'hold-lock.mjs'), out, '1500']);
     await waitForOutput(holder, 'took');
-    const result = await runCli(['build', '--db', db, '--out', out]);
+    const result = await runCliAsync(['build', '--db', db, '--out', out]);
     expect(result.code, result.stderr).toBe(0);
     expect(existsSync(lockPath())).toBe(false);
   });
@@ -93,11 +93,11 @@ describe('out dir lock', () => {
 
   it('takes over the lock of a dead process (kill -9, crash)', async () => {
     writeLock({ pid: deadPid() });
-    const result = await runCli(['build', '--db', db, '--out', out]);
+    const result = await runCliAsync(['build', '--db', db, '--out', out]);
     expect(result.code, result.stderr).toBe(0);
     // A watcher started over a stale lock takes it over.
     writeLock({ pid: deadPid() });
-    watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1']);
+    watcher = startCli(['watch', '--db', db, '--out', out, '--interval', '1']);
     await cycleAfter(out, 0);
     expect(JSON.parse(readFileSync(lockPath(), 'utf8')).pid).toBe(watcher.child.pid);
     // The lock clobbered while it runs (a dead pid in it now): the next cycle takes it back.
@@ -135,7 +135,7 @@ describe('out dir lock', () => {
     for (let round = 0; round < 5; round++) {
       writeLock({ pid: deadPid() });
       const goAt = String(Date.now() + 1500);
-      const racers = Array.from({ length: 6 }, () => start(process.execPath, [join(FIXTURES, 'hold-lock.mjs'), out, '1000', goAt]));
+      const racers = Array.from({ length: 6 }, () => startNode([join(FIXTURES, 'hold-lock.mjs'), out, '1000', goAt]));
       await Promise.all(racers.map((r) => r.exit));
       const outcomes = racers.map((r) => r.stdout()).sort();
       expect(outcomes).toEqual(['refused', 'refused', 'refused', 'refused', 'refused', 'took']);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readBucket, s3Env, startProxy, startS3rver, type S3Server } from '../helpers/s3.js';
 import { publicObjects } from '../remote/helpers.js';
-import { cli, ensureCompiled, makeStore, sql, status, stop, tempDir, waitFor, type Proc } from './helpers.js';
+import { ensureCompiled, makeStore, type Proc, sql, startCli, status, tempDir, waitFor } from './helpers.js';
 
 const SECRET = 'publish-secret-never-in-status';
 
@@ -23,7 +23,7 @@ describe('watch --publish', () => {
     await server?.close();
   });
   afterEach(async () => {
-    await stop(watcher);
+    await watcher?.stop();
     dir?.cleanup();
   });
 
@@ -45,7 +45,7 @@ describe('watch --publish', () => {
     // A proxy that can be made to fail every request, standing for an outage of the store.
     let outage = false;
     const proxy = await startProxy(server.endpoint, { fault: () => (outage ? 'status503' : undefined) });
-    watcher = cli(
+    watcher = startCli(
       [
         'watch',
         '--db',
@@ -61,7 +61,7 @@ describe('watch --publish', () => {
         '--exec',
         `touch ${marker}`,
       ],
-      s3Env({ AWS_SECRET_ACCESS_KEY: SECRET, AWS_MAX_ATTEMPTS: '2' }),
+      { env: s3Env({ AWS_SECRET_ACCESS_KEY: SECRET, AWS_MAX_ATTEMPTS: '2' }) },
     );
     const first = await waitFor('a first publish', () => (status(out)?.publish?.lastSuccessAt ? status(out) : undefined), 30_000);
     expect(first.publish).toMatchObject({ runs: 1, consecutiveFailures: 0, behind: false, last: { put: 66, deleted: 0 } });
@@ -101,7 +101,7 @@ describe('watch --publish', () => {
     await waitFor('two more cycles', () => (status(out)!.cycles >= cycles + 2 ? true : undefined));
     expect(status(out)!.publish!.runs).toBe(runs);
 
-    await stop(watcher);
+    await watcher?.stop();
     await proxy.close();
     const log = watcher!.stderr();
     expect(log).toMatch(/publish \(cycle \d+\): 66 objects put, 0 deleted/);

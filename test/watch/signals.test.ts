@@ -9,19 +9,18 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFile
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli,
   cycleAfter,
   ensureCompiled,
   lastCycle,
   makeStore,
+  type Proc,
   profilePath,
   readJson,
-  runCli,
+  runCliAsync,
   sql,
+  startCli,
   status,
-  stop,
   waitFor,
-  type Proc,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
@@ -33,12 +32,12 @@ let watcher: Proc | undefined;
 beforeAll(() => ensureCompiled(), 120_000);
 eachTestWorkspace((w) => ({ dir, db, out } = w), { prefix: 'ps-watch-' });
 afterEach(async () => {
-  await stop(watcher);
+  await watcher?.stop();
   watcher = undefined;
 });
 
 // A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.
-const watch = (...args: string[]) => cli(['watch', '--db', db, '--out', out, ...args], { SOURCE_DATE_EPOCH: '1767225600' });
+const watch = (...args: string[]) => startCli(['watch', '--db', db, '--out', out, ...args], { env: { SOURCE_DATE_EPOCH: '1767225600' } });
 const views = (name: string) => readJson(profilePath(out, name)).data.views as number;
 const alive = (pid: number) => {
   try {
@@ -67,7 +66,7 @@ describe('signals and regenerate', () => {
     watcher = watch('--interval', '600');
     await cycleAfter(out, 0);
     sql(db, 'UPDATE users SET views = 777 WHERE id = 2');
-    const result = await runCli(['regenerate', '--out', out]);
+    const result = await runCliAsync(['regenerate', '--out', out]);
     expect(result.code).toBe(0);
     expect(result.stderr).toBe(
       `profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles (30 creators), 0 skipped; files 3 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`,
@@ -75,7 +74,7 @@ describe('signals and regenerate', () => {
     // When regenerate returns, the change is published.
     expect(views('user00002')).toBe(777);
 
-    const json = await runCli(['regenerate', '--out', out, '--json']);
+    const json = await runCliAsync(['regenerate', '--out', out, '--json']);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ number: 3, ok: true, changed: false });
   });
@@ -94,7 +93,7 @@ describe('signals and regenerate', () => {
     await new Promise((r) => setTimeout(r, 300));
     // ...then change the store and ask: cycle 2 (already under way) is not the answer, cycle 3 is.
     sql(db, 'UPDATE users SET views = 123456 WHERE id = 3');
-    const result = await runCli(['regenerate', '--out', out, '--json']);
+    const result = await runCliAsync(['regenerate', '--out', out, '--json']);
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout).number).toBeGreaterThanOrEqual(3);
     expect(views('user00003')).toBe(123456);
@@ -102,7 +101,7 @@ describe('signals and regenerate', () => {
 
   it('regenerate exits 5 when no watcher runs, and never sends SIGHUP to a build', async () => {
     makeStore(db, 3);
-    const none = await runCli(['regenerate', '--out', out]);
+    const none = await runCliAsync(['regenerate', '--out', out]);
     expect(none.code).toBe(5);
     expect(none.stderr).toMatch(/^profile-snapshot: no watcher is running for .*dist\. Fix: start one with "profile-snapshot watch --out/);
 
@@ -115,7 +114,7 @@ describe('signals and regenerate', () => {
         join(lockDir, 'lock'),
         JSON.stringify({ pid: holder.pid, command: 'build', since: new Date().toISOString(), host: 'x', startTicks: null, token: 't' }),
       );
-      const built = await runCli(['regenerate', '--out', out]);
+      const built = await runCliAsync(['regenerate', '--out', out]);
       expect(built.code).toBe(5);
       expect(built.stderr).toMatch(new RegExp(`is locked by pid ${holder.pid} .*profile-snapshot build.*not by a watcher`));
       expect(alive(holder.pid!)).toBe(true);
@@ -129,7 +128,7 @@ describe('signals and regenerate', () => {
     watcher = watch('--interval', '600');
     await cycleAfter(out, 0);
     renameSync(db, `${db}.away`);
-    const result = await runCli(['regenerate', '--out', out]);
+    const result = await runCliAsync(['regenerate', '--out', out]);
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(
       new RegExp(`^profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2 failed \\(1 in a row\\): profile store not found`),

@@ -8,20 +8,19 @@ import { appendFileSync, existsSync, readFileSync, renameSync, statSync } from '
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  cli,
   cycleAfter,
   ensureCompiled,
-  waitFor as poll,
   lastCycle,
   makeStore,
+  type Proc,
   profilePath,
   publishedFiles,
   readJson,
   sql,
-  start,
+  startCli,
+  startNode,
   status,
-  stop,
-  type Proc,
+  waitFor as poll,
 } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 import { canMount, mountTmpfs, sh } from '../helpers/mount.js';
@@ -34,13 +33,13 @@ let watcher: Proc | undefined;
 beforeAll(() => ensureCompiled(), 120_000);
 eachTestWorkspace((w) => ({ dir, db, out } = w), { fill: (file) => makeStore(file, 40), prefix: 'ps-watch-' });
 afterEach(async () => {
-  await stop(watcher);
+  await watcher?.stop();
   watcher = undefined;
 });
 
 // A fixed snapshot time: accountAgeDays would otherwise change every profile at midnight UTC.
 const watch = (...args: string[]) =>
-  cli(['watch', '--db', db, '--out', out, '--interval', '1', ...args], { SOURCE_DATE_EPOCH: '1767225600' });
+  startCli(['watch', '--db', db, '--out', out, '--interval', '1', ...args], { env: { SOURCE_DATE_EPOCH: '1767225600' } });
 const creators = () => readJson(join(out, 'service-api/v1/creators')).data as { username: string; views: number }[];
 
 describe('watch', () => {
@@ -126,7 +125,9 @@ describe('watch', () => {
     sql(db, 'UPDATE users SET bio = hex(zeroblob(300000))');
     const tmp = mountTmpfs(join(dir.path, 'sqlite-tmp'), '1m');
     try {
-      watcher = cli(['watch', '--db', db, '--out', out, '--interval', '1'], { SOURCE_DATE_EPOCH: '1767225600', SQLITE_TMPDIR: tmp });
+      watcher = startCli(['watch', '--db', db, '--out', out, '--interval', '1'], {
+        env: { SOURCE_DATE_EPOCH: '1767225600', SQLITE_TMPDIR: tmp },
+      });
       const s = await cycleAfter(out, 2, 60_000);
       expect(s.lastCycle).toMatchObject({ ok: true, profiles: 40 });
       expect(readJson(profilePath(out, 'user00001')).data.bio).toHaveLength(600_000);
@@ -142,7 +143,7 @@ describe('watch', () => {
       expect(notices, watcher.stderr()).toHaveLength(1);
       expect(notices[0]).toMatch(/\(.*full.*\).*point SQLITE_TMPDIR at a folder with that much room/);
     } finally {
-      await stop(watcher);
+      await watcher?.stop();
       watcher = undefined;
       sh('umount', '-l', tmp);
     }
@@ -315,7 +316,7 @@ describe('watch', () => {
     sql(db, 'PRAGMA journal_mode = DELETE');
     watcher = watch('--busy-timeout', '100');
     await cycleAfter(out, 0);
-    const holder = start(process.execPath, [
+    const holder = startNode([
       '-e',
       `
       const db = new (require('better-sqlite3'))(${JSON.stringify(db)});
@@ -332,7 +333,7 @@ describe('watch', () => {
   });
 
   it('regenerates every 30 seconds unless told otherwise', async () => {
-    watcher = cli(['watch', '--db', db, '--out', out], { SOURCE_DATE_EPOCH: '1767225600' });
+    watcher = startCli(['watch', '--db', db, '--out', out], { env: { SOURCE_DATE_EPOCH: '1767225600' } });
     const s = await cycleAfter(out, 0);
     expect(s.intervalSeconds).toBe(30);
     // The next cycle is due an interval after this one started, not sooner.
@@ -362,7 +363,7 @@ describe('watch', () => {
   });
 
   it('rejects a bad --interval as a usage error (exit 2)', async () => {
-    const proc = cli(['watch', '--db', db, '--out', out, '--interval', '0']);
+    const proc = startCli(['watch', '--db', db, '--out', out, '--interval', '0']);
     expect((await proc.exit).code).toBe(2);
     expect(proc.stderr()).toMatch(/--interval must be a positive number/);
   });

@@ -94,7 +94,55 @@ function withoutQuantity(policy: object): object {
 }
 
 export function renderTemplate(table: RouteTable = ROUTES): object {
-  const { Name: _name, ...policy } = withoutQuantity(renderHeadersPolicy(table)) as { Name: string };
+  return {
+    AWSTemplateFormatVersion: '2010-09-09',
+    Description: `The public profile API: a private S3 bucket that profile-snapshot publish fills, behind CloudFront with the route table's function and headers. ${GENERATED.join(' ')}`,
+    Parameters: TEMPLATE_PARAMETERS,
+    Conditions: TEMPLATE_CONDITIONS,
+    Resources: { ...bucketResources(), ...cloudFrontResources(table) },
+    Outputs: TEMPLATE_OUTPUTS,
+  };
+}
+
+const TEMPLATE_PARAMETERS = {
+  BucketName: { Type: 'String', Description: 'The bucket to create; publish --to s3://<BucketName>/<Prefix>' },
+  Prefix: {
+    Type: 'String',
+    Default: '',
+    AllowedPattern: '^([^/].*[^/]|[^/]?)$',
+    Description: 'The key prefix given to publish --to (no leading or trailing slash; empty for none)',
+  },
+  Aliases: {
+    Type: 'CommaDelimitedList',
+    Default: '',
+    Description: 'Host names of the API (e.g. profiles.example.com); empty for the cloudfront.net name only',
+  },
+  CertificateArn: {
+    Type: 'String',
+    Default: '',
+    Description: 'An ACM certificate in us-east-1 for the aliases; empty with no aliases',
+  },
+};
+
+const TEMPLATE_CONDITIONS = {
+  HasPrefix: { 'Fn::Not': [{ 'Fn::Equals': [{ Ref: 'Prefix' }, ''] }] },
+  HasCertificate: { 'Fn::Not': [{ 'Fn::Equals': [{ Ref: 'CertificateArn' }, ''] }] },
+};
+
+const TEMPLATE_OUTPUTS = {
+  DomainName: {
+    Value: { 'Fn::GetAtt': ['Distribution', 'DomainName'] },
+    Description: 'Point the API host names here (CNAME or alias record)',
+  },
+  DistributionId: { Value: { Ref: 'Distribution' } },
+  PublishTo: {
+    Value: { 'Fn::If': ['HasPrefix', { 'Fn::Sub': 's3://${Bucket}/${Prefix}' }, { 'Fn::Sub': 's3://${Bucket}' }] },
+    Description: 'profile-snapshot publish --to',
+  },
+};
+
+/** The private bucket, readable by the distribution alone, and never under the tool's own records. */
+function bucketResources(): object {
   const prefixed = (rest: string) => ({
     'Fn::If': ['HasPrefix', { 'Fn::Sub': `arn:aws:s3:::\${Bucket}/\${Prefix}/${rest}` }, { 'Fn::Sub': `arn:aws:s3:::\${Bucket}/${rest}` }],
   });
@@ -102,111 +150,80 @@ export function renderTemplate(table: RouteTable = ROUTES): object {
     StringEquals: { 'AWS:SourceArn': { 'Fn::Sub': 'arn:aws:cloudfront::${AWS::AccountId}:distribution/${Distribution}' } },
   };
   return {
-    AWSTemplateFormatVersion: '2010-09-09',
-    Description: `The public profile API: a private S3 bucket that profile-snapshot publish fills, behind CloudFront with the route table's function and headers. ${GENERATED.join(' ')}`,
-    Parameters: {
-      BucketName: { Type: 'String', Description: 'The bucket to create; publish --to s3://<BucketName>/<Prefix>' },
-      Prefix: {
-        Type: 'String',
-        Default: '',
-        AllowedPattern: '^([^/].*[^/]|[^/]?)$',
-        Description: 'The key prefix given to publish --to (no leading or trailing slash; empty for none)',
-      },
-      Aliases: {
-        Type: 'CommaDelimitedList',
-        Default: '',
-        Description: 'Host names of the API (e.g. profiles.example.com); empty for the cloudfront.net name only',
-      },
-      CertificateArn: {
-        Type: 'String',
-        Default: '',
-        Description: 'An ACM certificate in us-east-1 for the aliases; empty with no aliases',
+    Bucket: {
+      Type: 'AWS::S3::Bucket',
+      Properties: {
+        BucketName: { Ref: 'BucketName' },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
       },
     },
-    Conditions: {
-      HasPrefix: { 'Fn::Not': [{ 'Fn::Equals': [{ Ref: 'Prefix' }, ''] }] },
-      HasCertificate: { 'Fn::Not': [{ 'Fn::Equals': [{ Ref: 'CertificateArn' }, ''] }] },
-    },
-    Resources: {
-      Bucket: {
-        Type: 'AWS::S3::Bucket',
-        Properties: {
-          BucketName: { Ref: 'BucketName' },
-          PublicAccessBlockConfiguration: {
-            BlockPublicAcls: true,
-            BlockPublicPolicy: true,
-            IgnorePublicAcls: true,
-            RestrictPublicBuckets: true,
-          },
-          OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+    BucketPolicy: {
+      Type: 'AWS::S3::BucketPolicy',
+      Properties: {
+        Bucket: { Ref: 'Bucket' },
+        PolicyDocument: {
+          Version: '2012-10-17',
+          Statement: [
+            // Objects only, no s3:ListBucket: a missing key is a 403, which the distribution turns into USER_NOT_FOUND.
+            {
+              Sid: 'CloudFrontReadsTheSnapshot',
+              Effect: 'Allow',
+              Principal: { Service: 'cloudfront.amazonaws.com' },
+              Action: 's3:GetObject',
+              Resource: prefixed('*'),
+              Condition: fromDistribution,
+            },
+            {
+              Sid: 'NeverTheToolsOwnRecords',
+              Effect: 'Deny',
+              Principal: { Service: 'cloudfront.amazonaws.com' },
+              Action: 's3:GetObject',
+              Resource: prefixed(`${STATE_DIR}/*`),
+            },
+          ],
         },
-      },
-      BucketPolicy: {
-        Type: 'AWS::S3::BucketPolicy',
-        Properties: {
-          Bucket: { Ref: 'Bucket' },
-          PolicyDocument: {
-            Version: '2012-10-17',
-            Statement: [
-              // Objects only, no s3:ListBucket: a missing key is a 403, which the distribution turns into USER_NOT_FOUND.
-              {
-                Sid: 'CloudFrontReadsTheSnapshot',
-                Effect: 'Allow',
-                Principal: { Service: 'cloudfront.amazonaws.com' },
-                Action: 's3:GetObject',
-                Resource: prefixed('*'),
-                Condition: fromDistribution,
-              },
-              {
-                Sid: 'NeverTheToolsOwnRecords',
-                Effect: 'Deny',
-                Principal: { Service: 'cloudfront.amazonaws.com' },
-                Action: 's3:GetObject',
-                Resource: prefixed(`${STATE_DIR}/*`),
-              },
-            ],
-          },
-        },
-      },
-      OriginAccessControl: {
-        Type: 'AWS::CloudFront::OriginAccessControl',
-        Properties: {
-          OriginAccessControlConfig: {
-            Name: { 'Fn::Sub': '${AWS::StackName}-profiles' },
-            OriginAccessControlOriginType: 's3',
-            SigningBehavior: 'always',
-            SigningProtocol: 'sigv4',
-          },
-        },
-      },
-      ViewerRequestFunction: {
-        Type: 'AWS::CloudFront::Function',
-        Properties: {
-          Name: { 'Fn::Sub': '${AWS::StackName}-profile-api' },
-          AutoPublish: true,
-          FunctionConfig: { Comment: 'The route table of the public profile API (aws/viewer-request.js)', Runtime: 'cloudfront-js-2.0' },
-          FunctionCode: renderViewerRequestFunction(table),
-        },
-      },
-      ContractHeaders: {
-        Type: 'AWS::CloudFront::ResponseHeadersPolicy',
-        Properties: { ResponseHeadersPolicyConfig: { Name: { 'Fn::Sub': '${AWS::StackName}-contract-headers' }, ...policy } },
-      },
-      Distribution: {
-        Type: 'AWS::CloudFront::Distribution',
-        Properties: { DistributionConfig: distributionConfig(table) },
       },
     },
-    Outputs: {
-      DomainName: {
-        Value: { 'Fn::GetAtt': ['Distribution', 'DomainName'] },
-        Description: 'Point the API host names here (CNAME or alias record)',
+  };
+}
+
+/** The distribution with its origin access, viewer-request function and contract headers. */
+function cloudFrontResources(table: RouteTable): object {
+  const { Name: _name, ...policy } = withoutQuantity(renderHeadersPolicy(table)) as { Name: string };
+  return {
+    OriginAccessControl: {
+      Type: 'AWS::CloudFront::OriginAccessControl',
+      Properties: {
+        OriginAccessControlConfig: {
+          Name: { 'Fn::Sub': '${AWS::StackName}-profiles' },
+          OriginAccessControlOriginType: 's3',
+          SigningBehavior: 'always',
+          SigningProtocol: 'sigv4',
+        },
       },
-      DistributionId: { Value: { Ref: 'Distribution' } },
-      PublishTo: {
-        Value: { 'Fn::If': ['HasPrefix', { 'Fn::Sub': 's3://${Bucket}/${Prefix}' }, { 'Fn::Sub': 's3://${Bucket}' }] },
-        Description: 'profile-snapshot publish --to',
+    },
+    ViewerRequestFunction: {
+      Type: 'AWS::CloudFront::Function',
+      Properties: {
+        Name: { 'Fn::Sub': '${AWS::StackName}-profile-api' },
+        AutoPublish: true,
+        FunctionConfig: { Comment: 'The route table of the public profile API (aws/viewer-request.js)', Runtime: 'cloudfront-js-2.0' },
+        FunctionCode: renderViewerRequestFunction(table),
       },
+    },
+    ContractHeaders: {
+      Type: 'AWS::CloudFront::ResponseHeadersPolicy',
+      Properties: { ResponseHeadersPolicyConfig: { Name: { 'Fn::Sub': '${AWS::StackName}-contract-headers' }, ...policy } },
+    },
+    Distribution: {
+      Type: 'AWS::CloudFront::Distribution',
+      Properties: { DistributionConfig: distributionConfig(table) },
     },
   };
 }

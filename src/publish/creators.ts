@@ -98,72 +98,82 @@ export class CreatorsList {
    */
   finish(head: string, tail: () => string): void {
     this.scratch.close();
-    const { names, hashes, offsets, lengths } = this;
-    // Lower-case ASCII names: code-unit order is "lower case, ascending".
-    const order = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
-    // Hashed a few hundred at a time (one update per member cost more than the hashing), each
-    // member's hash copied out of its string, which may be a whole manifest entry.
+    const order = this.listOrder();
+    const headLength = Buffer.byteLength(head);
+    const rewritten = this.tx.streamedFile(this.path, this.membersDigest(order), (sink) => {
+      sink.write(`${head}[`);
+      this.writeMembers(sink, order, headLength);
+      sink.write(`]${tail()}`);
+    });
+    const listed = { names: order.map((i) => this.names[i]!), lengths: order.map((i) => this.lengths[i]!) };
+    this.tx.setList(listed);
+    if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
+  }
+
+  /** Member indexes in list order. Lower-case ASCII names: code-unit order is "lower case, ascending". */
+  private listOrder(): number[] {
+    const names = this.names;
+    return Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
+  }
+
+  /**
+   * The list's change hash, over the members' hashes in list order. Hashed a few hundred at a time
+   * (one update per member cost more than the hashing), each member's hash copied out of its string,
+   * which may be a whole manifest entry.
+   */
+  private membersDigest(order: number[]): string {
     const members = new Fingerprint();
     const batch = Buffer.alloc(256 * HASH_LENGTH);
     let used = 0;
     for (const i of order) {
-      used += batch.write(hashes[i]!, used, HASH_LENGTH, 'latin1');
+      used += batch.write(this.hashes[i]!, used, HASH_LENGTH, 'latin1');
       if (used === batch.length) {
         members.update(batch);
         used = 0;
       }
     }
     members.update(batch.subarray(0, used));
-    const headLength = Buffer.byteLength(head);
-    const rewritten = this.tx.streamedFile(this.path, members.digest(), (sink) => {
-      sink.write(`${head}[`);
-      const scratch = new PositionedReader(this.scratch.path, this.scratch.bytesWritten <= this.readWholeLimit);
-      const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
-      // Kept members are found in the last list by walking it alongside: both are in name order.
-      const old = this.last?.members;
-      let oldIndex = 0,
-        oldOffset = headLength + 1;
-      const locate = (name: string): number => {
-        while (old !== undefined && oldIndex < old.names.length && old.names[oldIndex]! < name) {
-          oldOffset += old.lengths[oldIndex]! + 1;
-          oldIndex++;
+    return members.digest();
+  }
+
+  /** Writes the members, commas between: rendered ones from the scratch file, kept ones from the last list. */
+  private writeMembers(sink: BufferedFileWriter, order: number[], headLength: number): void {
+    const scratch = new PositionedReader(this.scratch.path, this.scratch.bytesWritten <= this.readWholeLimit);
+    const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
+    const cursor = new LastListCursor(this.last?.members, headLength);
+    try {
+      for (let position = 0; position < order.length;) {
+        if (position > 0) sink.write(',');
+        const i = order[position]!;
+        if (this.offsets[i] !== KEPT) {
+          sink.write(scratch.read(this.offsets[i]!, this.lengths[i]!));
+          position++;
+        } else {
+          position = this.copyKeptRun(sink, last!, cursor, order, position);
         }
-        if (old === undefined || old.names[oldIndex] !== name) throw new Error(`bug: kept member ${name} is not in the last list`);
-        return oldOffset;
-      };
-      try {
-        for (let position = 0; position < order.length;) {
-          if (position > 0) sink.write(',');
-          const i = order[position]!;
-          if (offsets[i]! !== KEPT) {
-            sink.write(scratch.read(offsets[i]!, lengths[i]!));
-            position++;
-            continue;
-          }
-          // A run of members that were neighbours in the last list too, commas between them included.
-          const start = locate(names[i]!);
-          let end = start + lengths[i]!;
-          let runEnd = position + 1;
-          while (
-            runEnd < order.length &&
-            offsets[order[runEnd]!] === KEPT &&
-            old!.names[oldIndex + runEnd - position] === names[order[runEnd]!]
-          ) {
-            end += 1 + lengths[order[runEnd]!]!;
-            runEnd++;
-          }
-          last!.copy(start, end - start, sink);
-          position = runEnd;
-        }
-      } finally {
-        scratch.close();
-        last?.close();
       }
-      sink.write(`]${tail()}`);
-    });
-    const listed = { names: order.map((i) => names[i]!), lengths: order.map((i) => lengths[i]!) };
-    this.tx.setList(listed);
-    if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
+    } finally {
+      scratch.close();
+      last?.close();
+    }
+  }
+
+  /**
+   * Copies the run of kept members from `order[position]` on that were neighbours in the last list
+   * too, commas between them included, in one read; returns the position after the run.
+   */
+  private copyKeptRun(sink: BufferedFileWriter, last: PositionedReader, cursor: LastListCursor, order: number[], position: number): number {
+    const { names, offsets, lengths } = this;
+    const first = order[position]!;
+    const start = cursor.locate(names[first]!);
+    let end = start + lengths[first]!;
+    let runEnd = position + 1;
+    while (runEnd < order.length && offsets[order[runEnd]!] === KEPT && cursor.isFollowedBy(runEnd - position, names[order[runEnd]!]!)) {
+      end += 1 + lengths[order[runEnd]!]!;
+      runEnd++;
+    }
+    last.copy(start, end - start, sink);
+    return runEnd;
   }
 
   /**
@@ -197,6 +207,39 @@ const KEPT = -1;
 
 /** The largest piece copied at once: a run of unchanged members may be most of a 500 MB list. */
 const COPY_CHUNK = 1 << 20;
+
+/**
+ * Finds kept members in the last list by walking it alongside the new one: both are in name order,
+ * so each lookup moves forward only.
+ */
+class LastListCursor {
+  private index = 0;
+  private offset: number;
+
+  constructor(
+    private readonly members: ListOrder | undefined,
+    headLength: number,
+  ) {
+    // The array opens after the head and its "[".
+    this.offset = headLength + 1;
+  }
+
+  /** The byte offset of member `name` in the last list file; the cursor stays on it. */
+  locate(name: string): number {
+    const members = this.members;
+    while (members !== undefined && this.index < members.names.length && members.names[this.index]! < name) {
+      this.offset += members.lengths[this.index]! + 1;
+      this.index++;
+    }
+    if (members === undefined || members.names[this.index] !== name) throw new Error(`bug: kept member ${name} is not in the last list`);
+    return this.offset;
+  }
+
+  /** Whether the member `ahead` places after the located one in the last list is `name`. */
+  isFollowedBy(ahead: number, name: string): boolean {
+    return this.members?.names[this.index + ahead] === name;
+  }
+}
 
 /** Byte ranges of one file: from memory when it was read whole, else by positioned reads. */
 class PositionedReader {

@@ -150,16 +150,33 @@ export class StoreShadow {
     const counts = this.counts;
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
-    const users = new Set<number>();
+    const userRows = this.changedUserRows(counts.users, ages);
+    // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
+    if (!userRows.ids.every((id) => Number.isSafeInteger(id))) return undefined;
+    const users = new Set<number>(userRows.ids);
     // Child rows whose user_id is not an integer never join a user (the pass matches strictly).
     const add = (value: unknown) => {
       if (typeof value === 'number' && Number.isSafeInteger(value)) users.add(value);
     };
+    // A changed social row counts for the user it belongs to now and the one it belonged to.
+    const socials = this.changedSocialRows(counts.socials);
+    for (const [, now, before] of socials.rows) {
+      add(now);
+      add(before);
+    }
+    const small = this.changedSmallTables(add);
+    this.pending = { users: userRows.total, socials: socials.total, socialIds: JSON.stringify(socials.rows.map((row) => row[0])), small };
+    return { users, stableUntilMs: stableUntil(userRows.nextTurn) };
+  }
+
+  /**
+   * One walk of users beside the copy finds changed and added rows, counts the matched ones, and
+   * finds the unchanged ones whose age turns over (AGE_TURNS). Rows the copy has and the store no
+   * longer publishes (removed, or now inactive) are looked for only when the counts say some exist.
+   */
+  private changedUserRows(copied: number, ages: Record<string, number>): { total: number; ids: number[]; nextTurn: number | null } {
     const { db } = this;
-    // users: one walk beside the copy finds changed and added rows, counts the matched ones, and
-    // finds the unchanged ones whose age turns over (AGE_TURNS). Rows the copy has and the store no
-    // longer publishes (removed, or now inactive) are looked for only when the counts say some exist.
-    const u = db
+    const [total, matched, changed, turning, nextTurn] = db
       .prepare(
         `SELECT count(*), count(o.id),
         json_group_array(m.id) FILTER (WHERE o.id IS NULL OR ${differs(USER_COLUMNS)}),
@@ -169,45 +186,46 @@ export class StoreShadow {
       )
       .raw()
       .get(ages) as [number, number, string, string, number | null];
-    const changedUsers = [...(JSON.parse(u[2]) as number[]), ...(JSON.parse(u[3]) as number[])];
-    if (counts.users > u[1]) {
-      changedUsers.push(
-        ...(db
-          .prepare(
-            `SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS
-        (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES_M})`,
-          )
-          .pluck()
-          .all() as number[]),
-      );
+    const ids = [...(JSON.parse(changed) as number[]), ...(JSON.parse(turning) as number[])];
+    if (copied > matched) {
+      const gone = db
+        .prepare(
+          `SELECT o.id FROM temp.shadow_users o WHERE NOT EXISTS (SELECT 1 FROM main.users m WHERE m.id = o.id AND ${READ_STATUSES_M})`,
+        )
+        .pluck()
+        .all() as number[];
+      ids.push(...gone);
     }
-    // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
-    if (!changedUsers.every((id) => Number.isSafeInteger(id))) return undefined;
-    for (const id of changedUsers) users.add(id);
-    // socials likewise; a changed row counts for the user it belongs to now and the one it belonged to.
-    const s = db
+    return { total, ids, nextTurn };
+  }
+
+  /** Changed, added and removed socials rows, likewise: [id, user_id now, user_id in the copy]. */
+  private changedSocialRows(copied: number): { total: number; rows: [unknown, unknown, unknown][] } {
+    const { db } = this;
+    const [total, matched, changed] = db
       .prepare(
         `SELECT count(*), count(o.id), json_group_array(json_array(m.id, m.user_id, o.user_id)) FILTER (WHERE o.id IS NULL OR ${differs(SOCIAL_COLUMNS)})
       FROM main.socials m LEFT JOIN temp.shadow_socials o ON o.id = m.id`,
       )
       .raw()
       .get() as [number, number, string];
-    const changedSocials = JSON.parse(s[2]) as [unknown, unknown, unknown][];
-    if (counts.socials > s[1]) {
-      changedSocials.push(
-        ...(db
-          .prepare(
-            'SELECT o.id, NULL, o.user_id FROM temp.shadow_socials o WHERE NOT EXISTS (SELECT 1 FROM main.socials m WHERE m.id = o.id)',
-          )
-          .raw()
-          .all() as [unknown, unknown, unknown][]),
-      );
+    const rows = JSON.parse(changed) as [unknown, unknown, unknown][];
+    if (copied > matched) {
+      const gone = db
+        .prepare(
+          'SELECT o.id, NULL, o.user_id FROM temp.shadow_socials o WHERE NOT EXISTS (SELECT 1 FROM main.socials m WHERE m.id = o.id)',
+        )
+        .raw()
+        .all() as [unknown, unknown, unknown][];
+      rows.push(...gone);
     }
-    for (const [, now, before] of changedSocials) {
-      add(now);
-      add(before);
-    }
-    this.pending = { users: u[0], socials: s[0], socialIds: JSON.stringify(changedSocials.map((row) => row[0])), small: [] };
+    return { total, rows };
+  }
+
+  /** The small tables that differ from the copy; `add` gets the users each change reaches. */
+  private changedSmallTables(add: (userId: unknown) => void): (keyof typeof SMALL_TABLES)[] {
+    const { db } = this;
+    const tables: (keyof typeof SMALL_TABLES)[] = [];
     for (const [table, columns] of Object.entries(SMALL_TABLES) as [keyof typeof SMALL_TABLES, string][]) {
       const changed = db
         .prepare(
@@ -217,7 +235,7 @@ export class StoreShadow {
         .raw()
         .all() as unknown[][];
       if (changed.length === 0) continue;
-      this.pending.small.push(table);
+      tables.push(table);
       if (table !== 'decorations') {
         for (const row of changed) add(row[0]);
         continue;
@@ -231,7 +249,7 @@ export class StoreShadow {
         .iterate(ids))
         add(id);
     }
-    return { users, stableUntilMs: stableUntil(u[4]) };
+    return tables;
   }
 
   /**

@@ -13,10 +13,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import { SnapshotError } from '../core/errors.js';
+import { plural } from '../core/text.js';
 import { OutDirLock, sleepSync } from '../publish/lock.js';
 import { manifestStamp } from '../publish/manifest.js';
 import { MANIFEST_FILE, resolveOutDir } from '../core/layout.js';
-import { audit, type AuditOptions } from './audit.js';
+import { audit, type AuditOptions, type AuditResult } from './audit.js';
 import { DEFECT_KINDS, type Defect, type DefectKind } from './defects.js';
 
 export { audit } from './audit.js';
@@ -51,10 +52,9 @@ export interface VerifyReport {
 /** Thrown (exit 5, "output unusable") when the tree has defects; carries the report. */
 export class VerifyFailedError extends SnapshotError {
   constructor(readonly report: VerifyReport) {
-    const n = report.defects.length;
     super(
       'output',
-      `${report.out} must not be deployed: ${n} defect${n === 1 ? '' : 's'} (${Object.entries(report.summary)
+      `${report.out} must not be deployed: ${plural(report.defects.length, 'defect')} (${Object.entries(report.summary)
         .map(([k, c]) => `${c} ${k}`)
         .join(', ')})`,
       { hint: 'rebuild (profile-snapshot build) and verify again; never deploy a snapshot that fails verify' },
@@ -66,10 +66,34 @@ export class VerifyFailedError extends SnapshotError {
 export function verify(outDir: string, options: VerifyOptions = {}): VerifyReport {
   const started = performance.now();
   const out = resolveOutDir(outDir);
-  const deadline = Date.now() + (options.waitMs ?? 30_000);
-  let attempts = 0;
-  for (;;) {
-    attempts++;
+  const { result, attempts } = auditSettled(out, options);
+  const defects = sortDefects(result.defects);
+  const summary: Partial<Record<DefectKind, number>> = {};
+  for (const d of defects) summary[d.kind] = (summary[d.kind] ?? 0) + 1;
+  return {
+    out,
+    ok: defects.length === 0,
+    defects,
+    summary,
+    warnings: result.warnings,
+    profiles: result.profiles,
+    creators: result.creators,
+    files: result.files,
+    netlify: Boolean(options.netlify),
+    attempts,
+    threads: result.threads,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
+
+/**
+ * Audits until an audit saw one snapshot: no writer committed or came and went meanwhile. When the
+ * wait runs out first, the last audit stands with a defect that says why it cannot be trusted.
+ */
+function auditSettled(out: string, options: VerifyOptions): { result: AuditResult; attempts: number } {
+  const waitMs = options.waitMs ?? 30_000;
+  const deadline = Date.now() + waitMs;
+  for (let attempts = 1; ; attempts++) {
     const before = manifestStamp(out);
     const writerActive = OutDirLock.holderOf(out) !== undefined;
     const result = audit(out, { ...options, writerActive });
@@ -84,7 +108,7 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
       result.defects.push({
         kind: 'manifest',
         path: MANIFEST_FILE,
-        message: `${result.pending} entries stayed pending for ${((options.waitMs ?? 30_000) / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has`,
+        message: `${result.pending} entries stayed pending for ${(waitMs / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has`,
       });
     } else if (changed) {
       result.defects.push({
@@ -93,23 +117,7 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
         message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again',
       });
     }
-    const defects = sortDefects(result.defects);
-    const summary: Partial<Record<DefectKind, number>> = {};
-    for (const d of defects) summary[d.kind] = (summary[d.kind] ?? 0) + 1;
-    return {
-      out,
-      ok: defects.length === 0,
-      defects,
-      summary,
-      warnings: result.warnings,
-      profiles: result.profiles,
-      creators: result.creators,
-      files: result.files,
-      netlify: Boolean(options.netlify),
-      attempts,
-      threads: result.threads,
-      seconds: (performance.now() - started) / 1000,
-    };
+    return { result, attempts };
   }
 }
 

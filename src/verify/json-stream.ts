@@ -93,67 +93,18 @@ class ByteReader {
     const first = this.peek();
     if (first === -1) throw new JsonStreamError('unexpected end of file', startOffset);
     const kind = first === QUOTE ? STRING : first === OPEN_BRACE || first === OPEN_BRACKET ? CONTAINER : SCALAR;
+    const scan = new ValueEnd(kind);
     const parts: Buffer[] = [];
     let start = this.pos;
-    let depth = 0;
-    let inString = false;
-    let backslashes = 0; // a run of backslashes reaching the end of the previous chunk, inside a string
-    if (kind === STRING) {
-      inString = true;
-      this.pos++;
-    }
+    if (kind === STRING) this.pos++;
     for (;;) {
-      const { buf } = this;
-      let i = this.pos;
-      let done = false;
-      if (kind === SCALAR) {
-        while (i < buf.length) {
-          const b = buf[i]!;
-          if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) {
-            done = true;
-            break;
-          }
-          i++;
-        }
-      } else {
-        while (i < buf.length) {
-          if (inString) {
-            // Jump to the next quote; it closes the string unless an odd run of backslashes precedes it.
-            const quote = buf.indexOf(QUOTE, i);
-            const stop = quote === -1 ? buf.length : quote;
-            let run = 0;
-            while (stop - run - 1 >= i && buf[stop - run - 1] === BACKSLASH) run++;
-            const total = run === stop - i ? backslashes + run : run;
-            if (quote === -1) {
-              backslashes = total;
-              i = buf.length;
-              break;
-            }
-            i = quote + 1;
-            backslashes = 0;
-            if (total % 2 === 1) continue;
-            inString = false;
-            if (kind === STRING) {
-              done = true;
-              break;
-            }
-            continue;
-          }
-          const b = buf[i++]!;
-          if (b === QUOTE) inString = true;
-          else if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++;
-          else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --depth === 0) {
-            done = true;
-            break;
-          }
-        }
-      }
-      if (i > start) parts.push(buf.subarray(start, i));
-      this.pos = i;
+      const { end, done } = scan.scan(this.buf, this.pos);
+      if (end > start) parts.push(this.buf.subarray(start, end));
+      this.pos = end;
       if (done) break;
       if (!this.fill()) {
         if (kind === SCALAR) break;
-        throw new JsonStreamError(inString ? 'unterminated string' : 'unexpected end of file inside a value', this.offset);
+        throw new JsonStreamError(scan.inString ? 'unterminated string' : 'unexpected end of file inside a value', this.offset);
       }
       start = this.pos;
     }
@@ -165,6 +116,62 @@ class ByteReader {
     this.skipSpace();
     return !this.fill();
   }
+}
+
+/** Finds where one JSON value ends, a chunk at a time: what it has seen carries over between chunks. */
+class ValueEnd {
+  inString: boolean;
+  private depth = 0;
+  /** A run of backslashes reaching the end of the previous chunk, inside a string. */
+  private backslashes = 0;
+
+  constructor(private readonly kind: number) {
+    this.inString = kind === STRING;
+  }
+
+  /** Scans `buf` from `i` (past an opening quote): where the scan stopped, and whether the value ends there. */
+  scan(buf: Buffer, i: number): { end: number; done: boolean } {
+    if (this.kind === SCALAR) return scalarEnd(buf, i);
+    while (i < buf.length) {
+      if (this.inString) {
+        i = this.pastString(buf, i);
+        if (!this.inString && this.kind === STRING) return { end: i, done: true };
+        continue;
+      }
+      const b = buf[i++]!;
+      if (b === QUOTE) this.inString = true;
+      else if (b === OPEN_BRACE || b === OPEN_BRACKET) this.depth++;
+      else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --this.depth === 0) return { end: i, done: true };
+    }
+    return { end: i, done: false };
+  }
+
+  /** From `i` inside a string: past its next quote (leaving the string unless the quote is escaped), or the chunk's end. */
+  private pastString(buf: Buffer, i: number): number {
+    // Jump to the next quote; it closes the string unless an odd run of backslashes precedes it.
+    const quote = buf.indexOf(QUOTE, i);
+    const stop = quote === -1 ? buf.length : quote;
+    let run = 0;
+    while (stop - run - 1 >= i && buf[stop - run - 1] === BACKSLASH) run++;
+    const total = run === stop - i ? this.backslashes + run : run;
+    if (quote === -1) {
+      this.backslashes = total;
+      return buf.length;
+    }
+    this.backslashes = 0;
+    if (total % 2 === 0) this.inString = false;
+    return quote + 1;
+  }
+}
+
+/** A number, true, false or null ends before the next delimiter or space. */
+function scalarEnd(buf: Buffer, i: number): { end: number; done: boolean } {
+  while (i < buf.length) {
+    const b = buf[i]!;
+    if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) return { end: i, done: true };
+    i++;
+  }
+  return { end: i, done: false };
 }
 
 function describe(b: number): string {
@@ -200,61 +207,71 @@ export function scanEnvelope(path: string, onElement: (raw: Buffer, index: numbe
   const fd = openSync(path, 'r');
   try {
     const r = new ByteReader(fd);
-    const members = new Map<string, unknown>();
-    let dataArray = false;
     r.skipSpace();
     r.expect(OPEN_BRACE, 'an object ("{")');
     r.skipSpace();
-    if (r.peek() === CLOSE_BRACE) {
-      r.next();
-    } else {
-      for (;;) {
-        r.skipSpace();
-        const keyAt = r.offset;
-        if (r.peek() !== QUOTE) throw new JsonStreamError(`expected a member name, found ${describe(r.peek())}`, keyAt);
-        const key = parse(r.rawValue(), keyAt) as string;
-        r.skipSpace();
-        r.expect(COLON, '":"');
-        r.skipSpace();
-        if (key === 'data' && r.peek() === OPEN_BRACKET) {
-          dataArray = true;
-          members.delete('data');
-          r.next();
-          r.skipSpace();
-          if (r.peek() === CLOSE_BRACKET) {
-            r.next();
-          } else {
-            for (let index = 0; ; index++) {
-              r.skipSpace();
-              const at = r.offset;
-              onElement(r.rawBytes(), index, at);
-              r.skipSpace();
-              const sep = r.next();
-              if (sep === CLOSE_BRACKET) break;
-              if (sep !== COMMA)
-                throw new JsonStreamError(
-                  `expected "," or "]" after element ${index}, found ${describe(sep)}`,
-                  r.offset - (sep === -1 ? 0 : 1),
-                );
-            }
-          }
-        } else {
-          const at = r.offset;
-          members.set(key, parse(r.rawValue(), at));
-        }
-        r.skipSpace();
-        const sep = r.next();
-        if (sep === CLOSE_BRACE) break;
-        if (sep !== COMMA)
-          throw new JsonStreamError(
-            `expected "," or "}" after member ${JSON.stringify(key)}, found ${describe(sep)}`,
-            r.offset - (sep === -1 ? 0 : 1),
-          );
-      }
-    }
+    let scan: EnvelopeScan = { members: new Map(), dataArray: false };
+    if (r.peek() === CLOSE_BRACE) r.next();
+    else scan = scanMembers(r, onElement);
     if (!r.atEnd()) throw new JsonStreamError('unexpected content after the document', r.offset);
-    return { members, dataArray };
+    return scan;
   } finally {
     closeSync(fd);
   }
+}
+
+/** The envelope's members, through its closing "}". */
+function scanMembers(r: ByteReader, onElement: (raw: Buffer, index: number, offset: number) => void): EnvelopeScan {
+  const members = new Map<string, unknown>();
+  let dataArray = false;
+  for (;;) {
+    r.skipSpace();
+    const key = memberName(r);
+    r.skipSpace();
+    r.expect(COLON, '":"');
+    r.skipSpace();
+    if (key === 'data' && r.peek() === OPEN_BRACKET) {
+      dataArray = true;
+      members.delete('data');
+      scanDataArray(r, onElement);
+    } else {
+      const at = r.offset;
+      members.set(key, parse(r.rawValue(), at));
+    }
+    if (listEnds(r, CLOSE_BRACE, `member ${JSON.stringify(key)}`)) return { members, dataArray };
+  }
+}
+
+function memberName(r: ByteReader): string {
+  const at = r.offset;
+  if (r.peek() !== QUOTE) throw new JsonStreamError(`expected a member name, found ${describe(r.peek())}`, at);
+  return parse(r.rawValue(), at) as string;
+}
+
+/** The `data` array, from its "[" through its "]": each element goes to `onElement` unparsed. */
+function scanDataArray(r: ByteReader, onElement: (raw: Buffer, index: number, offset: number) => void): void {
+  r.next();
+  r.skipSpace();
+  if (r.peek() === CLOSE_BRACKET) {
+    r.next();
+    return;
+  }
+  for (let index = 0; ; index++) {
+    r.skipSpace();
+    const at = r.offset;
+    onElement(r.rawBytes(), index, at);
+    if (listEnds(r, CLOSE_BRACKET, `element ${index}`)) return;
+  }
+}
+
+/** After `after`: true at `close`, false at ","; anything else is an error. */
+function listEnds(r: ByteReader, close: number, after: string): boolean {
+  r.skipSpace();
+  const sep = r.next();
+  if (sep === close) return true;
+  if (sep === COMMA) return false;
+  throw new JsonStreamError(
+    `expected "," or "${String.fromCharCode(close)}" after ${after}, found ${describe(sep)}`,
+    r.offset - (sep === -1 ? 0 : 1),
+  );
 }

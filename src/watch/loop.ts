@@ -183,68 +183,14 @@ export class Watcher {
 
   private cycle(startedMs: number): void {
     const number = ++this.cycles;
-    const startedAt = new Date().toISOString();
-    const startedMonoNs = process.hrtime.bigint().toString();
+    const timing = { startedAt: new Date().toISOString(), startedMonoNs: process.hrtime.bigint().toString() };
     this.state = 'running';
     this.saveStatus();
 
-    let report: BuildReport | undefined;
-    let failure: unknown;
-    try {
-      // Someone may have removed the lock (or the whole out dir) since the last cycle: retake it, or
-      // skip this cycle if another live process holds it now.
-      this.lock.verify();
-      const time = this.options.snapshotTime();
-      report = build({
-        ...this.options.build,
-        snapshotMs: time.ms,
-        reproducible: time.reproducible,
-        lock: this.lock,
-        session: this.session,
-      });
-    } catch (error) {
-      failure = error;
-    }
-    const finishedAt = new Date().toISOString();
-    const durationMs = Math.round(performance.now() - startedMs);
-    const cycle: CycleStatus = report
-      ? { ...cycleOf(report, number), startedAt, startedMonoNs, finishedAt, durationMs }
-      : {
-          number,
-          startedAt,
-          startedMonoNs,
-          finishedAt,
-          durationMs,
-          ok: false,
-          changed: false,
-          profiles: null,
-          creators: null,
-          skipped: null,
-          rendered: null,
-          rowsRead: null,
-          warnings: null,
-          files: null,
-          snapshotTime: null,
-          error: errorStatus(failure),
-        };
-
-    let warningsChanged = false,
-      noticesChanged = false;
-    if (report) {
-      this.consecutiveFailures = 0;
-      this.lastSuccessAt = finishedAt;
-      this.lastSuccess = cycle;
-      const signature = fingerprint(report.warnings.map((w) => `${w.id}\t${w.reason}`).join('\n'));
-      warningsChanged = signature !== this.warningsSignature;
-      this.warningsSignature = signature;
-      const notices = report.notices.join('\n');
-      noticesChanged = notices !== this.noticesSignature;
-      this.noticesSignature = notices;
-    } else {
-      this.consecutiveFailures++;
-      this.lastFailureAt = finishedAt;
-    }
-    this.lastCycle = cycle;
+    const { report, failure } = this.buildOnce();
+    const finished = { ...timing, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - startedMs) };
+    const cycle: CycleStatus = report ? { ...cycleOf(report, number), ...finished } : failedCycle(number, finished, failure);
+    const { warningsChanged, noticesChanged } = this.record(cycle, report);
     this.state = 'idle';
     const nextInMs = Math.max(0, startedMs + this.options.intervalMs - performance.now());
     this.nextCycleAt = new Date(Date.now() + nextInMs).toISOString();
@@ -260,6 +206,46 @@ export class Watcher {
     });
     if (report && cycle.changed) this.exec?.request(number, report);
     if (report) this.publisher?.afterCycle(number, cycle.changed);
+  }
+
+  /** One build at the snapshot time; a failure is returned, not thrown: the loop goes on. */
+  private buildOnce(): { report?: BuildReport; failure?: unknown } {
+    try {
+      // Someone may have removed the lock (or the whole out dir) since the last cycle: retake it, or
+      // skip this cycle if another live process holds it now.
+      this.lock.verify();
+      const time = this.options.snapshotTime();
+      const report = build({
+        ...this.options.build,
+        snapshotMs: time.ms,
+        reproducible: time.reproducible,
+        lock: this.lock,
+        session: this.session,
+      });
+      return { report };
+    } catch (failure) {
+      return { failure };
+    }
+  }
+
+  /** Counts the cycle into the loop's record; says whether its warnings or notices differ from the last success's. */
+  private record(cycle: CycleStatus, report: BuildReport | undefined): { warningsChanged: boolean; noticesChanged: boolean } {
+    this.lastCycle = cycle;
+    if (!report) {
+      this.consecutiveFailures++;
+      this.lastFailureAt = cycle.finishedAt;
+      return { warningsChanged: false, noticesChanged: false };
+    }
+    this.consecutiveFailures = 0;
+    this.lastSuccessAt = cycle.finishedAt;
+    this.lastSuccess = cycle;
+    const signature = fingerprint(report.warnings.map((w) => `${w.id}\t${w.reason}`).join('\n'));
+    const warningsChanged = signature !== this.warningsSignature;
+    this.warningsSignature = signature;
+    const notices = report.notices.join('\n');
+    const noticesChanged = notices !== this.noticesSignature;
+    this.noticesSignature = notices;
+    return { warningsChanged, noticesChanged };
   }
 
   private sleep(ms: number): Promise<void> {
@@ -341,4 +327,27 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
 /** One turn of the event loop (through its poll phase, where pending signals are delivered). */
 function tick(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The status of a cycle whose build failed: its timing and the error, no figures. */
+function failedCycle(
+  number: number,
+  timing: Pick<CycleStatus, 'startedAt' | 'startedMonoNs' | 'finishedAt' | 'durationMs'>,
+  failure: unknown,
+): CycleStatus {
+  return {
+    number,
+    ...timing,
+    ok: false,
+    changed: false,
+    profiles: null,
+    creators: null,
+    skipped: null,
+    rendered: null,
+    rowsRead: null,
+    warnings: null,
+    files: null,
+    snapshotTime: null,
+    error: errorStatus(failure),
+  };
 }

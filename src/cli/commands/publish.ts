@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { wholeNumber } from '../numbers.js';
 import { usageError } from '../../core/errors.js';
+import { count } from '../../core/text.js';
 import { publish, type PublishReport } from '../../remote/publish.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
@@ -21,6 +22,11 @@ interface PublishFlags extends RemoteFlags {
 }
 
 export function publishCommand(io: Io, state: CliState): Command {
+  return publishOptions().action((flags: PublishFlags) => runPublish(flags, io, state));
+}
+
+/** The command's flags and help. */
+function publishOptions(): Command {
   return addRemoteOptions(
     new Command('publish')
       .description(
@@ -45,37 +51,35 @@ Exit codes:
   6 the bucket is unusable (unreachable, missing, access denied, retries exhausted)
   7 refused by the deletion guard (nothing changed)    1 a bug in profile-snapshot
 `,
-    )
-    .action(async (flags: PublishFlags) => {
-      state.json = flags.json;
-      const to = flags.to ?? io.env.PROFILE_PUBLISH_TO;
-      if (to === undefined || to === '')
-        throw usageError('no bucket to publish to', 'pass --to s3://<bucket>[/<prefix>] or set PROFILE_PUBLISH_TO');
-      const remote = resolveRemoteOptions(to, flags.to !== undefined ? '--to' : 'PROFILE_PUBLISH_TO', flags, io);
-      const progress = new ProgressLine(io.stderr);
-      let report: PublishReport;
-      try {
-        report = await publish({
-          out: outDirOption(flags, io.env),
-          remote,
-          ...resolveGuard(flags),
-          full: flags.full,
-          dryRun: flags.dryRun,
-          waitMs: wholeNumber(flags.wait, '--wait'),
-          onProgress: ({ phase, done, total }) =>
-            progress.update(
-              `${phase === 'upload' ? 'uploaded' : 'deleted'} ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} objects`,
-            ),
-        });
-      } finally {
-        progress.clear();
-      }
-      io.stderr.write(`${formatPublishSummary(report)}\n`);
-      if (flags.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    });
+    );
 }
 
-const count = (n: number) => n.toLocaleString('en-US');
+/** Publishes the tree, with a progress line on a terminal, then prints the summary. */
+async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise<void> {
+  state.json = flags.json;
+  const to = flags.to ?? io.env.PROFILE_PUBLISH_TO;
+  if (to === undefined || to === '')
+    throw usageError('no bucket to publish to', 'pass --to s3://<bucket>[/<prefix>] or set PROFILE_PUBLISH_TO');
+  const remote = resolveRemoteOptions(to, flags.to !== undefined ? '--to' : 'PROFILE_PUBLISH_TO', flags, io);
+  const progress = new ProgressLine(io.stderr);
+  let report: PublishReport;
+  try {
+    report = await publish({
+      out: outDirOption(flags, io.env),
+      remote,
+      ...resolveGuard(flags),
+      full: flags.full,
+      dryRun: flags.dryRun,
+      waitMs: wholeNumber(flags.wait, '--wait'),
+      onProgress: ({ phase, done, total }) =>
+        progress.update(`${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`),
+    });
+  } finally {
+    progress.clear();
+  }
+  io.stderr.write(`${formatPublishSummary(report)}\n`);
+  if (flags.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+}
 
 /** e.g. "profile-snapshot: published dist to s3://b/p at http://...: 12 objects put (5 profiles, the creators list), 2 deleted, 40 unchanged; 13 requests; 0.21 s" */
 export function formatPublishSummary(report: PublishReport): string {

@@ -17,6 +17,7 @@ import { OutDirLock } from './publish/lock.js';
 import type { WriteCounts } from './publish/tree.js';
 import type { RowWarning } from './render/user.js';
 import { ProfileStore } from './store/read.js';
+import { count } from './core/text.js';
 
 export interface BuildOptions {
   db: string;
@@ -173,10 +174,10 @@ function commit(staged: StagedPass, plan: PassPlan): WriteCounts {
 
 function folderNotices(profiles: number, noticeAt: number): string[] {
   if (profiles <= noticeAt) return [];
-  const limit = NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US');
+  const limit = count(NETLIFY_MAX_FILES_PER_DIR);
   return PROFILE_DIRS.map(
     (dir) =>
-      `${dir} holds ${profiles.toLocaleString('en-US')} profiles: Netlify refuses a deploy with more than ` +
+      `${dir} holds ${count(profiles)} profiles: Netlify refuses a deploy with more than ` +
       `${limit} files in one folder (see "The 54,000-files-per-folder limit" in docs/hosting.md: past it, self-host with serve)`,
   );
 }

@@ -2,6 +2,7 @@
  * Typed failures. Every expected failure is a SnapshotError carrying its exit code, so the CLI has
  * one exit point that maps errors to codes; anything else is a bug and exits 1.
  */
+import { plural } from './text.js';
 
 export const ExitCode = {
   ok: 0,
@@ -39,7 +40,7 @@ export class StrictWarningsError extends SnapshotError {
   readonly warnings: readonly { id: number; reason: string }[];
 
   constructor(warnings: readonly { id: number; reason: string }[]) {
-    super('strictWarnings', `${warnings.length} data warning${warnings.length === 1 ? '' : 's'} under --strict; nothing was written`, {
+    super('strictWarnings', `${plural(warnings.length, 'data warning')} under --strict; nothing was written`, {
       hint: 'fix the rows the warnings name in the store, or build without --strict',
     });
     this.warnings = warnings;

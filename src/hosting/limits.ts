@@ -9,6 +9,7 @@
 import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describeCause, outputError } from '../core/errors.js';
+import { count } from '../core/text.js';
 
 export const NETLIFY_MAX_FILES_PER_DIR = 54_000;
 /**
@@ -69,5 +70,5 @@ export function classifyFolders(counts: readonly FolderCount[]): { over: FolderC
 
 /** The warning for a folder near the limit, worded the same wherever it is reported. */
 export function nearLimitMessage(folder: FolderCount): string {
-  return `${folder.dir} holds ${folder.entries.toLocaleString('en-US')} files, near Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder`;
+  return `${folder.dir} holds ${count(folder.entries)} files, near Netlify's limit of ${count(NETLIFY_MAX_FILES_PER_DIR)} per folder`;
 }

@@ -6,6 +6,7 @@ import { SnapshotError } from '../core/errors.js';
 import { CREATORS_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { profileHash, fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './state.js';
+import { count } from '../core/text.js';
 
 export interface PublishPlan {
   /** Profiles to upload (each under every alias), new or changed. */
@@ -77,11 +78,11 @@ export class DeletionGuardError extends SnapshotError {
   ) {
     const share =
       liveProfileObjects > 0
-        ? ` (${Math.round((deletes / liveProfileObjects) * 100)}% of the ${liveProfileObjects.toLocaleString('en-US')} live profile objects)`
+        ? ` (${Math.round((deletes / liveProfileObjects) * 100)}% of the ${count(liveProfileObjects)} live profile objects)`
         : '';
     super(
       'deletionGuard',
-      `refused to publish to ${where}: it would delete ${deletes.toLocaleString('en-US')} objects${share}, more than the ${allowed.toLocaleString('en-US')} allowed; nothing was changed`,
+      `refused to publish to ${where}: it would delete ${count(deletes)} objects${share}, more than the ${count(allowed)} allowed; nothing was changed`,
       { hint: `check that the store is complete; if those profiles are really gone, publish with --max-deletes ${deletes} (or --force)` },
     );
     this.name = 'DeletionGuardError';

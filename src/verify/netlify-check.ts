@@ -8,6 +8,7 @@ import { classifyFolders, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '..
 import { NETLIFY_TOML, renderNetlifyToml } from '../hosting/netlify-config.js';
 import type { Findings } from './defects.js';
 import { fileExists } from './documents-check.js';
+import { count } from '../core/text.js';
 
 export function checkNetlify(counts: { dir: string; entries: number }[], root: string | undefined, findings: Findings): void {
   const { over, near } = classifyFolders(counts);
@@ -15,7 +16,7 @@ export function checkNetlify(counts: { dir: string; entries: number }[], root: s
     findings.defect(
       'netlify-folder-limit',
       c.dir,
-      `holds ${c.entries.toLocaleString('en-US')} files, over Netlify's limit of ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} per folder: the deploy would fail; serve this snapshot with profile-snapshot serve behind a CDN instead`,
+      `holds ${count(c.entries)} files, over Netlify's limit of ${count(NETLIFY_MAX_FILES_PER_DIR)} per folder: the deploy would fail; serve this snapshot with profile-snapshot serve behind a CDN instead`,
     );
   }
   for (const c of near) findings.warn(nearLimitMessage(c));

@@ -4,14 +4,16 @@
  * leftovers, stray files under the API's prefixes or among the error documents).
  */
 import { readdirSync, type Dirent } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describeCause, outputError } from '../core/errors.js';
-import { ERRORS_DIR, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
+import { plural } from '../core/text.js';
+import { ERRORS_DIR, LOCK_FILE, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR, STATUS_FILE } from '../core/layout.js';
 import { ROUTES } from '../hosting/routes.js';
 import { API_DOCUMENTS, ERROR_FILES } from './documents-check.js';
 import type { Findings } from './defects.js';
 
-const BOOKKEEPING_NAMES = new Set(['manifest', 'lock', 'status.json']);
+/** Names of the tool's own files, which must never stand outside its state folder. */
+const BOOKKEEPING_NAMES = new Set([MANIFEST_FILE, LOCK_FILE, STATUS_FILE].map((file) => basename(file)));
 const TEMPORARY = /\.(tmp|stale)$/;
 
 export interface TreeWalk {
@@ -49,7 +51,7 @@ export function walkTree(out: string, writerActive: boolean | undefined, finding
 }
 
 function isBookkeeping(e: Dirent): boolean {
-  return BOOKKEEPING_NAMES.has(e.name) || (e.name === 'staging' && e.isDirectory());
+  return BOOKKEEPING_NAMES.has(e.name) || (e.name === basename(STAGING_DIR) && e.isDirectory());
 }
 
 const underApi = (rel: string) => ROUTES.prefixes.some((p) => rel.startsWith(`${p.slice(1)}/`));
@@ -60,7 +62,7 @@ function checkEntry(path: string, e: Dirent, walk: TreeWalk, findings: Findings)
     findings.defect(
       'bookkeeping',
       path,
-      `${e.isDirectory() ? 'folder' : 'file'} named like the tool's bookkeeping (${MANIFEST_FILE}, lock, status.json, staging) outside ${STATE_DIR}/: it would be deployed and served; remove it (the tool keeps these in ${STATE_DIR}/ only)`,
+      `${e.isDirectory() ? 'folder' : 'file'} named like the tool's bookkeeping (${[...BOOKKEEPING_NAMES, basename(STAGING_DIR)].join(', ')}) outside ${STATE_DIR}/: it would be deployed and served; remove it (the tool keeps these in ${STATE_DIR}/ only)`,
     );
     return;
   }
@@ -98,7 +100,7 @@ function checkStateDir(out: string, writerActive: boolean | undefined, findings:
         findings.defect(
           'leftover',
           STAGING_DIR,
-          `${staged.length} staged file${staged.length === 1 ? '' : 's'} (${shown}${staged.length > 3 ? ', ...' : ''}) left by an interrupted build (no profile-snapshot process holds the out dir); the next build clears them`,
+          `${plural(staged.length, 'staged file')} (${shown}${staged.length > 3 ? ', ...' : ''}) left by an interrupted build (no profile-snapshot process holds the out dir); the next build clears them`,
         );
       }
     } else if (TEMPORARY.test(e.name) && !writerActive) {

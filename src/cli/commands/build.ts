@@ -5,6 +5,7 @@ import { snapshotTime } from '../../core/config.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatSummary, formatWarnings, ProgressLine } from '../report.js';
+import { count } from '../../core/text.js';
 
 export function buildCommand(io: Io, state: CliState): Command {
   return addBuildOptions(
@@ -24,7 +25,7 @@ export function buildCommand(io: Io, state: CliState): Command {
           ...options,
           snapshotMs: time.ms,
           reproducible: time.reproducible,
-          onProgress: (rows) => progress.update(`read ${rows.toLocaleString('en-US')} rows`),
+          onProgress: (rows) => progress.update(`read ${count(rows)} rows`),
         });
       } finally {
         progress.clear();

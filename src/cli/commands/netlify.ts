@@ -10,6 +10,7 @@ import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
 import { hostConfigCommand } from './host-config.js';
+import { count } from '../../core/text.js';
 
 export function netlifyCommand(io: Io, _state: CliState): Command {
   const command = new Command('netlify').description(
@@ -31,7 +32,7 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
     configure(
       new Command('verify')
         .description(
-          `Fail when a folder of the snapshot holds more than Netlify's ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files (the deploy would fail); warn from 90 %.`,
+          `Fail when a folder of the snapshot holds more than Netlify's ${count(NETLIFY_MAX_FILES_PER_DIR)} files (the deploy would fail); warn from 90 %.`,
         )
         .addOption(outOption('the snapshot'))
         .action((flags: { out?: string }) => {
@@ -41,14 +42,14 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
             io.stderr.write(`profile-snapshot: warning: ${nearLimitMessage(near)}\n`);
           }
           if (report.over.length > 0) {
-            const list = report.over.map((o) => `${o.dir} (${o.entries.toLocaleString('en-US')})`).join(', ');
+            const list = report.over.map((o) => `${o.dir} (${count(o.entries)})`).join(', ');
             throw outputError(
-              `Netlify would reject this deploy: more than ${NETLIFY_MAX_FILES_PER_DIR.toLocaleString('en-US')} files in ${list}`,
+              `Netlify would reject this deploy: more than ${count(NETLIFY_MAX_FILES_PER_DIR)} files in ${list}`,
               'serve the snapshot with profile-snapshot serve behind a CDN instead (see "Self-host behind a CDN" in docs/hosting.md)',
             );
           }
           io.stderr.write(
-            `profile-snapshot: within Netlify's limits (largest folder: ${report.largest?.dir ?? '.'}, ${(report.largest?.entries ?? 0).toLocaleString('en-US')} files)\n`,
+            `profile-snapshot: within Netlify's limits (largest folder: ${report.largest?.dir ?? '.'}, ${count(report.largest?.entries ?? 0)} files)\n`,
           );
         }),
     ),

@@ -4,6 +4,7 @@ import { wholeNumber } from '../numbers.js';
 import { seedStore } from '../../seed/synthetic.js';
 import type { CliState, Io } from '../io.js';
 import { ProgressLine } from '../report.js';
+import { count } from '../../core/text.js';
 
 interface SeedFlags {
   db: string;
@@ -29,11 +30,11 @@ export function seedCommand(io: Io, _state: CliState): Command {
           users: wholeNumber(flags.users, '--users'),
           seed: wholeNumber(flags.seed, '--seed'),
           force: Boolean(flags.force),
-          onProgress: (n) => progress.update(`wrote ${n.toLocaleString('en-US')} users`),
+          onProgress: (n) => progress.update(`wrote ${count(n)} users`),
         });
         progress.clear();
         io.stderr.write(
-          `profile-snapshot: seeded ${report.db}: ${report.users.toLocaleString('en-US')} users, ${report.socials.toLocaleString('en-US')} socials, ${report.badges.toLocaleString('en-US')} badges, ${report.bans.toLocaleString('en-US')} bans; ${report.seconds.toFixed(2)} s\n`,
+          `profile-snapshot: seeded ${report.db}: ${count(report.users)} users, ${count(report.socials)} socials, ${count(report.badges)} badges, ${count(report.bans)} bans; ${report.seconds.toFixed(2)} s\n`,
         );
       } finally {
         progress.clear();

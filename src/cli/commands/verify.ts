@@ -7,6 +7,7 @@ import { wholeNumber } from '../numbers.js';
 import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
+import { count } from '../../core/text.js';
 
 interface VerifyFlags {
   out?: string;
@@ -58,9 +59,9 @@ Exit codes:
 }
 
 export function formatVerifySummary(report: VerifyReport): string {
-  const what = `${report.profiles.toLocaleString('en-US')} profiles, ${report.creators.toLocaleString('en-US')} creators, ${report.files.toLocaleString('en-US')} files`;
+  const what = `${count(report.profiles)} profiles, ${count(report.creators)} creators, ${count(report.files)} files`;
   const netlify = report.netlify ? ', Netlify checks included' : '';
   return report.ok
     ? `profile-snapshot: verified ${report.out}: no defects (${what}${netlify}); ${report.seconds.toFixed(2)} s`
-    : `profile-snapshot: verify ${report.out}: ${report.defects.length.toLocaleString('en-US')} defects (${what}${netlify}); ${report.seconds.toFixed(2)} s`;
+    : `profile-snapshot: verify ${report.out}: ${count(report.defects.length)} defects (${what}${netlify}); ${report.seconds.toFixed(2)} s`;
 }

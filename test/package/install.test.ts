@@ -19,9 +19,27 @@ let tarball: string;
 let contents: string[];
 let installed: string;
 
+/**
+ * What lets npm reach its registry from this machine, when the shell has it: a proxy, or the extra CA
+ * certificates of a proxy that inspects TLS (without them every fetch fails SELF_SIGNED_CERT_IN_CHAIN
+ * and the install retries until its timeout).
+ */
+const REGISTRY_ACCESS = [
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
+  'NO_PROXY',
+  'no_proxy',
+];
+
 function run(command: string, args: string[], cwd: string, timeoutMs = 60_000) {
-  // Only what a user's shell has: the node that runs npm, and a home for npm's cache.
-  const env = { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '' };
+  // Only what a user's shell has: the node that runs npm, a home for npm's cache, and registry access.
+  const env: NodeJS.ProcessEnv = { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '' };
+  for (const name of REGISTRY_ACCESS) if (process.env[name] !== undefined) env[name] = process.env[name];
   const r = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: timeoutMs });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, error: r.error };
 }
@@ -49,9 +67,11 @@ beforeAll(() => {
     .map((f) => f.replace(/^package\//, ''));
 
   const prefix = join(work.path, 'prefix');
+  // --prefix also moves npm's global config to <prefix>/etc/npmrc: keep this machine's (its registry, its CA file).
+  const globalConfig = run('npm', ['config', 'get', 'globalconfig'], work.path).stdout.trim();
   const install = run(
     'npm',
-    ['install', '-g', '--prefix', prefix, tarball, '--prefer-offline', '--no-audit', '--no-fund'],
+    ['install', '-g', '--prefix', prefix, '--globalconfig', globalConfig, tarball, '--prefer-offline', '--no-audit', '--no-fund'],
     work.path,
     540_000,
   );

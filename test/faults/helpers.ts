@@ -57,22 +57,25 @@ export function makeStore(
   users: number,
   options: { bioBytes?: number; journal?: 'wal' | 'delete'; views?: number } = {},
 ): void {
-  const { db } = new TestStore(file);
-  db.pragma(`journal_mode = ${options.journal ?? 'wal'}`);
+  const store = new TestStore(file);
+  store.db.pragma(`journal_mode = ${options.journal ?? 'wal'}`);
   const bio = 'b'.repeat(options.bioBytes ?? 40);
-  const user =
-    db.prepare(`INSERT INTO users (id, username, display_name, bio, created_at, views, status, email, password_hash, last_login_ip)
-    VALUES (?, ?, ?, ?, '2024-01-01 00:00:00', ?, ?, 'someone@mail.invalid', 'HASH-secret', '10.0.0.1')`);
-  const ban = db.prepare(`INSERT INTO bans (user_id, message, reason, banned_at) VALUES (?, 'Suspended', 'spam', '2025-01-01 00:00:00')`);
-  const social = db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, 1)');
-  db.transaction(() => {
-    for (let id = 1; id <= users; id++) {
-      user.run(id, `user${String(id).padStart(5, '0')}`, `User ${id}`, bio, options.views ?? id, id % 5 === 0 ? 'suspended' : 'active');
-      if (id % 5 === 0) ban.run(id);
-      social.run(id, 'GitHub', `https://github.com/u${id}`);
-    }
-  })();
-  db.close();
+  store.users(users, (id) => ({
+    user: {
+      username: `user${String(id).padStart(5, '0')}`,
+      display_name: `User ${id}`,
+      bio,
+      created_at: '2024-01-01 00:00:00',
+      views: options.views ?? id,
+      status: id % 5 === 0 ? 'suspended' : 'active',
+      email: 'someone@mail.invalid',
+      password_hash: 'HASH-secret',
+      last_login_ip: '10.0.0.1',
+    },
+    ban: id % 5 === 0 ? ['Suspended', 'spam', '2025-01-01 00:00:00'] : undefined,
+    socials: [['GitHub', `https://github.com/u${id}`, 1]],
+  }));
+  store.close();
 }
 
 /** Changes the store so that a build has work: views change, some users go, one arrives. */

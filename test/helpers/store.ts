@@ -28,6 +28,35 @@ export interface UserRow {
   last_login_ip?: string | null;
 }
 
+/** One user of `TestStore.users`: its row (the id is given) and its child rows. */
+export interface BulkUser {
+  user: Omit<UserRow, 'id'>;
+  badges?: string[];
+  /** [platform, url, position] */
+  socials?: [string, string, number][];
+  /** [message, reason, banned_at] */
+  ban?: [string | null, string | null, string];
+}
+
+const INSERT_USER = `INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
+  VALUES (@id, @username, @display_name, @bio, @custom_domain, @created_at, @views, @status, @decoration_id, @email, @password_hash, @last_login_ip)`;
+
+function withDefaults(row: UserRow): Required<UserRow> {
+  return {
+    display_name: `Name ${row.id}`,
+    bio: '',
+    custom_domain: null,
+    created_at: '2020-01-01 00:00:00',
+    views: 0,
+    status: 'active',
+    decoration_id: null,
+    email: null,
+    password_hash: null,
+    last_login_ip: null,
+    ...row,
+  };
+}
+
 /** A temp folder removed by `cleanup()`; tests create one per case. */
 export function tempDir(prefix = 'profile-snapshot-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
@@ -95,25 +124,28 @@ export class TestStore {
   }
 
   user(row: UserRow): this {
-    const full = {
-      display_name: `Name ${row.id}`,
-      bio: '',
-      custom_domain: null,
-      created_at: '2020-01-01 00:00:00',
-      views: 0,
-      status: 'active',
-      decoration_id: null,
-      email: null,
-      password_hash: null,
-      last_login_ip: null,
-      ...row,
-    };
-    this.db
-      .prepare(
-        `INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
-      VALUES (@id, @username, @display_name, @bio, @custom_domain, @created_at, @views, @status, @decoration_id, @email, @password_hash, @last_login_ip)`,
-      )
-      .run(full);
+    this.db.prepare(INSERT_USER).run(withDefaults(row));
+    return this;
+  }
+
+  /**
+   * Users 1..`count` in one transaction, each with the child rows `rowsOf` gives (socials get ids in
+   * insertion order): the bulk stores of the watch and fault suites.
+   */
+  users(count: number, rowsOf: (id: number) => BulkUser): this {
+    const user = this.db.prepare(INSERT_USER);
+    const badge = this.db.prepare('INSERT INTO badges (user_id, badge) VALUES (?, ?)');
+    const social = this.db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, ?)');
+    const ban = this.db.prepare('INSERT INTO bans (user_id, message, reason, banned_at) VALUES (?, ?, ?, ?)');
+    this.db.transaction(() => {
+      for (let id = 1; id <= count; id++) {
+        const rows = rowsOf(id);
+        user.run(withDefaults({ ...rows.user, id }));
+        for (const name of rows.badges ?? []) badge.run(id, name);
+        for (const [platform, url, position] of rows.socials ?? []) social.run(id, platform, url, position);
+        if (rows.ban) ban.run(id, ...rows.ban);
+      }
+    })();
     return this;
   }
 

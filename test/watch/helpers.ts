@@ -59,31 +59,28 @@ export const tempDir = () => sharedTempDir('ps-watch-');
 /** A contract-schema store in WAL mode with `users` active users named user00001..., some with extras. */
 export function makeStore(file: string, users: number): void {
   mkdirSync(dirname(file), { recursive: true });
-  const { db } = new TestStore(file);
-  db.pragma('journal_mode = WAL');
-  db.exec(`INSERT INTO decorations (id, name, file) VALUES ('halo', 'Halo', 'halo.png')`);
-  const user =
-    db.prepare(`INSERT INTO users (id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id, email, password_hash, last_login_ip)
-    VALUES (?, ?, ?, ?, NULL, '2024-01-01 00:00:00', ?, 'active', ?, 'x@mail.invalid', 'HASH', '10.0.0.1')`);
-  const badge = db.prepare('INSERT INTO badges (user_id, badge) VALUES (?, ?)');
-  const social = db.prepare('INSERT INTO socials (user_id, platform, url, position) VALUES (?, ?, ?, ?)');
-  db.transaction(() => {
-    for (let id = 1; id <= users; id++) {
-      user.run(
-        id,
-        userName(id),
-        `User ${id}`,
-        `Bio of user ${id}, with some text to make it realistic. `.repeat(2),
-        id * 7,
-        id % 5 === 0 ? 'halo' : null,
-      );
-      if (id % 3 === 0) badge.run(id, 'verified');
-      if (id % 11 === 0) badge.run(id, 'official');
-      social.run(id, 'GitHub', `https://github.com/${userName(id)}`, 1);
-      if (id % 2 === 0) social.run(id, 'Discord', `https://discord.gg/${id}`, 2);
-    }
-  })();
-  db.close();
+  const store = new TestStore(file);
+  store.db.pragma('journal_mode = WAL');
+  store.decoration('halo', 'Halo', 'halo.png');
+  store.users(users, (id) => ({
+    user: {
+      username: userName(id),
+      display_name: `User ${id}`,
+      bio: `Bio of user ${id}, with some text to make it realistic. `.repeat(2),
+      created_at: '2024-01-01 00:00:00',
+      views: id * 7,
+      decoration_id: id % 5 === 0 ? 'halo' : null,
+      email: 'x@mail.invalid',
+      password_hash: 'HASH',
+      last_login_ip: '10.0.0.1',
+    },
+    badges: [...(id % 3 === 0 ? ['verified'] : []), ...(id % 11 === 0 ? ['official'] : [])],
+    socials: [
+      ['GitHub', `https://github.com/${userName(id)}`, 1],
+      ...(id % 2 === 0 ? ([['Discord', `https://discord.gg/${id}`, 2]] as [string, string, number][]) : []),
+    ],
+  }));
+  store.close();
 }
 
 export const userName = (id: number) => `user${String(id).padStart(5, '0')}`;

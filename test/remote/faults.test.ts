@@ -105,7 +105,9 @@ describe('publish under faults', () => {
 
   it('survives kill -9 at random points: the bucket serves a consistent API, and the next publish ends exact', async () => {
     const site = await newSite(workspace.server, workspace.dir, 80);
-    const proxy = await startProxy(site.endpoint, { delayMs: 4 });
+    // Each request held 15 ms: a publish lasts well past most kill moments (100-1000 ms) even on a
+    // fast machine, so most rounds are killed mid-publish, not after it ended.
+    const proxy = await startProxy(site.endpoint, { delayMs: 15 });
     const random = prng(7);
     const args = [
       'publish',

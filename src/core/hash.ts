@@ -1,14 +1,14 @@
 /**
  * A short fingerprint of a document's data, to tell whether it changed since the last build: the
- * first 96 bits of its SHA-1, in base64url. Native SHA-1 measured as fast here as the best JavaScript
- * loop hash, so there is no reason to settle for a weaker one.
+ * first 96 bits of its SHA-1, in base64url. Native SHA-1 measured as fast as the best JavaScript loop
+ * hash, so there is no reason to settle for a weaker one.
  */
 import * as crypto from 'node:crypto';
 import { createHash, type Hash } from 'node:crypto';
 
 /**
- * One-shot hashing (Node 20.12+, 21.7+) skips creating a Hash object per document: about a third
- * less time per profile than createHash().update().digest(); older Node 20 releases fall back.
+ * One-shot hashing (Node 20.12+, 21.7+) skips creating a Hash object per document, which costs
+ * noticeably per profile; older Node 20 releases fall back to createHash().update().digest().
  */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
 

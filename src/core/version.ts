@@ -1,6 +1,6 @@
 /**
  * Who wrote an out dir: the package version, plus when the running code was compiled. A record of
- * the last build (publish/last-pass.ts) is only trusted by the same tool, so an upgraded or locally
+ * the last build (incremental/last-pass.ts) is only trusted by the same tool, so an upgraded or locally
  * rebuilt renderer always re-renders rather than keeping documents an older one wrote.
  */
 import { readdirSync, statSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * Renders the AWS side of the route table into `aws/`: the CloudFront Function (viewer request) of
- * ./cloudfront-function.ts with the table's data, the response headers policy (the contract's CORS
+ * ./cloudfront-handler.js with the table's data, the response headers policy (the contract's CORS
  * headers and nosniff on every answer), and a CloudFormation template that wires both, the custom
  * error responses and an Origin Access Control to a distribution in front of a private bucket. All
  * committed; `profile-snapshot aws config --check` fails when they differ from what this renders.

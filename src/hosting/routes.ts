@@ -66,7 +66,7 @@ export const ERROR_BODIES: Record<ErrorCode, string> = Object.fromEntries(
 ) as Record<ErrorCode, string>;
 
 /**
- * Usernames as published on disk (publish/layout.ts). Any other name can never have a file, so it is
+ * Usernames as published on disk (core/layout.ts). Any other name can never have a file, so it is
  * a miss without looking, and a name like `..` can never become a path. Re-exported: the edge
  * function's routing module embeds it by name.
  */
@@ -126,7 +126,7 @@ export type Resolution =
   /** Not an API path: not ours to answer (other services share the host on Netlify). */
   | { kind: 'outside' };
 
-/** The query as each host has it: URLSearchParams, or CloudFront's parsed query string (cloudfront-function.ts). */
+/** The query as each host has it: URLSearchParams, or CloudFront's parsed query string (cloudfront-handler.js). */
 export interface QueryValues {
   getAll(name: string): string[];
 }

@@ -6,7 +6,7 @@
  * pass published, and the out dir's manifest is still exactly the one that pass wrote.
  *
  * A one-shot `build` has no session: it reads every row (and keeps unchanged ones by their row
- * signatures instead, see build.ts).
+ * signatures instead, see row-keeper.ts).
  */
 import { statSync } from 'node:fs';
 import { manifestStamp } from '../publish/manifest.js';

@@ -199,13 +199,13 @@ export class CreatorsList {
   }
 }
 
-/** Characters of a data hash (fingerprint.ts): base64url, so one byte each. */
+/** Characters of a data hash (core/hash.ts): base64url, so one byte each. */
 const HASH_LENGTH = 16;
 
 /** The offset of a member kept from the last list (found there in `finish`). */
 const KEPT = -1;
 
-/** The largest piece copied at once: a run of unchanged members may be most of a 500 MB list. */
+/** The largest piece copied at once: a run of unchanged members may be most of a list of hundreds of megabytes. */
 const COPY_CHUNK = 1 << 20;
 
 /**

@@ -26,7 +26,7 @@ import { MANIFEST_FILE } from '../core/layout.js';
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';
 export const PENDING = '-';
-/** Bytes of the manifest read at a time: at a million profiles it is 44 MB, never held whole. */
+/** Bytes of the manifest read at a time: at a million profiles it is tens of megabytes, never held whole. */
 const LINE_CHUNK = 512 * 1024;
 
 export interface Manifest {
@@ -179,7 +179,7 @@ const unrecognised = (path: string) =>
  * Calls `line` for each line of the file (its last one too, if it has no newline) with `[start, end)`
  * in `text`, which is `bytes` read one latin1 character per byte, so positions in one are positions
  * in the other. Past the header every byte is ASCII (names and paths are, by the store's rules and
- * ours). Lines are scanned in place, a chunk at a time: at 100k profiles one string per line was
+ * ours). Lines are scanned in place, a chunk at a time: one string per line was
  * megabytes of garbage promoted to the old generation, and the whole file as one string (and its
  * bytes beside it) was as large again as the manifest's entries at their peak.
  */

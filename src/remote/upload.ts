@@ -12,7 +12,7 @@ import { objectKey } from './target.js';
 
 /** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
 export const MULTIPART_PART_BYTES = 16 * 1024 * 1024;
-/** Files larger than this go up in parts (the creators list passes 500 MB at a million profiles). */
+/** Files larger than this go up in parts (the creators list, at a million profiles). */
 export const MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024;
 /** S3's limit of keys per DeleteObjects request. */
 const DELETE_BATCH = 1000;

@@ -7,6 +7,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { outputError, storeError } from '../core/errors.js';
+import { DAY_MS } from '../core/time.js';
 
 const SCHEMA_SQL = new URL('../../data/schema.sql', import.meta.url);
 
@@ -180,7 +181,7 @@ class SyntheticRows {
         id,
         'This account is suspended.',
         this.pick(['spam', 'harassment', 'impersonation']),
-        new Date(created.getTime() + 86_400_000).toISOString(),
+        new Date(created.getTime() + DAY_MS).toISOString(),
       );
       this.counts.bans++;
     }

@@ -4,7 +4,7 @@
  * rows, never holding every row.
  *
  * Why a merge join in id order: four plain scans (users by rowid; socials, badges and bans ordered by
- * user_id) stepped side by side cost well under half of one joined query walking the users in
+ * user_id) stepped side by side cost far less than one joined query walking the users in
  * username order (measured: the NOCASE index walk costs a table lookup per row, and per-user
  * subqueries a seek each). The creators list's username order is restored by the build, which sorts
  * only the active names.

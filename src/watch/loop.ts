@@ -61,7 +61,7 @@ export class Watcher {
   private readonly options: WatchOptions;
   /**
    * The store connection every cycle reads through, with its copy of the last cycle's snapshot: a
-   * cycle reads only the users whose rows changed since (see session.ts).
+   * cycle reads only the users whose rows changed since (see incremental/session.ts).
    */
   private readonly session: StoreSession;
   private readonly exec: ExecRunner | undefined;

@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { snapshotTime } from '../../core/config.js';
 import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
-import { formatCycle } from '../../watch/format.js';
+import { formatCycle, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
@@ -150,8 +150,6 @@ function eventLine(event: Exclude<WatchEvent, CycleEvent>): string {
         : 'stopping after the current cycle (signal again to stop at once)';
   }
 }
-
-const streak = (failures: number) => (failures > 1 ? ` (${failures} in a row)` : '');
 
 function execLine({ result, consecutiveFailures }: ExecFinish): string {
   const outcome =

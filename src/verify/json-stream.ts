@@ -41,6 +41,7 @@ class ByteReader {
   /** File offset of buf[0]. */
   private base = 0;
   private eof = false;
+  private readonly valueEnd = new ValueEnd();
 
   constructor(private readonly fd: number) {}
 
@@ -93,15 +94,15 @@ class ByteReader {
     const first = this.peek();
     if (first === -1) throw new JsonStreamError('unexpected end of file', startOffset);
     const kind = first === QUOTE ? STRING : first === OPEN_BRACE || first === OPEN_BRACKET ? CONTAINER : SCALAR;
-    const scan = new ValueEnd(kind);
+    const scan = this.valueEnd.start(kind);
     const parts: Buffer[] = [];
     let start = this.pos;
     if (kind === STRING) this.pos++;
     for (;;) {
-      const { end, done } = scan.scan(this.buf, this.pos);
+      const end = scan.scan(this.buf, this.pos);
       if (end > start) parts.push(this.buf.subarray(start, end));
       this.pos = end;
-      if (done) break;
+      if (scan.done) break;
       if (!this.fill()) {
         if (kind === SCALAR) break;
         throw new JsonStreamError(scan.inString ? 'unterminated string' : 'unexpected end of file inside a value', this.offset);
@@ -118,32 +119,58 @@ class ByteReader {
   }
 }
 
-/** Finds where one JSON value ends, a chunk at a time: what it has seen carries over between chunks. */
+/**
+ * Finds where one JSON value ends, a chunk at a time: what it has seen carries over between chunks.
+ * One per reader, started again for each value (a list has hundreds of thousands of them).
+ */
 class ValueEnd {
-  inString: boolean;
+  /** The value ended where the last `scan` stopped. */
+  done = false;
+  inString = false;
+  private kind = SCALAR;
   private depth = 0;
   /** A run of backslashes reaching the end of the previous chunk, inside a string. */
   private backslashes = 0;
 
-  constructor(private readonly kind: number) {
+  start(kind: number): this {
+    this.kind = kind;
     this.inString = kind === STRING;
+    this.done = false;
+    this.depth = 0;
+    this.backslashes = 0;
+    return this;
   }
 
-  /** Scans `buf` from `i` (past an opening quote): where the scan stopped, and whether the value ends there. */
-  scan(buf: Buffer, i: number): { end: number; done: boolean } {
-    if (this.kind === SCALAR) return scalarEnd(buf, i);
+  /** Scans `buf` from `i` (past an opening quote) to where the value ends (`done`) or the chunk does. */
+  scan(buf: Buffer, i: number): number {
+    if (this.kind === SCALAR) return this.scalarEnd(buf, i);
     while (i < buf.length) {
       if (this.inString) {
         i = this.pastString(buf, i);
-        if (!this.inString && this.kind === STRING) return { end: i, done: true };
+        if (!this.inString && this.kind === STRING) return this.stop(i);
         continue;
       }
       const b = buf[i++]!;
       if (b === QUOTE) this.inString = true;
       else if (b === OPEN_BRACE || b === OPEN_BRACKET) this.depth++;
-      else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --this.depth === 0) return { end: i, done: true };
+      else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --this.depth === 0) return this.stop(i);
     }
-    return { end: i, done: false };
+    return i;
+  }
+
+  private stop(i: number): number {
+    this.done = true;
+    return i;
+  }
+
+  /** A number, true, false or null ends before the next delimiter or space. */
+  private scalarEnd(buf: Buffer, i: number): number {
+    while (i < buf.length) {
+      const b = buf[i]!;
+      if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) return this.stop(i);
+      i++;
+    }
+    return i;
   }
 
   /** From `i` inside a string: past its next quote (leaving the string unless the quote is escaped), or the chunk's end. */
@@ -162,16 +189,6 @@ class ValueEnd {
     if (total % 2 === 0) this.inString = false;
     return quote + 1;
   }
-}
-
-/** A number, true, false or null ends before the next delimiter or space. */
-function scalarEnd(buf: Buffer, i: number): { end: number; done: boolean } {
-  while (i < buf.length) {
-    const b = buf[i]!;
-    if (b === COMMA || b === CLOSE_BRACE || b === CLOSE_BRACKET || isSpace(b)) return { end: i, done: true };
-    i++;
-  }
-  return { end: i, done: false };
 }
 
 function describe(b: number): string {

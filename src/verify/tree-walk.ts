@@ -12,8 +12,10 @@ import { ROUTES } from '../hosting/routes.js';
 import { API_DOCUMENTS, ERROR_FILES } from './documents-check.js';
 import type { Findings } from './defects.js';
 
-/** Names of the tool's own files, which must never stand outside its state folder. */
-const BOOKKEEPING_NAMES = new Set([MANIFEST_FILE, LOCK_FILE, STATUS_FILE].map((file) => basename(file)));
+/** Names of the tool's own files and staging folder, which must never stand outside its state folder. */
+const BOOKKEEPING_FILES = new Set([MANIFEST_FILE, LOCK_FILE, STATUS_FILE].map((file) => basename(file)));
+const STAGING_NAME = basename(STAGING_DIR);
+const BOOKKEEPING_LIST = [...BOOKKEEPING_FILES, STAGING_NAME].join(', ');
 const TEMPORARY = /\.(tmp|stale)$/;
 
 export interface TreeWalk {
@@ -51,7 +53,7 @@ export function walkTree(out: string, writerActive: boolean | undefined, finding
 }
 
 function isBookkeeping(e: Dirent): boolean {
-  return BOOKKEEPING_NAMES.has(e.name) || (e.name === basename(STAGING_DIR) && e.isDirectory());
+  return BOOKKEEPING_FILES.has(e.name) || (e.name === STAGING_NAME && e.isDirectory());
 }
 
 const underApi = (rel: string) => ROUTES.prefixes.some((p) => rel.startsWith(`${p.slice(1)}/`));
@@ -62,7 +64,7 @@ function checkEntry(path: string, e: Dirent, walk: TreeWalk, findings: Findings)
     findings.defect(
       'bookkeeping',
       path,
-      `${e.isDirectory() ? 'folder' : 'file'} named like the tool's bookkeeping (${[...BOOKKEEPING_NAMES, basename(STAGING_DIR)].join(', ')}) outside ${STATE_DIR}/: it would be deployed and served; remove it (the tool keeps these in ${STATE_DIR}/ only)`,
+      `${e.isDirectory() ? 'folder' : 'file'} named like the tool's bookkeeping (${BOOKKEEPING_LIST}) outside ${STATE_DIR}/: it would be deployed and served; remove it (the tool keeps these in ${STATE_DIR}/ only)`,
     );
     return;
   }

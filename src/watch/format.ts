@@ -9,13 +9,17 @@ import type { CycleStatus } from './status.js';
 /** " (3 in a row)" after a failure that is not the first in a row; nothing after the first. */
 export const streak = (failures: number): string => (failures > 1 ? ` (${failures} in a row)` : '');
 
+/** A failure as the log prints it: its message, then the fix when it has one. */
+export function failureText(error: { message: string; hint: string | null } | null | undefined): string {
+  return `${error?.message ?? 'unknown error'}${error?.hint ? `. Fix: ${error.hint}` : ''}`;
+}
+
 /** e.g. "cycle 7: 18 profiles (14 creators), 6 skipped; files 2 written, 39 unchanged, 0 removed; 12 warnings; 0.05 s" */
 export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string {
   const seconds = `${(cycle.durationMs / 1000).toFixed(2)} s`;
   if (!cycle.ok) {
-    const error = cycle.error;
     return (
-      `cycle ${cycle.number} FAILED${streak(consecutiveFailures)}: ${error?.message ?? 'unknown error'}${error?.hint ? `. Fix: ${error.hint}` : ''}; ` +
+      `cycle ${cycle.number} FAILED${streak(consecutiveFailures)}: ${failureText(cycle.error)}; ` +
       `the last good output is kept; ${seconds}`
     );
   }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli, type CliResult } from '../helpers/process.js';
 import { listFiles, publishedFiles } from '../helpers/output.js';
-import { TestStore, tempDir as sharedTempDir } from '../helpers/store.js';
+import { TestStore, tempDir as sharedTempDir, userName } from '../helpers/store.js';
 
 export const INJECT = fileURLToPath(new URL('./fixtures/inject.mjs', import.meta.url));
 export const BASE = 'https://p.example.com';
@@ -62,7 +62,7 @@ export function makeStore(
   const bio = 'b'.repeat(options.bioBytes ?? 40);
   store.users(users, (id) => ({
     user: {
-      username: `user${String(id).padStart(5, '0')}`,
+      username: userName(id),
       display_name: `User ${id}`,
       bio,
       created_at: '2024-01-01 00:00:00',

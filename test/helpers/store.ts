@@ -57,6 +57,9 @@ function withDefaults(row: UserRow): Required<UserRow> {
   };
 }
 
+/** The username of bulk store user `id`: user00001... (see TestStore.users). */
+export const userName = (id: number): string => `user${String(id).padStart(5, '0')}`;
+
 /** A temp folder removed by `cleanup()`; tests create one per case. */
 export function tempDir(prefix = 'profile-snapshot-test-'): { path: string; cleanup: () => void } {
   const path = mkdtempSync(join(tmpdir(), prefix));

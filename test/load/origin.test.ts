@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildArgs, cli, makeStore, tempDir } from '../faults/helpers.js';
 import { buildSampleSnapshot, type Snapshot } from '../hosting/fixture.js';
 import { requestTable } from '../hosting/request-table.js';
+import { userName } from '../helpers/store.js';
 import { liveHeap, load, plainServer, procStats, serve, fixture, watch, type LoadFigures, type LoadRequest, type Proc } from './harness.js';
 
 const LOAD_SECONDS = Number(process.env.LOAD_SECONDS ?? 2);
@@ -104,11 +105,10 @@ describe('soak: serve under load while watch regenerates', () => {
         const origin = track(await serve(out));
         const base = `http://127.0.0.1:${origin.match}`;
 
-        const name = (id: number) => `user${String(id).padStart(5, '0')}`;
         const whole = (id: number) => (body: string) => {
           try {
             const json = JSON.parse(body);
-            return json.data?.username === name(id) ? undefined : `another user: ${json.data?.username}`;
+            return json.data?.username === userName(id) ? undefined : `another user: ${json.data?.username}`;
           } catch {
             return `not whole JSON (${body.length} bytes)`;
           }
@@ -116,8 +116,8 @@ describe('soak: serve under load while watch regenerates', () => {
         const requests: LoadRequest[] = [];
         for (let id = 1; id <= 300; id += 7) {
           const statuses = id > 250 ? [200, 404] : [200]; // 251-300 come and go
-          const upper = name(id).toUpperCase();
-          requests.push({ method: 'GET', path: `/api/v1/users/${name(id)}`, statuses, checkBody: whole(id) });
+          const upper = userName(id).toUpperCase();
+          requests.push({ method: 'GET', path: `/api/v1/users/${userName(id)}`, statuses, checkBody: whole(id) });
           requests.push({ method: 'GET', path: `/service-api/v1/users/${upper}`, statuses, checkBody: whole(id) });
           requests.push({ method: 'GET', path: `/api/v1/users?username=${upper}`, statuses, checkBody: whole(id) });
         }

@@ -20,21 +20,10 @@ let contents: string[];
 let installed: string;
 
 /**
- * What lets npm reach its registry from this machine, when the shell has it: a proxy, or the extra CA
- * certificates of a proxy that inspects TLS (without them every fetch fails SELF_SIGNED_CERT_IN_CHAIN
- * and the install retries until its timeout).
+ * What a user's shell may carry for npm to reach its registry: a proxy, or the extra CA certificates
+ * of a proxy that inspects TLS (Node reads NODE_EXTRA_CA_CERTS; npm's own cafile is in its config).
  */
-const REGISTRY_ACCESS = [
-  'NODE_EXTRA_CA_CERTS',
-  'SSL_CERT_FILE',
-  'SSL_CERT_DIR',
-  'HTTPS_PROXY',
-  'https_proxy',
-  'HTTP_PROXY',
-  'http_proxy',
-  'NO_PROXY',
-  'no_proxy',
-];
+const REGISTRY_ACCESS = ['NODE_EXTRA_CA_CERTS', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
 
 function run(command: string, args: string[], cwd: string, timeoutMs = 60_000) {
   // Only what a user's shell has: the node that runs npm, a home for npm's cache, and registry access.

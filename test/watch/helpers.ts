@@ -10,12 +10,12 @@ import { fileURLToPath } from 'node:url';
 import type { WatchStatus } from '../../src/watch/status.js';
 import { runningProcesses } from '../helpers/process.js';
 import { REPO } from '../helpers/paths.js';
-import { TestStore, tempDir as sharedTempDir } from '../helpers/store.js';
+import { TestStore, tempDir as sharedTempDir, userName } from '../helpers/store.js';
 
 export { BIN, REPO } from '../helpers/paths.js';
 export { runCliAsync, startCli, startNode, type Proc } from '../helpers/process.js';
 export { listFiles, publishedFiles } from '../helpers/output.js';
-export { execSql as sql } from '../helpers/store.js';
+export { execSql as sql, userName } from '../helpers/store.js';
 export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 /** The CLI runs compiled code: recompile when any source is newer than its output (serialised). */
@@ -82,8 +82,6 @@ export function makeStore(file: string, users: number): void {
   }));
   store.close();
 }
-
-export const userName = (id: number) => `user${String(id).padStart(5, '0')}`;
 
 /** Polls `condition` every 25 ms until it returns a truthy value; fails with `what` after `timeoutMs`. */
 export async function waitFor<T>(what: string, condition: () => T | undefined | false | null, timeoutMs = 15_000): Promise<T> {

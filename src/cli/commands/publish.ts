@@ -22,11 +22,11 @@ interface PublishFlags extends RemoteFlags {
 }
 
 export function publishCommand(io: Io, state: CliState): Command {
-  return publishOptions().action((flags: PublishFlags) => runPublish(flags, io, state));
+  return definePublish().action((flags: PublishFlags) => runPublish(flags, io, state));
 }
 
 /** The command's flags and help. */
-function publishOptions(): Command {
+function definePublish(): Command {
   return addRemoteOptions(
     new Command('publish')
       .description(

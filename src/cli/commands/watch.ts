@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { snapshotTime } from '../../core/config.js';
 import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
-import { formatCycle, streak } from '../../watch/format.js';
+import { failureText, formatCycle, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
@@ -23,11 +23,11 @@ interface WatchFlags extends BuildFlags, RemoteFlags {
 }
 
 export function watchCommand(io: Io, state: CliState): Command {
-  return watchOptions().action((flags: WatchFlags) => runWatch(flags, io, state));
+  return defineWatch().action((flags: WatchFlags) => runWatch(flags, io, state));
 }
 
 /** The command's flags and help. */
-function watchOptions(): Command {
+function defineWatch(): Command {
   return addRemoteOptions(
     addBuildOptions(
       new Command('watch').description(
@@ -167,7 +167,7 @@ function publishLine({ result, consecutiveFailures }: PublishFinish): string {
   const published = result.report;
   const outcome = published
     ? `${count(published.objects.put)} objects put, ${count(published.objects.deleted)} deleted${published.retries > 0 ? `, ${published.retries} retried` : ''}`
-    : `FAILED${streak(consecutiveFailures)}: ${result.error?.message ?? 'unknown error'}${result.error?.hint ? `. Fix: ${result.error.hint}` : ''}; retried after the next cycle`;
+    : `FAILED${streak(consecutiveFailures)}: ${failureText(result.error)}; retried after the next cycle`;
   return `publish (cycle ${result.cycle}): ${outcome}; ${(result.durationMs / 1000).toFixed(2)} s`;
 }
 

@@ -8,7 +8,7 @@ const LAYERS = [
   ['src/render/', 'src/seed/'],
   ['src/publish/'],
   ['src/incremental/', 'src/hosting/', 'src/remote/'],
-  ['src/pass\\.ts$'],
+  ['src/pass\\.ts$', 'src/pass-threads\\.ts$', 'src/pass-thread\\.ts$'],
   ['src/build\\.ts$'],
   ['src/verify/'],
   ['src/watch/'],

@@ -353,8 +353,23 @@ for (const users of sizes) {
     row(users, target.name, 'no-change build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
     // The same, reading every row (as when the store's stamp cannot be trusted): rows are kept unrendered.
     row(users, target.name, 'no-change build, --full', floorSeconds, cli(['build', '--db', db, '--out', out, '--json', '--full']));
-    await touch(db, 0.01, 1);
-    row(users, target.name, '1% changed build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
+    // A target of its own (issue 18): the median of REPEATS builds, each after a different 1% changed.
+    const changedRuns = [];
+    for (let i = 0; i < REPEATS; i++) {
+      await touch(db, 0.01, 1 + i * 10);
+      changedRuns.push(cli(['build', '--db', db, '--out', out, '--json']));
+    }
+    if (REPEATS > 1)
+      runs.push(
+        `${users.toLocaleString('en-US')} users, ${target.name}, 1% changed build: ${changedRuns.map((r) => fmt(r.seconds)).join(', ')} s`,
+      );
+    row(
+      users,
+      target.name,
+      '1% changed build',
+      floorSeconds,
+      medianBy(changedRuns, (r) => r.seconds),
+    );
     await touch(db, 0.1, 2);
     row(users, target.name, '10% changed build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
     // A store written moments before a build, then built again with no write in between: the second
@@ -372,7 +387,7 @@ for (const users of sizes) {
   }
 }
 
-/** The targets of issues 5 and 14, checked against this run's figures. */
+/** The targets of issues 5, 14 and 18, checked against this run's figures. */
 const find = (users, fs, scenario) => rows.find((r) => r.users === users && r.fs === fs && r.scenario === scenario);
 const goals = [];
 const target = (what, goal, figure, ok) => goals.push({ what, goal, figure, ok });
@@ -381,7 +396,14 @@ const at = (users) => {
   if (!cold) return;
   const label = users.toLocaleString('en-US');
   if (users === 100_000) {
-    target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
+    target(`cold build, ${label}, tmpfs`, 'at most 0.85x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 0.85);
+    const changed = find(users, 'tmpfs', '1% changed build');
+    target(
+      `1% changed build, ${label}, tmpfs`,
+      'at most 1.5 s',
+      `${fmt(changed.seconds)} s, ${changed.written} files`,
+      changed.seconds <= 1.5,
+    );
     const same = find(users, 'tmpfs', 'no-change build');
     target(
       `no-change build, ${label}, new process`,
@@ -410,7 +432,7 @@ const at = (users) => {
     target(`watch cycle, 1% changed, ${label}`, 'at most 0.8 s', `${fmt(one.seconds)} s, ${one.written} files`, one.seconds <= 0.8);
   }
   if (users === 1_000_000) {
-    target(`cold build, ${label}, tmpfs`, 'at most 1.5x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.5);
+    target(`cold build, ${label}, tmpfs`, 'at most 1.0x the floor', `${fmt(cold.ratio)}x (${fmt(cold.seconds)} s)`, cold.ratio <= 1.0);
   }
   // Every build of the size counts (cold, no-change, --full, 1% and 10% changed), as at 100k.
   const builds = rows.filter((r) => r.users === users && r.rssMb && !r.scenario.startsWith('watch'));
@@ -488,7 +510,7 @@ ${runs.map((r) => `- ${r}`).join('\n')}
 
 `
     : ''
-}Targets (issues 5 and 14: 2-core machine, tmpfs, checked against the figures above):
+}Targets (issues 5, 14 and 18: 2-core machine, tmpfs, checked against the figures above):
 
 | target | goal | measured | |
 |---|---|---|---|

@@ -2,7 +2,8 @@
  * One pass over the store snapshot a build is in: every candidate row, or with a selection only
  * those users (everything else carried over, see incremental/selective.ts). Each row is kept
  * unrendered when the incremental layer says it may be, or rendered and staged; then the creators
- * list, the error documents and the contract. The caller commits the staged output.
+ * list, the error documents and the contract. The caller commits the staged output. A full pass of
+ * a large store is shared between threads (pass-threads.ts), each reading one share of the users.
  */
 import { performance } from 'node:perf_hooks';
 import { contractText } from './core/contract.js';
@@ -18,9 +19,13 @@ import { OutputTransaction } from './publish/tree.js';
 import { nextAgeChangeMs } from './render/dates.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
 import { renderUser, type RowWarning } from './render/user.js';
-import { Col, type ProfileStore, type StoreRow } from './store/read.js';
+import { Col, ProfileStore, type RowScope, type StoreRow } from './store/read.js';
+import type { Partition } from './core/partition.js';
+import { PassThreads, type PassShare, type ShareHooks, type ShareInputs } from './pass-threads.js';
 
 const PROGRESS_EVERY = 10_000;
+/** How often (in rows) a shared pass's threads look at each other's flags. */
+const POLL_EVERY = 256;
 
 /** What a pass needs, resolved once by the build. */
 export interface PassInputs {
@@ -36,6 +41,8 @@ export interface PassInputs {
   onProgress: ((rowsRead: number) => void) | undefined;
   /** When the build started (performance.now()), for the list's executionTimeMs. */
   started: number;
+  /** Threads a full pass may be shared between (1: not shared). */
+  threads: number;
 }
 
 /** A pass rendered and staged, its output not committed yet. */
@@ -51,6 +58,8 @@ export interface StagedPass {
   stableUntilMs: number;
   /** Whether it read only the selected users (a selective pass can fall back to a full one). */
   selective: boolean;
+  /** Threads that read the store's rows (see pass-threads.ts). */
+  threads: number;
 }
 
 /**
@@ -65,7 +74,48 @@ export function stagePass(inputs: PassInputs, selection: Selection | undefined):
       if (!(error instanceof SelectionFallsShort)) throw error;
     }
   }
-  return new Pass(inputs, undefined).stage();
+  // Started first, so the other threads load while this one reads the last build's manifest.
+  const threads = startThreads(inputs);
+  let pass: Pass;
+  try {
+    pass = new Pass(inputs, undefined, { threads });
+  } catch (error) {
+    threads?.stop();
+    throw error;
+  }
+  return pass.stage();
+}
+
+function startThreads(inputs: PassInputs): PassThreads | undefined {
+  const { store, threads, outDir, renderedBy, baseUrl, snapshotMs, reproducible } = inputs;
+  if (threads < 2) return undefined;
+  const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderedBy, baseUrl, snapshotMs, reproducible };
+  return PassThreads.start(store, shared, threads);
+}
+
+/**
+ * One share of a full pass, on another thread (pass-thread.ts): opens its own connection, takes its
+ * snapshot, and once the owner lets it go, reads, renders and stages the share's users. Undefined
+ * when the owner reads the share itself (their snapshots could not be proven the same).
+ */
+export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | undefined {
+  const store = ProfileStore.open(shared.db, { busyTimeoutMs: shared.busyTimeoutMs });
+  try {
+    return store.inSnapshot(() => {
+      const go = hooks.mayGo();
+      if (go === undefined) return undefined;
+      const inputs: PassInputs = { ...shared, store, strict: false, onProgress: undefined, started: performance.now(), threads: 1 };
+      return new Pass(inputs, undefined, { share: { part: shared.part, ...go } }).stageShare(hooks);
+    });
+  } finally {
+    store.close();
+  }
+}
+
+/** A share's part in a full pass: which users, and whether unchanged list members may be kept. */
+interface ShareRole {
+  part: Partition;
+  mayKeepMembers: boolean;
 }
 
 class Pass {
@@ -77,15 +127,29 @@ class Pass {
   private skipped = 0;
   private rendered = 0;
   private rowsRead = 0;
+  private threadsUsed = 1;
   /** Carried-over profiles were not read: the selection says when the first of their ages turns over. */
   private stableUntilMs: number;
+
+  /** Another thread's share of a full pass, if this is one (see `stageShare`). */
+  private readonly share: ShareRole | undefined;
+  /** The other threads of a full pass this thread owns, while they work. */
+  private threads: PassThreads | undefined;
+  /** Called every POLL_EVERY rows: the shared pass's flags. */
+  private onRows: (() => void) | undefined;
 
   constructor(
     private readonly inputs: PassInputs,
     private readonly selection: Selection | undefined,
+    role: { share?: ShareRole; threads?: PassThreads } = {},
   ) {
-    this.output = OutputTransaction.begin(inputs.outDir, inputs.renderedBy);
-    this.creators = new CreatorsList(this.output, CREATORS_FILE);
+    const { share } = role;
+    this.share = share;
+    this.threads = role.threads;
+    this.output = share
+      ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.part)
+      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy);
+    this.creators = new CreatorsList(this.output, CREATORS_FILE, undefined, share?.mayKeepMembers ?? true);
     this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
     this.stableUntilMs = selection?.stableUntilMs ?? Infinity;
   }
@@ -94,8 +158,10 @@ class Pass {
     try {
       if (this.selection !== undefined) {
         this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
+        this.readRows('selected');
+      } else {
+        this.readShared();
       }
-      this.inputs.store.forEachRow((row) => this.readRow(row), this.selection !== undefined);
       this.inputs.onProgress?.(this.rowsRead);
       collectIfGrown();
       this.stageFixedDocuments();
@@ -103,15 +169,78 @@ class Pass {
       collectIfGrown();
       return this.result();
     } catch (error) {
+      this.threads?.stop();
       this.output.abort();
       throw error;
     }
   }
 
+  /** A share's part: its rows, then what it staged, for the owner (see `stageShare`). */
+  stageShare(hooks: ShareHooks): PassShare {
+    try {
+      this.onRows = () => hooks.rowsRead(this.rowsRead);
+      this.readRows(this.share!.part);
+      const { output, creators, rendered, rowsRead, warnings } = this;
+      const { profiles, stableUntilMs } = this.result();
+      return {
+        output: output.handOver(),
+        creators: creators.handOver(),
+        profiles,
+        skipped: this.skipped,
+        rendered,
+        rowsRead,
+        warnings,
+        stableUntilMs,
+      };
+    } catch (error) {
+      this.output.abort();
+      throw error;
+    }
+  }
+
+  /**
+   * Every row, shared with other threads when the store is large enough (pass-threads.ts): this
+   * thread reads its own share, then takes over what the others staged, and reads any share they
+   * could not.
+   */
+  private readShared(): void {
+    const { threads } = this;
+    if (threads === undefined) return this.readRows('all');
+    threads.ownerReady(this.creators.canKeep);
+    threads.poll();
+    this.onRows = () => threads.poll();
+    this.readRows(threads.ownPart);
+    const { shares, unread } = threads.collect();
+    this.threads = undefined;
+    for (const part of unread) this.readRows(part);
+    for (const share of shares) this.adopt(share);
+    this.threadsUsed += shares.length;
+    // In id order, as a single thread reads them (a row's own warnings keep their order).
+    if (shares.length > 0) this.warnings.sort((a, b) => a.id - b.id);
+  }
+
+  private adopt(share: PassShare): void {
+    this.output.adopt(share.output);
+    this.creators.adopt(share.creators);
+    this.profiles += share.profiles;
+    this.skipped += share.skipped;
+    this.rendered += share.rendered;
+    this.rowsRead += share.rowsRead;
+    for (const warning of share.warnings) this.warnings.push(warning);
+    this.stableUntilMs = Math.min(this.stableUntilMs, share.stableUntilMs);
+  }
+
+  private readRows(scope: RowScope): void {
+    this.inputs.store.forEachRow((row) => this.readRow(row), scope);
+  }
+
   private readRow(row: StoreRow): void {
-    if (++this.rowsRead % PROGRESS_EVERY === 0) {
-      this.inputs.onProgress?.(this.rowsRead);
-      collectIfGrown();
+    if (++this.rowsRead % POLL_EVERY === 0) {
+      this.onRows?.();
+      if (this.rowsRead % PROGRESS_EVERY === 0) {
+        this.inputs.onProgress?.(this.rowsRead + (this.threads?.rowsRead() ?? 0));
+        collectIfGrown();
+      }
     }
     const kept = this.keeper.keep(row);
     if (kept !== true) this.renderRow(row, kept);
@@ -181,6 +310,7 @@ class Pass {
       warnings,
       stableUntilMs,
       selective,
+      threads: this.threadsUsed,
     };
   }
 }

@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import type { BuildOptions } from '../build.js';
 import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
 import { DEFAULT_OUT_DIR } from '../core/layout.js';
-import { wholeNumber } from './numbers.js';
+import { parseNumber, wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
 
 export const DEFAULTS = {
@@ -14,6 +14,7 @@ export const DEFAULTS = {
   out: DEFAULT_OUT_DIR,
   baseUrl: 'http://localhost:3000',
   busyTimeoutMs: 5000,
+  threads: 2,
 } as const;
 
 export interface BuildFlags {
@@ -24,6 +25,7 @@ export interface BuildFlags {
   json?: boolean;
   busyTimeout?: string;
   full?: boolean;
+  threads?: string;
 }
 
 /** `--out <dir>`, described for what the command does with it; the same env and default everywhere. */
@@ -52,6 +54,12 @@ export function addBuildOptions(command: Command): Command {
       new Option('--busy-timeout <ms>', 'how long to wait for a store locked by a writer before giving up (exit 3)').default(
         String(DEFAULTS.busyTimeoutMs),
       ),
+    )
+    .addOption(
+      new Option(
+        '--threads <n>',
+        'threads a full pass over a large store (20,000 users or more) is shared between, at most one per CPU; 1 keeps it on one thread. The output is the same',
+      ).default(String(DEFAULTS.threads)),
     );
 }
 
@@ -91,5 +99,10 @@ export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOption
     strict: Boolean(flags.strict),
     fullPass: Boolean(flags.full),
     busyTimeoutMs: wholeNumber(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
+    threads: parseNumber(flags.threads ?? String(DEFAULTS.threads), '--threads', {
+      expected: 'a whole number from 1 to 64',
+      positive: true,
+      max: 64,
+    }),
   };
 }

@@ -24,6 +24,17 @@ import type { OutputTransaction } from './tree.js';
  */
 const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 
+/** The members another thread's share of a pass found (see `handOver`), as plain data. */
+export interface CreatorsShare {
+  /** Its scratch file (in the staging folder) and the bytes in it. */
+  scratch: string;
+  scratchBytes: number;
+  names: string[];
+  hashes: string[];
+  offsets: number[];
+  lengths: number[];
+}
+
 export class CreatorsList {
   private readonly names: string[] = [];
   /** Each member's data hash, or a manifest entry that starts with it (see HASH_LENGTH). */
@@ -31,17 +42,25 @@ export class CreatorsList {
   /** Where a member's JSON is: >= 0, an offset in the scratch file; KEPT, in the last list file. */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
+  /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted share i - 1's. */
+  private readonly sources: number[] = [];
+  private readonly adopted: { path: string; bytes: number }[] = [];
   private readonly scratch: BufferedFileWriter;
   /** The last build's list file and members, when members can be copied from it. */
   private readonly last: { file: string; members: ListOrder } | undefined;
 
+  /**
+   * `mayKeep` false: every member is rendered, none kept (a share of a pass whose owner cannot copy
+   * members from the last list).
+   */
   constructor(
     private readonly tx: OutputTransaction,
     private readonly path: string,
     private readonly readWholeLimit = READ_WHOLE_LIMIT,
+    mayKeep = true,
   ) {
     this.scratch = tx.scratchFile();
-    this.last = tx.previousList(path);
+    this.last = mayKeep ? tx.previousList(path) : undefined;
   }
 
   get size(): number {
@@ -62,6 +81,7 @@ export class CreatorsList {
     this.hashes.push(hash);
     this.offsets.push(offset);
     this.lengths.push(length);
+    this.sources.push(0);
     return length;
   }
 
@@ -75,6 +95,27 @@ export class CreatorsList {
     this.hashes.push(hash);
     this.offsets.push(KEPT);
     this.lengths.push(length);
+    this.sources.push(0);
+  }
+
+  /** Ends a share's list (one thread's share of a pass): its members, for the owner to `adopt`. */
+  handOver(): CreatorsShare {
+    this.scratch.close();
+    const { names, hashes, offsets, lengths } = this;
+    return { scratch: this.scratch.path, scratchBytes: this.scratch.bytesWritten, names, hashes, offsets, lengths };
+  }
+
+  /** Takes over the members another thread's share of this pass found. */
+  adopt(share: CreatorsShare): void {
+    this.adopted.push({ path: share.scratch, bytes: share.scratchBytes });
+    const source = this.adopted.length;
+    for (let i = 0; i < share.names.length; i++) {
+      this.names.push(share.names[i]!);
+      this.hashes.push(share.hashes[i]!);
+      this.offsets.push(share.offsets[i]!);
+      this.lengths.push(share.lengths[i]!);
+      this.sources.push(source);
+    }
   }
 
   /**
@@ -138,22 +179,24 @@ export class CreatorsList {
 
   /** Writes the members, commas between: rendered ones from the scratch file, kept ones from the last list. */
   private writeMembers(sink: BufferedFileWriter, order: number[], headLength: number): void {
-    const scratch = new PositionedReader(this.scratch.path, this.scratch.bytesWritten <= this.readWholeLimit);
+    const scratchFiles = [{ path: this.scratch.path, bytes: this.scratch.bytesWritten }, ...this.adopted];
+    const scratch: PositionedReader[] = [];
     const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
     const cursor = new LastListCursor(this.last?.members, headLength);
     try {
+      for (const file of scratchFiles) scratch.push(new PositionedReader(file.path, file.bytes <= this.readWholeLimit));
       for (let position = 0; position < order.length;) {
         if (position > 0) sink.write(',');
         const i = order[position]!;
         if (this.offsets[i] !== KEPT) {
-          sink.write(scratch.read(this.offsets[i]!, this.lengths[i]!));
+          sink.write(scratch[this.sources[i]!]!.read(this.offsets[i]!, this.lengths[i]!));
           position++;
         } else {
           position = this.copyKeptRun(sink, last!, cursor, order, position);
         }
       }
     } finally {
-      scratch.close();
+      for (const reader of scratch) reader.close();
       last?.close();
     }
   }

@@ -22,6 +22,7 @@ import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
+import { partitionOf, type Partition } from '../core/partition.js';
 
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';
@@ -96,8 +97,12 @@ export function fileEntry(hash: string, stamp: string | undefined): string {
   return stamp === undefined ? hash : `${hash}\t${stamp}`;
 }
 
-/** Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary). */
-export function readManifest(outDir: string, chunkBytes = LINE_CHUNK): Manifest {
+/**
+ * Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary).
+ * With `part`, only that share's profiles (and list members) are kept: what a thread sharing a pass
+ * needs (the list is judged usable or not on all of them, as a whole read would).
+ */
+export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: Partition): Manifest {
   const path = join(outDir, MANIFEST_FILE);
   let fd: number;
   try {
@@ -107,7 +112,7 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK): Manifest 
     throw unreadable(path, cause);
   }
   try {
-    return parseManifest(fd, path, chunkBytes);
+    return parseManifest(fd, path, chunkBytes, part);
   } finally {
     closeSync(fd);
   }
@@ -116,13 +121,15 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK): Manifest 
 const unreadable = (path: string, cause: unknown) =>
   outputError(`cannot read the tool's manifest ${path}`, "check the out dir's permissions", cause);
 
-function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
+function parseManifest(fd: number, path: string, chunkBytes: number, part: Partition | undefined): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
   const list: ListOrder = { names: [], lengths: [] };
+  const inPart = (name: string) => part === undefined || partitionOf(name, part.count) === part.index;
   let header = true,
     membersInOrder = false,
-    membersEnded = false;
+    membersEnded = false,
+    lastMember = '';
   forEachLine(fd, path, chunkBytes, (text, bytes, start, end) => {
     if (header) {
       header = false;
@@ -141,15 +148,19 @@ function parseManifest(fd: number, path: string, chunkBytes: number): Manifest {
       key = own(text, bytes, a + 1, b),
       value = own(text, bytes, b + 1, end);
     if (a === start + 1 && kind === 117 /* u */) {
-      manifest.profiles.set(key, value);
+      const kept = inPart(key);
+      if (kept) manifest.profiles.set(key, value);
       const length = membersInOrder ? listLength(value) : undefined;
       if (length === undefined) {
         membersEnded = true;
-      } else if (membersEnded || (list.names.length > 0 && !(list.names[list.names.length - 1]! < key))) {
+      } else if (membersEnded || (lastMember !== '' && !(lastMember < key))) {
         membersInOrder = false;
       } else {
-        list.names.push(key);
-        list.lengths.push(length);
+        lastMember = key;
+        if (kept) {
+          list.names.push(key);
+          list.lengths.push(length);
+        }
       }
     } else if (a === start + 1 && kind === 102 /* f */) {
       manifest.files.set(key, value);

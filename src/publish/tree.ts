@@ -18,6 +18,7 @@ import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
+import type { Partition } from '../core/partition.js';
 import {
   entryHash,
   fileEntry,
@@ -51,6 +52,25 @@ interface StagedFile {
   staged: string;
 }
 
+/**
+ * What another thread staged for its share of a pass (see `join`), handed to the owning transaction
+ * (`adopt`): plain data, so it crosses threads.
+ */
+export interface OutputShare {
+  /** Every profile the share published or kept, with its manifest entry. */
+  names: string[];
+  entries: string[];
+  /** The profiles it staged, with their staging slots (unless staged fresh). */
+  stagedNames: string[];
+  stagedSlots: number[];
+  unchangedFiles: number;
+  /** Whether it staged whole fresh folders (a first build). */
+  fresh: boolean;
+}
+
+/** Each share's staging slots start here, so threads never pick the same staged file name. */
+const SLOTS_PER_SHARE = 2 ** 32;
+
 export class OutputTransaction {
   readonly outDir: string;
   private readonly previous: Manifest;
@@ -78,20 +98,28 @@ export class OutputTransaction {
   private stagedCount = 0;
   private unchangedFiles = 0;
   private finished = false;
+  /** A share's view (`join`): it stages into the owner's folder and never commits or clears it. */
+  private readonly share: Partition | undefined;
 
-  private constructor(outDir: string, renderedBy: string) {
+  private constructor(outDir: string, renderedBy: string, share: Partition | undefined) {
     this.outDir = outDir;
-    prepareDir(outDir, outDir);
-    prepareDir(outDir, join(outDir, STATE_DIR));
-    this.previous = ManifestCache.take(outDir) ?? readManifest(outDir);
+    this.share = share;
+    this.stagingDir = join(outDir, STAGING_DIR);
+    if (share === undefined) {
+      prepareDir(outDir, outDir);
+      prepareDir(outDir, join(outDir, STATE_DIR));
+      this.previous = ManifestCache.take(outDir) ?? readManifest(outDir);
+      // A staging folder left by a crashed run holds nothing anyone reads: start clean.
+      guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
+        rmSync(this.stagingDir, { recursive: true, force: true });
+        mkdirSync(this.stagingDir);
+      });
+    } else {
+      this.previous = readManifest(outDir, undefined, share);
+      this.stagedCount = share.index * SLOTS_PER_SHARE;
+    }
     this.next = { renderedBy, profiles: new Map(), files: new Map(), list: undefined };
     this.signaturesHold = renderedBy !== '' && this.previous.renderedBy === renderedBy;
-    this.stagingDir = join(outDir, STAGING_DIR);
-    // A staging folder left by a crashed run holds nothing anyone reads: start clean.
-    guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
-      rmSync(this.stagingDir, { recursive: true, force: true });
-      mkdirSync(this.stagingDir);
-    });
     this.profileDirsExisted = PROFILE_DIRS.some((dir) => existsSync(join(outDir, dir)));
   }
 
@@ -100,7 +128,48 @@ export class OutputTransaction {
    * the tool and base URL rendering this build: row signatures recorded under another are not used.
    */
   static begin(outDir: string, renderedBy = ''): OutputTransaction {
-    return new OutputTransaction(outDir, renderedBy);
+    return new OutputTransaction(outDir, renderedBy, undefined);
+  }
+
+  /**
+   * Another thread's part in a transaction `begin` opened (and holds open) in this process: it
+   * stages the profiles of one share of the users, with that share of the last build's entries,
+   * and hands them over with `handOver`. It commits nothing and never clears the staging folder.
+   */
+  static join(outDir: string, renderedBy: string, share: Partition): OutputTransaction {
+    return new OutputTransaction(outDir, renderedBy, share);
+  }
+
+  /** Ends a share's part (see `join`): what it staged, for the owner to `adopt`. */
+  handOver(): OutputShare {
+    if (this.share === undefined) throw new Error('bug: only a share hands over');
+    this.assertOpen();
+    this.finished = true;
+    return {
+      names: [...this.next.profiles.keys()],
+      entries: [...this.next.profiles.values()],
+      stagedNames: this.stagedNames,
+      stagedSlots: this.stagedSlots,
+      unchangedFiles: this.unchangedFiles,
+      fresh: this.freshDirs !== undefined,
+    };
+  }
+
+  /** Takes over what another thread staged for its share of this pass, to commit it with the rest. */
+  adopt(share: OutputShare): void {
+    this.assertOpen();
+    const { previous, next } = this;
+    for (let i = 0; i < share.names.length; i++) {
+      previous.profiles.delete(share.names[i]!);
+      next.profiles.set(share.names[i]!, share.entries[i]!);
+    }
+    // One at a time: a share of a million-profile build is too many arguments for one push.
+    for (let i = 0; i < share.stagedNames.length; i++) {
+      this.stagedNames.push(share.stagedNames[i]!);
+      this.stagedSlots.push(share.stagedSlots[i]!);
+    }
+    this.unchangedFiles += share.unchangedFiles;
+    if (share.fresh) this.freshDirs ??= this.freshDirPaths();
   }
 
   /**
@@ -180,9 +249,13 @@ export class OutputTransaction {
     this.stagedNames.push(name);
   }
 
+  /** The folders a first build stages each alias's profiles in, one per alias folder. */
+  private freshDirPaths(): string[] {
+    return PROFILE_DIRS.map((_, i) => join(this.stagingDir, 'fresh', String(i)));
+  }
+
   private stageFresh(name: string, bytes: string): void {
-    const dirs = (this.freshDirs ??= PROFILE_DIRS.map((_, i) => {
-      const dir = join(this.stagingDir, 'fresh', String(i));
+    const dirs = (this.freshDirs ??= this.freshDirPaths().map((dir) => {
       guard(`cannot write into ${this.outDir}`, () => mkdirSync(dir, { recursive: true }));
       return dir;
     }));
@@ -268,6 +341,7 @@ export class OutputTransaction {
 
   /** Publishes everything staged and removes what is no longer published. */
   commit(): WriteCounts {
+    if (this.share !== undefined) throw new Error('bug: a share hands over, its owner commits');
     this.assertOpen();
     this.finished = true;
     const { outDir, next } = this;
@@ -369,6 +443,7 @@ export class OutputTransaction {
   abort(): void {
     if (this.finished) return;
     this.finished = true;
+    if (this.share !== undefined) return; // the owner clears the staging folder
     // Best effort: abort runs while another error propagates (the disk may have just turned
     // read-only), which must not be masked; the next build clears the staging folder anyway.
     try {

@@ -12,9 +12,10 @@
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
+import { partitionSql, type Partition } from '../core/partition.js';
 import { checkSchema, READ_STATUSES } from './schema.js';
 import { StoreShadow } from './shadow.js';
-import { storeStamp, type StoreStamp } from './stamp.js';
+import { commitMark, storeStamp, type StoreStamp } from './stamp.js';
 
 /** users columns in the order the query selects them. Never a private column. */
 export type UserColumns = readonly [
@@ -71,6 +72,27 @@ const SELECTED_SQL = {
   bans: BANS_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
 };
 const ALL_SQL = { users: USERS_SQL, socials: SOCIALS_SQL, badges: BADGES_SQL, bans: BANS_SQL };
+
+/**
+ * The same queries restricted to one share of the users (core/partition.ts). Socials are filtered
+ * in SQL (the largest child table); badges and bans are read whole, which costs less than the
+ * filter, and the merge join skips the rows of users in other shares.
+ */
+function partSql(part: Partition): typeof ALL_SQL {
+  const inPart = partitionSql('username', part);
+  const ofPart = `IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${inPart})`;
+  return {
+    users: USERS_SQL.replace('ORDER BY', `AND ${inPart} ORDER BY`),
+    socials: SOCIALS_SQL.replace('ORDER BY', `WHERE user_id ${ofPart} ORDER BY`),
+    badges: BADGES_SQL,
+    bans: BANS_SQL,
+  };
+}
+
+/** Which users a pass reads: every candidate, those StoreShadow.select named, or one share. */
+export type RowScope = 'all' | 'selected' | Partition;
+
+const sqlFor = (scope: RowScope) => (scope === 'all' ? ALL_SQL : scope === 'selected' ? SELECTED_SQL : partSql(scope));
 const DECORATIONS_SQL = 'SELECT id, name, file FROM decorations';
 
 const NONE: readonly never[] = [];
@@ -82,12 +104,16 @@ export interface OpenStoreOptions {
 
 export class ProfileStore {
   readonly file: string;
+  /** What it was opened with, for another connection to the same store (a pass's other threads). */
+  readonly busyTimeoutMs: number;
   private readonly db: Database.Database;
   private shadowCopy: StoreShadow | undefined;
+  private markBeforeSnapshot: string | undefined;
 
-  private constructor(file: string, db: Database.Database) {
+  private constructor(file: string, db: Database.Database, busyTimeoutMs: number) {
     this.file = file;
     this.db = db;
+    this.busyTimeoutMs = busyTimeoutMs;
   }
 
   /** Opens read-only and checks the schema; throws a store error (exit 3) for anything unusable. */
@@ -101,11 +127,12 @@ export class ProfileStore {
     if (!isFile) throw storeError(`profile store is not a file: ${file}`, 'pass --db <file> pointing at the SQLite database file');
     let db: Database.Database | undefined;
     try {
-      db = new Database(file, { readonly: true, fileMustExist: true, timeout: options.busyTimeoutMs ?? 5000 });
+      const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+      db = new Database(file, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
       // A build scans each table once, in order: pages are never read twice, so a big page cache
       // only adds to the resident set (better-sqlite3's default is 16 MB).
       db.pragma('cache_size = -2048');
-      const store = new ProfileStore(file, db);
+      const store = new ProfileStore(file, db, busyTimeoutMs);
       checkSchema(db, file);
       return store;
     } catch (cause) {
@@ -125,11 +152,14 @@ export class ProfileStore {
   /**
    * Runs `work` in one read transaction: every read inside it (rows, the shadow's comparisons) sees
    * the same snapshot even while the platform writes in WAL mode. The transaction is rolled back when
-   * `work` throws, which also undoes whatever it changed in the shadow.
+   * `work` throws, which also undoes whatever it changed in the shadow. The store's commit mark is
+   * taken as it begins (`snapshotMark`), before its snapshot.
    */
   inSnapshot<T>(work: () => T): T {
     const { db, file } = this;
     try {
+      // SQLite takes a read transaction's snapshot at its first read, after the mark in any case.
+      this.markBeforeSnapshot = this.commitMark();
       db.exec('BEGIN');
     } catch (cause) {
       throw translateSqliteError(cause, file);
@@ -145,6 +175,34 @@ export class ProfileStore {
     }
   }
 
+  /**
+   * The store's commit mark (stamp.ts: commitMark) taken just before the snapshot `inSnapshot` is
+   * reading: another connection whose snapshot began while the mark still reads the same sees the
+   * same snapshot. Undefined outside `inSnapshot`, or when the mark could not be read.
+   */
+  snapshotMark(): string | undefined {
+    return this.db.inTransaction ? this.markBeforeSnapshot : undefined;
+  }
+
+  /** Whether the store has at least this many users (a bounded count, read in the caller's snapshot). */
+  hasUsers(atLeast: number): boolean {
+    try {
+      const sql = `SELECT count(*) FROM (SELECT 1 FROM users LIMIT ${Math.max(0, Math.floor(atLeast))})`;
+      return (this.db.prepare(sql).pluck().get() as number) >= atLeast;
+    } catch (cause) {
+      throw translateSqliteError(cause, this.file);
+    }
+  }
+
+  /** Bytes that change with every commit (see stamp.ts: commitMark); undefined when unreadable. */
+  commitMark(): string | undefined {
+    try {
+      return commitMark(this.file);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Checks the schema again (a long-lived connection outlives many schema changes). */
   recheckSchema(): void {
     try {
@@ -155,14 +213,14 @@ export class ProfileStore {
   }
 
   /**
-   * Calls `each` for every candidate user (with `selected`, only those StoreShadow.select named), in
-   * id order, all from one read transaction (the caller's `inSnapshot`, or one of its own), so every
-   * row and child row belongs to the same snapshot. Returns the number of users read.
+   * Calls `each` for every candidate user in `scope`, in id order, all from one read transaction (the
+   * caller's `inSnapshot`, or one of its own), so every row and child row belongs to the same
+   * snapshot. Returns the number of users read.
    */
-  forEachRow(each: (row: StoreRow) => void, selected = false): number {
+  forEachRow(each: (row: StoreRow) => void, scope: RowScope = 'all'): number {
     const { db } = this;
-    if (!db.inTransaction) return this.inSnapshot(() => this.forEachRow(each, selected));
-    const sql = selected ? SELECTED_SQL : ALL_SQL;
+    if (!db.inTransaction) return this.inSnapshot(() => this.forEachRow(each, scope));
+    const sql = sqlFor(scope);
     try {
       const decorations = new Map<unknown, readonly [unknown, unknown]>();
       for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {

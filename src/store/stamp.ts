@@ -74,3 +74,48 @@ function header(path: string, length: number): string {
     closeSync(fd);
   }
 }
+
+/**
+ * Bytes that change with every commit, at once, whatever the clock: the database header (its change
+ * counter, in rollback-journal mode) and, in WAL mode, the wal-index header at the start of the -shm
+ * file, whose change counter and last valid frame move with each commit. Two equal marks taken
+ * around the moments read transactions began prove they all began on the same snapshot (a pass
+ * shared between connections relies on it, see pass-threads.ts). Unlike `storeStamp` it needs no
+ * settling time, and it is only meaningful while a connection holds the store open.
+ */
+export function commitMark(file: string): string {
+  const parts: string[] = [];
+  for (const [path, bytes] of [
+    [file, 100],
+    [`${file}-shm`, WAL_INDEX_HEADER_BYTES],
+  ] as const) {
+    const stats = statIfPresent(path);
+    parts.push(stats === undefined ? 'none' : `${stats.ino}:${headerHeldOpen(path, bytes)}`);
+  }
+  return parts.join('|');
+}
+
+/**
+ * Descriptors kept open for the process's life: closing any descriptor of a file drops every POSIX
+ * lock the process holds on it, SQLite's own included (its read locks and the -shm's), so a file
+ * SQLite has open in this process is never opened and closed again here.
+ */
+const heldOpen = new Map<string, { ino: bigint; fd: number }>();
+
+function headerHeldOpen(path: string, length: number): string {
+  const ino = statSync(path, { bigint: true }).ino;
+  let held = heldOpen.get(path);
+  if (held === undefined || held.ino !== ino) {
+    held = { ino, fd: openSync(path, 'r') };
+    heldOpen.set(path, held);
+  }
+  const bytes = Buffer.alloc(length);
+  const read = readSync(held.fd, bytes, 0, length, 0);
+  return bytes.subarray(0, read).toString('hex');
+}
+
+/**
+ * The wal-index header, two copies of its 48 bytes (sqlite's wal.c). The checkpoint info after them
+ * is left out: a reader writes its read mark there when its transaction begins.
+ */
+const WAL_INDEX_HEADER_BYTES = 96;

@@ -1,0 +1,304 @@
+/**
+ * A full pass shared between threads: each thread reads, renders and writes one share of the users
+ * (core/partition.ts), this one included, and the others hand what they staged over to this thread,
+ * which commits it all as one transaction. Rendering, hashing and above all the writes themselves
+ * run side by side, which a single thread cannot do.
+ *
+ * One snapshot for all: every thread reads with its own connection, so each one's read transaction
+ * must see what this thread's sees. This thread took the store's commit mark just before its
+ * snapshot (ProfileStore.snapshotMark); once the others have taken theirs, the mark is read again.
+ * Unchanged, no commit came in between, and they are told to go on. Changed, they are told to stop
+ * before writing anything, and this thread reads their shares itself, from its own snapshot.
+ *
+ * The pass stays synchronous: this thread waits on shared flags (Atomics) and takes each result
+ * with receiveMessageOnPort. Without the compiled thread module (running from TypeScript sources, as
+ * the unit tests do) or on one CPU, the pass is not shared: the output is the same either way.
+ */
+import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { describeCause, SnapshotError, type SnapshotErrorKind } from './core/errors.js';
+import { keepYoungGenerationSmall } from './core/memory.js';
+import type { Partition } from './core/partition.js';
+import type { CreatorsShare } from './publish/creators.js';
+import type { OutputShare } from './publish/tree.js';
+import type { RowWarning } from './render/user.js';
+import type { ProfileStore } from './store/read.js';
+
+const THREAD_URL = new URL('./pass-thread.js', import.meta.url);
+/** Below this many users, starting another thread costs more than it saves. */
+export const SHARE_FROM = 20_000;
+/** A thread whose row count has not moved for this long is given up on (the build fails). */
+const STALL_MS = 120_000;
+
+/** What another thread needs to read, render and stage its share: plain data. */
+export interface ShareInputs {
+  db: string;
+  busyTimeoutMs: number;
+  outDir: string;
+  renderedBy: string;
+  baseUrl: string;
+  snapshotMs: number;
+  reproducible: boolean;
+  part: Partition;
+}
+
+/** What a share's thread staged, handed over to the owner. */
+export interface PassShare {
+  output: OutputShare;
+  creators: CreatorsShare;
+  profiles: number;
+  skipped: number;
+  rendered: number;
+  rowsRead: number;
+  warnings: RowWarning[];
+  stableUntilMs: number;
+}
+
+/** How a share's thread talks to the owner while it works (see `runShare`). */
+export interface ShareHooks {
+  /**
+   * Called once its snapshot is taken; waits for the owner's word: whether unchanged list members
+   * may be kept (CreatorsList.canKeep, the owner's), or undefined when the owner reads the share
+   * itself instead.
+   */
+  mayGo(): { mayKeepMembers: boolean } | undefined;
+  /** Called every few hundred rows with the rows read; throws once the owner has failed. */
+  rowsRead(rows: number): void;
+}
+
+interface ThreadData {
+  inputs: ShareInputs;
+  control: SharedArrayBuffer;
+  port: MessagePort;
+}
+
+/** Slots of a thread's control array, and their values. */
+const STATE = 0,
+  ORDER = 1,
+  ROWS = 2,
+  KEEP = 3;
+const STARTING = 0,
+  READY = 1,
+  ENDED = 2;
+const WAIT = 0,
+  GO = 1,
+  STOP = 2;
+
+interface Thread {
+  part: Partition;
+  worker: Worker;
+  control: Int32Array;
+  port: MessagePort;
+  released: boolean;
+}
+
+export class PassThreads {
+  /** This thread's own share. */
+  readonly ownPart: Partition;
+  /** The owner's CreatorsList.canKeep, once it is open (`ownerReady`); no thread goes on before. */
+  private mayKeepMembers: boolean | undefined;
+
+  private constructor(
+    private readonly threads: Thread[],
+    private readonly mark: string,
+    private readonly store: ProfileStore,
+    count: number,
+  ) {
+    this.ownPart = { index: 0, count };
+  }
+
+  /**
+   * Starts the other threads of a full pass over `store` (inside its `inSnapshot`) when it is worth
+   * it: `count` threads asked for, a CPU for each, enough users, the compiled thread module.
+   */
+  static start(store: ProfileStore, inputs: Omit<ShareInputs, 'part'>, count: number): PassThreads | undefined {
+    // Started before the owner opens its output, so they load meanwhile; each takes its snapshot
+    // as it starts, after the owner's mark.
+    const mark = store.snapshotMark();
+    const threads = Math.min(count, availableParallelism());
+    if (threads < 2 || mark === undefined || !threadModuleExists() || !store.hasUsers(SHARE_FROM)) return undefined;
+    const started: Thread[] = [];
+    for (let index = 1; index < threads; index++) {
+      const thread = startThread({ ...inputs, part: { index, count: threads } });
+      if (thread === undefined) break;
+      started.push(thread);
+    }
+    if (started.length === 0) return undefined;
+    return new PassThreads(started, mark, store, started.length + 1);
+  }
+
+  /** Rows the other threads have read so far, for progress. */
+  rowsRead(): number {
+    return this.threads.reduce((sum, thread) => sum + Atomics.load(thread.control, ROWS), 0);
+  }
+
+  /** The owner has opened its output: threads may go on once they have taken their snapshots. */
+  ownerReady(mayKeepMembers: boolean): void {
+    this.mayKeepMembers = mayKeepMembers;
+  }
+
+  /** Lets each thread that has taken its snapshot go on, or stop (see the top). Cheap: call often. */
+  poll(): void {
+    if (this.mayKeepMembers === undefined) return;
+    for (const thread of this.threads) {
+      if (!thread.released && Atomics.load(thread.control, STATE) !== STARTING) this.release(thread);
+    }
+  }
+
+  /**
+   * Waits for every thread and returns what each staged, and the shares no thread read (this
+   * thread reads them itself). A thread's failure is thrown here, as the build's.
+   */
+  collect(): { shares: PassShare[]; unread: Partition[] } {
+    const shares: PassShare[] = [];
+    const unread: Partition[] = [];
+    try {
+      for (const thread of this.threads) {
+        waitWhile(thread.control, STATE, STARTING);
+        // Ended before its snapshot (it could not start or open the store): it wrote nothing.
+        const started = thread.released || Atomics.load(thread.control, STATE) === READY;
+        if (!thread.released) this.release(thread);
+        waitWhile(thread.control, STATE, READY);
+        const share = started ? takeResult(thread) : undefined;
+        if (share === undefined) unread.push(thread.part);
+        else shares.push(share);
+      }
+    } catch (error) {
+      this.stop();
+      throw error;
+    }
+    this.end();
+    return { shares, unread };
+  }
+
+  /** Stops every thread and waits until none writes any more (the build failed). */
+  stop(): void {
+    for (const thread of this.threads) order(thread, STOP);
+    for (const thread of this.threads) {
+      try {
+        waitWhile(thread.control, STATE, STARTING);
+        waitWhile(thread.control, STATE, READY);
+      } catch {
+        // stalled: terminating it is all that is left
+      }
+    }
+    this.end();
+  }
+
+  private release(thread: Thread): void {
+    if (this.mayKeepMembers === undefined) throw new Error('bug: threads released before their owner is ready');
+    thread.released = true;
+    keepYoungGenerationSmall(); // again: the thread's start reset it
+    Atomics.store(thread.control, KEEP, this.mayKeepMembers ? 1 : 0);
+    order(thread, this.store.commitMark() === this.mark ? GO : STOP);
+  }
+
+  private end(): void {
+    for (const thread of this.threads) {
+      thread.port.close();
+      void thread.worker.terminate();
+    }
+  }
+}
+
+type StageShare = (inputs: ShareInputs, hooks: ShareHooks) => PassShare | undefined;
+
+/**
+ * The body of a share's thread (pass-thread.ts): loads the stage, runs it with hooks wired to the
+ * owner's flags, posts the result (or the error) and marks the thread ended, whatever happens.
+ */
+export async function runShare(data: ThreadData, load: () => Promise<StageShare>): Promise<void> {
+  const control = new Int32Array(data.control);
+  const hooks: ShareHooks = {
+    mayGo() {
+      Atomics.store(control, STATE, READY);
+      Atomics.notify(control, STATE);
+      while (Atomics.load(control, ORDER) === WAIT) Atomics.wait(control, ORDER, WAIT);
+      return Atomics.load(control, ORDER) === GO ? { mayKeepMembers: Atomics.load(control, KEEP) === 1 } : undefined;
+    },
+    rowsRead(rows) {
+      Atomics.store(control, ROWS, rows);
+      if (Atomics.load(control, ORDER) === STOP) throw new Error('stopped: the build failed elsewhere');
+    },
+  };
+  try {
+    const stage = await load();
+    data.port.postMessage({ share: stage(data.inputs, hooks) });
+  } catch (error) {
+    data.port.postMessage({ error: serializeError(error) });
+  } finally {
+    Atomics.store(control, STATE, ENDED);
+    Atomics.notify(control, STATE);
+  }
+}
+
+function threadModuleExists(): boolean {
+  return THREAD_URL.protocol === 'file:' && existsSync(fileURLToPath(THREAD_URL));
+}
+
+function startThread(inputs: ShareInputs): Thread | undefined {
+  const control = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
+  const { port1, port2 } = new MessageChannel();
+  const data: ThreadData = { inputs, control: control.buffer as SharedArrayBuffer, port: port2 };
+  try {
+    const worker = new Worker(THREAD_URL, { workerData: data, transferList: [port2] });
+    worker.unref();
+    return { part: inputs.part, worker, control, port: port1, released: false };
+  } catch {
+    port1.close();
+    return undefined;
+  }
+}
+
+function order(thread: Thread, value: number): void {
+  Atomics.store(thread.control, ORDER, value);
+  Atomics.notify(thread.control, ORDER);
+}
+
+/** Waits while the thread's STATE is `state`, as long as its row count keeps moving. */
+function waitWhile(control: Int32Array, slot: number, state: number): void {
+  let rows = Atomics.load(control, ROWS);
+  let movedAt = Date.now();
+  while (Atomics.load(control, slot) === state) {
+    Atomics.wait(control, slot, state, 1000);
+    const now = Atomics.load(control, ROWS);
+    if (now !== rows) [rows, movedAt] = [now, Date.now()];
+    else if (Date.now() - movedAt > STALL_MS) throw new Error(`bug: a pass thread made no progress for ${STALL_MS / 1000} s`);
+  }
+}
+
+function takeResult(thread: Thread): PassShare | undefined {
+  const message = receiveMessageOnPort(thread.port)?.message as { share?: PassShare; error?: SerializedError } | undefined;
+  if (message === undefined) throw new Error('bug: a pass thread ended without a result');
+  if (message.error !== undefined) throw deserializeError(message.error);
+  return message.share;
+}
+
+interface SerializedError {
+  kind?: SnapshotErrorKind;
+  message: string;
+  hint?: string;
+  cause?: string;
+  stack?: string;
+}
+
+function serializeError(error: unknown): SerializedError {
+  if (error instanceof SnapshotError) {
+    const cause = error.cause === undefined ? undefined : describeCause(error.cause);
+    return { kind: error.kind, message: error.message, hint: error.hint, cause };
+  }
+  return error instanceof Error ? { message: error.message, stack: error.stack } : { message: String(error) };
+}
+
+/** A thread's error as this thread's: a SnapshotError keeps its kind (its exit code) and hint. */
+function deserializeError(error: SerializedError): Error {
+  if (error.kind !== undefined) {
+    const cause = error.cause === undefined ? undefined : new Error(error.cause);
+    return new SnapshotError(error.kind, error.message, { hint: error.hint, cause });
+  }
+  const bug = new Error(`a pass thread failed: ${error.message}`);
+  if (error.stack !== undefined) bug.stack = `${bug.message}\n${error.stack}`;
+  return bug;
+}

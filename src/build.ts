@@ -14,14 +14,12 @@ import type { LastPass } from './incremental/last-pass.js';
 import { PassPlan } from './incremental/plan.js';
 import type { StoreSession } from './incremental/session.js';
 import { stagePass, type PassInputs, type StagedPass } from './pass.js';
+import { DEFAULT_THREADS } from './pass-threads.js';
 import { OutDirLock } from './publish/lock.js';
 import type { WriteCounts } from './publish/tree.js';
 import type { RowWarning } from './render/user.js';
 import { ProfileStore } from './store/read.js';
 import { count } from './core/text.js';
-
-/** A second CPU's worth: the machines the tool is built for have two (never more than there are CPUs). */
-const DEFAULT_THREADS = 2;
 
 export interface BuildOptions {
   db: string;

@@ -29,6 +29,8 @@ import type { ProfileStore } from './store/read.js';
 const THREAD_URL = new URL('./pass-thread.js', import.meta.url);
 /** Below this many users, starting another thread costs more than it saves. */
 export const SHARE_FROM = 20_000;
+/** A second CPU's worth: the machines the tool is built for have two (never more than there are CPUs). */
+export const DEFAULT_THREADS = 2;
 /** A thread whose row count has not moved for this long is given up on (the build fails). */
 const STALL_MS = 120_000;
 
@@ -143,7 +145,7 @@ export class PassThreads {
   poll(): void {
     if (this.mayKeepMembers === undefined) return;
     for (const thread of this.threads) {
-      if (!thread.released && Atomics.load(thread.control, STATE) !== STARTING) this.release(thread);
+      if (!thread.released && Atomics.load(thread.control, STATE) === READY) this.release(thread);
     }
   }
 
@@ -155,13 +157,16 @@ export class PassThreads {
     const shares: PassShare[] = [];
     const unread: Partition[] = [];
     try {
+      // Every thread released first, so none waits for another to finish.
       for (const thread of this.threads) {
         waitWhile(thread.control, STATE, STARTING);
-        // Ended before its snapshot (it could not start or open the store): it wrote nothing.
-        const started = thread.released || Atomics.load(thread.control, STATE) === READY;
-        if (!thread.released) this.release(thread);
+        if (!thread.released && Atomics.load(thread.control, STATE) === READY) this.release(thread);
+      }
+      for (const thread of this.threads) {
         waitWhile(thread.control, STATE, READY);
-        const share = started ? takeResult(thread) : undefined;
+        // Never released: it ended before taking its snapshot (it could not start or open the
+        // store) and wrote nothing. Told to stop: it wrote nothing either.
+        const share = thread.released ? takeResult(thread) : undefined;
         if (share === undefined) unread.push(thread.part);
         else shares.push(share);
       }

@@ -101,12 +101,16 @@ function startThreads(inputs: PassInputs): PassThreads | undefined {
 export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | undefined {
   const store = ProfileStore.open(shared.db, { busyTimeoutMs: shared.busyTimeoutMs });
   try {
-    return store.inSnapshot(() => {
-      const go = hooks.mayGo();
-      if (go === undefined) return undefined;
-      const inputs: PassInputs = { ...shared, store, strict: false, onProgress: undefined, started: performance.now(), threads: 1 };
-      return new Pass(inputs, undefined, { share: { part: shared.part, ...go } }).stageShare(hooks);
-    });
+    // Its own commit mark is of no use: the owner's proves the snapshot.
+    return store.inSnapshot(
+      () => {
+        const go = hooks.mayGo();
+        if (go === undefined) return undefined;
+        const inputs: PassInputs = { ...shared, store, strict: false, onProgress: undefined, started: performance.now(), threads: 1 };
+        return new Pass(inputs, undefined, { share: { part: shared.part, ...go } }).stageShare(hooks);
+      },
+      { mark: false },
+    );
   } finally {
     store.close();
   }
@@ -180,13 +184,12 @@ class Pass {
     try {
       this.onRows = () => hooks.rowsRead(this.rowsRead);
       this.readRows(this.share!.part);
-      const { output, creators, rendered, rowsRead, warnings } = this;
-      const { profiles, stableUntilMs } = this.result();
+      const { profiles, skipped, rendered, rowsRead, warnings, stableUntilMs } = this.result();
       return {
-        output: output.handOver(),
-        creators: creators.handOver(),
+        output: this.output.handOver(),
+        creators: this.creators.handOver(),
         profiles,
-        skipped: this.skipped,
+        skipped,
         rendered,
         rowsRead,
         warnings,
@@ -210,8 +213,8 @@ class Pass {
     threads.poll();
     this.onRows = () => threads.poll();
     this.readRows(threads.ownPart);
+    this.threads = undefined; // collect ends them, whatever happens
     const { shares, unread } = threads.collect();
-    this.threads = undefined;
     for (const part of unread) this.readRows(part);
     for (const share of shares) this.adopt(share);
     this.threadsUsed += shares.length;
@@ -235,12 +238,11 @@ class Pass {
   }
 
   private readRow(row: StoreRow): void {
-    if (++this.rowsRead % POLL_EVERY === 0) {
-      this.onRows?.();
-      if (this.rowsRead % PROGRESS_EVERY === 0) {
-        this.inputs.onProgress?.(this.rowsRead + (this.threads?.rowsRead() ?? 0));
-        collectIfGrown();
-      }
+    const rowsRead = ++this.rowsRead;
+    if (rowsRead % POLL_EVERY === 0) this.onRows?.();
+    if (rowsRead % PROGRESS_EVERY === 0) {
+      this.inputs.onProgress?.(rowsRead + (this.threads?.rowsRead() ?? 0));
+      collectIfGrown();
     }
     const kept = this.keeper.keep(row);
     if (kept !== true) this.renderRow(row, kept);

@@ -6,6 +6,8 @@ import { Command, Option } from 'commander';
 import type { BuildOptions } from '../build.js';
 import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
 import { DEFAULT_OUT_DIR } from '../core/layout.js';
+import { count } from '../core/text.js';
+import { DEFAULT_THREADS, SHARE_FROM } from '../pass-threads.js';
 import { parseNumber, wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
 
@@ -14,7 +16,7 @@ export const DEFAULTS = {
   out: DEFAULT_OUT_DIR,
   baseUrl: 'http://localhost:3000',
   busyTimeoutMs: 5000,
-  threads: 2,
+  threads: DEFAULT_THREADS,
 } as const;
 
 export interface BuildFlags {
@@ -58,7 +60,7 @@ export function addBuildOptions(command: Command): Command {
     .addOption(
       new Option(
         '--threads <n>',
-        'threads a full pass over a large store (20,000 users or more) is shared between, at most one per CPU; 1 keeps it on one thread. The output is the same',
+        `threads a full pass over a large store (${count(SHARE_FROM)} users or more) is shared between, at most one per CPU; 1 keeps it on one thread. The output is the same`,
       ).default(String(DEFAULTS.threads)),
     );
 }

@@ -153,13 +153,14 @@ export class ProfileStore {
    * Runs `work` in one read transaction: every read inside it (rows, the shadow's comparisons) sees
    * the same snapshot even while the platform writes in WAL mode. The transaction is rolled back when
    * `work` throws, which also undoes whatever it changed in the shadow. The store's commit mark is
-   * taken as it begins (`snapshotMark`), before its snapshot.
+   * taken as it begins (`snapshotMark`), before its snapshot, unless `mark` is false (a connection
+   * whose snapshot another one vouches for: every mark holds descriptors open for good, stamp.ts).
    */
-  inSnapshot<T>(work: () => T): T {
+  inSnapshot<T>(work: () => T, options: { mark?: boolean } = {}): T {
     const { db, file } = this;
     try {
       // SQLite takes a read transaction's snapshot at its first read, after the mark in any case.
-      this.markBeforeSnapshot = this.commitMark();
+      this.markBeforeSnapshot = options.mark === false ? undefined : this.commitMark();
       db.exec('BEGIN');
     } catch (cause) {
       throw translateSqliteError(cause, file);

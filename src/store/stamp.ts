@@ -19,7 +19,7 @@
  * stamp is settled and still the same. Nothing moved in between: every commit changes bytes the
  * stamp reads (the header's change counter, or the -wal file's size or salts), whatever the clock.
  */
-import { closeSync, openSync, readSync, statSync, type BigIntStats } from 'node:fs';
+import { openSync, readSync, statSync, type BigIntStats } from 'node:fs';
 import { fingerprint } from '../core/hash.js';
 
 /** Files modified more recently than this before the stamp are not trusted to show every change. */
@@ -49,7 +49,7 @@ export function storeStamp(file: string, options: { nowMs?: number; settleMs?: n
     const ctimeNs = withCtime ? stats.ctimeNs : 0n;
     const changedNs = stats.mtimeNs > ctimeNs ? stats.mtimeNs : ctimeNs;
     if (changedNs > nowNs - settleNs) settled = false;
-    parts.push(`${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${ctimeNs}:${header(path, headerBytes)}`);
+    parts.push(`${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${ctimeNs}:${header(path, stats.ino, headerBytes)}`);
   }
   return { value: fingerprint(parts.join('|')), settled };
 }
@@ -60,18 +60,6 @@ function statIfPresent(path: string): BigIntStats | undefined {
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw cause;
-  }
-}
-
-/** The file's first bytes, hex (fewer when the file is shorter). */
-function header(path: string, length: number): string {
-  const fd = openSync(path, 'r');
-  try {
-    const bytes = Buffer.alloc(length);
-    const read = readSync(fd, bytes, 0, length, 0);
-    return bytes.subarray(0, read).toString('hex');
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -90,20 +78,22 @@ export function commitMark(file: string): string {
     [`${file}-shm`, WAL_INDEX_HEADER_BYTES],
   ] as const) {
     const stats = statIfPresent(path);
-    parts.push(stats === undefined ? 'none' : `${stats.ino}:${headerHeldOpen(path, bytes)}`);
+    parts.push(stats === undefined ? 'none' : `${stats.ino}:${header(path, stats.ino, bytes)}`);
   }
   return parts.join('|');
 }
 
 /**
- * Descriptors kept open for the process's life: closing any descriptor of a file drops every POSIX
- * lock the process holds on it, SQLite's own included (its read locks and the -shm's), so a file
- * SQLite has open in this process is never opened and closed again here.
+ * Descriptors of the store's files, kept open for the process's life: closing any descriptor of a
+ * file drops every POSIX lock the process holds on it, SQLite's own included (its locks on the
+ * database and the -shm's), so a file SQLite may have open in this process is never opened and
+ * closed again here. One per path and inode: a file replaced gets a new one, and the old one stays
+ * open (SQLite may still be reading the old file under its locks).
  */
 const heldOpen = new Map<string, { ino: bigint; fd: number }>();
 
-function headerHeldOpen(path: string, length: number): string {
-  const ino = statSync(path, { bigint: true }).ino;
+/** The first bytes of the file at `path` (inode `ino`), hex (fewer when the file is shorter). */
+function header(path: string, ino: bigint, length: number): string {
   let held = heldOpen.get(path);
   if (held === undefined || held.ino !== ino) {
     held = { ino, fd: openSync(path, 'r') };

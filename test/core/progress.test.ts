@@ -1,6 +1,22 @@
 /** The progress line: only on a terminal, only once work takes a while, and cleared at the end. */
 import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
 import { ProgressLine } from '../../src/cli/report.js';
+import { buildTo } from '../helpers/build.js';
+import { eachTestWorkspace, TestStore, userName, type Workspace } from '../helpers/store.js';
+
+let dir: Workspace['dir'];
+eachTestWorkspace((workspace) => ({ dir } = workspace));
+
+describe('progress of a pass', () => {
+  it('is reported every 10,000 rows read, and once at the end', () => {
+    const db = join(dir.path, 'profiles.db');
+    new TestStore(db).users(20_500, (id) => ({ user: { username: userName(id) } })).close();
+    const reported: number[] = [];
+    buildTo(db, join(dir.path, 'out'), { onProgress: (rows) => reported.push(rows), threads: 1 });
+    expect(reported).toEqual([10_000, 20_000, 20_500]);
+  });
+});
 
 class Capture {
   text = '';

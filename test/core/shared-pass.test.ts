@@ -12,7 +12,7 @@ import { partitionOf } from '../../src/core/partition.js';
 import { commitMark } from '../../src/store/stamp.js';
 import { SHARE_FROM } from '../../src/pass-threads.js';
 import { publishedFiles } from '../helpers/output.js';
-import { runCli } from '../helpers/process.js';
+import { runCli, runCliAsync, startNode } from '../helpers/process.js';
 import { eachTestWorkspace, execSql, SCHEMA_SQL, TestStore, type Workspace } from '../helpers/store.js';
 
 const USERS = SHARE_FROM + 2000;
@@ -114,6 +114,35 @@ describe('a full pass shared between threads', () => {
     expect(result.code).toBe(5);
     expect(result.stderr).toContain(`refusing to overwrite ${join(out, 'api/v1/users', `newcomer${n}`)}`);
     expect(publishedFiles(out)).toEqual([...before, `api/v1/users/newcomer${n}`].sort());
+  });
+});
+
+describe('one snapshot for every thread', () => {
+  it('when the store commits while the threads start, this thread reads every share itself', async () => {
+    const db = join(dir.path, 'profiles.db');
+    bigStore(db);
+    execSql(db, 'PRAGMA journal_mode = WAL; CREATE TABLE noise (n INTEGER)');
+    const quiet = join(dir.path, 'quiet');
+    buildWith(db, quiet, 1);
+    // A writer committing all the time, to a table the API does not read: every commit moves the
+    // store's commit mark, so no other thread can be proven to read this thread's snapshot, while
+    // the output stays what it was.
+    const writer = startNode([
+      '-e',
+      `const db = new (require('better-sqlite3'))(${JSON.stringify(db)}); db.pragma('busy_timeout = 5000'); const add = db.prepare('INSERT INTO noise VALUES (1)'); console.error('writing'); for (;;) add.run();`,
+    ]);
+    try {
+      await writer.waitForStderr(/writing/);
+      const busy = join(dir.path, 'busy');
+      const result = await runCliAsync(['build', '--db', db, '--out', busy, '--threads', '2', '--json'], {
+        env: { SOURCE_DATE_EPOCH: '1767225600' },
+      });
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout).threads).toBe(1);
+      expectSameTrees(quiet, busy);
+    } finally {
+      await writer.stop();
+    }
   });
 });
 

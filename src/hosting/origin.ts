@@ -8,6 +8,10 @@
  * bookkeeping folder, directories and anything outside the out dir cannot be reached, whatever the
  * encoding. It brings what a file server must get right: streaming, HEAD, Content-Length, strong
  * ETags and If-None-Match -> 304.
+ *
+ * GET and HEAD of the table's small files (profiles, error documents) are answered from memory first
+ * (./cached-answers.ts, ./file-cache.ts), the same bytes serve-handler would send, checked against
+ * the file on every request; whatever that path cannot answer comes here.
  */
 import { existsSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -16,8 +20,10 @@ import handler from 'serve-handler';
 import { outputError } from '../core/errors.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
-import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type Resolution, type RouteTable } from './routes.js';
-import { errorAnswerBody, resolveRoute } from './routing.js';
+import { CachedAnswers } from './cached-answers.js';
+import { routeRequest } from './request-target.js';
+import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type RouteTable } from './routes.js';
+import { errorAnswerBody } from './routing.js';
 
 type Methods = NonNullable<Parameters<typeof handler>[3]>;
 
@@ -27,37 +33,6 @@ export interface OriginOptions {
   /** Called once per finished request with a ready access-log line (no trailing newline). */
   log?: (line: string) => void;
   table?: RouteTable;
-}
-
-/** A path with a dot segment, a backslash or NUL once decoded: a traversal attempt, never a route. */
-const SUSPICIOUS = /(^|\/)\.\.?(\/|$)|\\|\0/;
-
-/** Routes one request. Pure. */
-function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolution {
-  // Only the path and query matter; a relative base keeps absolute-form targets (`GET http://x/...`) sane.
-  let url: URL;
-  try {
-    url = new URL(rawUrl, 'http://origin.invalid');
-  } catch {
-    return { kind: 'error', code: 'NOT_FOUND' };
-  }
-  // WHATWG parsing has already resolved `..` and `%2e%2e` segments; decode the rest as Netlify's rule
-  // engine does (the whole path once), so `%2f` and `%5c` are seen for what they are. The raw target
-  // is decoded too, only to recognise a traversal attempt for what it is.
-  let path: string;
-  let raw: string;
-  try {
-    path = decodeURIComponent(url.pathname);
-    raw = decodeURIComponent(rawUrl.split('?')[0] ?? '');
-  } catch {
-    return { kind: 'error', code: 'NOT_FOUND' };
-  }
-  const resolution = resolveRoute(path, url.searchParams, table);
-  // A traversal attempt that does not land on an API route still gets the JSON 404, never a file.
-  if (resolution.kind === 'outside' && (SUSPICIOUS.test(path) || SUSPICIOUS.test(raw))) {
-    return { kind: 'error', code: 'NOT_FOUND' };
-  }
-  return resolution;
 }
 
 export interface Origin {
@@ -70,10 +45,13 @@ export function createOrigin(options: OriginOptions): Origin {
   const out = resolvePath(options.out);
   const table = options.table ?? ROUTES;
   checkSnapshot(out, options.out, table);
-  const responder = new Responder(table, serveConfig(out, table));
+  // Answers from the cache set no header by name: the access log learns their length here.
+  const lengths = options.log ? new WeakMap<ServerResponse, number>() : undefined;
+  const cached = new CachedAnswers(out, table, lengths && ((res, length) => lengths.set(res, length)));
+  const responder = new Responder(table, serveConfig(out, table), cached);
   const handle = (req: IncomingMessage, res: ServerResponse) => responder.handle(req, res);
   const server = createServer((req, res) => {
-    if (options.log) logWhenClosed(req, res, options.log);
+    if (options.log) logWhenClosed(req, res, options.log, lengths);
     handle(req, res).catch((error: unknown) => answerFailure(res, error));
   });
   return { server, handle };
@@ -117,22 +95,27 @@ function serveConfig(out: string, table: RouteTable): ServeConfig {
   };
 }
 
-/** Answers one request as the route table says: the handler, the file sender and the error sender. */
+/**
+ * Answers one request as the route table says: from the cache when it can (./cached-answers.ts),
+ * else with the handler, the file sender and the error sender.
+ */
 class Responder {
   constructor(
     private readonly table: RouteTable,
     private readonly config: ServeConfig,
+    private readonly cached: CachedAnswers,
   ) {}
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const files = pinnedFiles();
-    res.once('close', files.close);
     const resolution = routeRequest(req.url ?? '/', this.table);
     if (resolution.kind === 'outside') {
       res.writeHead(404, OUTSIDE_HEADERS);
       res.end(req.method === 'HEAD' ? undefined : OUTSIDE_BODY);
       return;
     }
+    if ((req.method === 'GET' || req.method === 'HEAD') && this.cached.answer(req, res, resolution)) return;
+    const files = pinnedFiles();
+    res.once('close', files.close);
     for (const [name, value] of Object.entries(this.table.headers)) res.setHeader(name, value);
     if (req.method === 'OPTIONS') {
       for (const [name, value] of Object.entries(PREFLIGHT_HEADERS)) res.setHeader(name, value);
@@ -198,7 +181,12 @@ class Responder {
 }
 
 /** Logs the request once its connection closes ('close', not 'finish': a client that hung up is logged too). */
-function logWhenClosed(req: IncomingMessage, res: ServerResponse, log: (line: string) => void): void {
+function logWhenClosed(
+  req: IncomingMessage,
+  res: ServerResponse,
+  log: (line: string) => void,
+  lengths?: WeakMap<ServerResponse, number>,
+): void {
   const started = process.hrtime.bigint();
   const method = req.method ?? '';
   const url = req.url ?? '';
@@ -206,7 +194,7 @@ function logWhenClosed(req: IncomingMessage, res: ServerResponse, log: (line: st
   const client = req.socket.remoteAddress ?? '-';
   res.once('close', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    const length = res.getHeader('content-length') ?? '-';
+    const length = res.getHeader('content-length') ?? lengths?.get(res) ?? '-';
     // The request target is quoted as JSON so that no request can forge a log line.
     log(
       `${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`,

@@ -1,0 +1,457 @@
+#!/usr/bin/env node
+/**
+ * The origin server benchmark: `profile-snapshot serve` against nginx (Debian's nginx-light, 2
+ * worker processes, a config giving the contract's headers and error documents) on the same tree of
+ * built profiles and the same request mix, driven by autocannon in the same run:
+ *
+ *   - random published profiles under both aliases (/api/v1/users/<name>, /service-api/v1/users/<name>),
+ *     lower case and mixed case;
+ *   - the query form (/api/v1/users?username=<name>), lower case and mixed case;
+ *   - misses (names nobody has) in each form: 404 USER_NOT_FOUND.
+ *
+ * nginx-light cannot lower-case a URL. Its config maps every published name to itself with `map`,
+ * whose string keys nginx looks up case-insensitively: a mixed-case name finds its canonical file
+ * through one hash look-up, a miss finds nothing and gets the USER_NOT_FOUND document with 404, and
+ * the query form is a `map` on `$arg_username`. Both servers are sent the very same requests.
+ *
+ * The servers take turns: a warm-up for each, then `--rounds` rounds of `--seconds` each, the order
+ * alternating; medians count, and every figure is printed with its ratio to nginx's. Every answer's
+ * status is checked against the one its request expects, with the contract headers; anything else
+ * is counted as unexpected. Installs nginx-light with apt-get when nginx is missing (only here).
+ *
+ *   node scripts/bench-serve.mjs [--users 100000] [--store-dir .bench/stores] [--work-dir <dir>]
+ *        [--connections 50] [--seconds 10] [--rounds 5] [--report BENCHMARKS.md | --no-report]
+ *        [--serve-script <file>]   (measures `node <file> <out dir>` in place of `serve`, for experiments)
+ *
+ * Also `import { benchServe } from './bench-serve.mjs'` (same options, camel-cased), which resolves
+ * with the figures.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { writeSection } from './report-section.mjs';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const bin = join(repo, 'bin/profile-snapshot.js');
+const log = (line) => process.stdout.write(`${line}\n`);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ratio = (a, b) => (b ? a / b : NaN);
+
+/** The contract's headers (spec 4.3) and nosniff: every answer of both servers must carry them. */
+const HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, OPTIONS',
+  'cache-control': 'public, s-maxage=30, stale-while-revalidate=60',
+  'x-content-type-options': 'nosniff',
+};
+/** A fixed snapshot time, as scripts/bench.mjs uses: the tree is the same bytes whenever it is built. */
+const ENV = { ...process.env, BASE_URL: 'http://localhost:3000', SOURCE_DATE_EPOCH: '1767225600' };
+for (const name of ['URL', 'PROFILE_OUT', 'PROFILE_DB']) delete ENV[name];
+
+const DEFAULTS = {
+  users: 100_000,
+  storeDir: join(repo, '.bench/stores'),
+  workDir: '/dev/shm/profile-snapshot-serve-bench',
+  connections: 50,
+  seconds: 10,
+  rounds: 5,
+  warmupSeconds: 3,
+  mixSize: 4000,
+  report: join(repo, 'BENCHMARKS.md'),
+};
+
+/** The seeded store for `users` (cached in storeDir as scripts/bench.mjs caches it). */
+function store(storeDir, users) {
+  mkdirSync(storeDir, { recursive: true });
+  const file = join(storeDir, `seed-${users}.db`);
+  if (!existsSync(file)) {
+    const r = spawnSync(process.execPath, [bin, 'seed', '--db', file, '--users', String(users)], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('seed failed');
+  }
+  return file;
+}
+
+/** The built tree for the store, reused while the store is the one it was built from (serving does not care how it was built). */
+function tree(workDir, seeded) {
+  const out = join(workDir, 'dist');
+  const stamp = join(workDir, 'built-from');
+  const { size, mtimeMs } = statSync(seeded);
+  const want = JSON.stringify({ seeded, size, mtimeMs });
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want && existsSync(out)) return out;
+  rmSync(workDir, { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+  const db = join(workDir, 'profiles.db');
+  copyFileSync(seeded, db);
+  log(`bench-serve: building the tree of ${seeded} into ${out}`);
+  const r = spawnSync(process.execPath, [bin, 'build', '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'inherit'], env: ENV });
+  if (r.status !== 0) throw new Error('build failed');
+  writeFileSync(stamp, want);
+  return out;
+}
+
+const nginxBinary = () => ['nginx', '/usr/sbin/nginx'].find((b) => spawnSync(b, ['-v'], { stdio: 'ignore' }).status === 0);
+
+/** nginx, installed from Debian (nginx-light) when missing. */
+function ensureNginx() {
+  let found = nginxBinary();
+  if (found) return found;
+  log("bench-serve: nginx is not installed: installing Debian's nginx-light (apt-get install -y nginx-light)");
+  const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'nginx-light'], { stdio: 'inherit' }).status;
+  if (install() !== 0) {
+    spawnSync('apt-get', ['update'], { stdio: 'inherit' });
+    install();
+  }
+  found = nginxBinary();
+  if (!found) throw new Error('nginx could not be installed (apt-get install nginx-light)');
+  return found;
+}
+
+/** A port that is free now (nginx needs a number in its config; the window until it binds is short). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** nginx's map keywords; a name spelled like one must be escaped to be a plain key. */
+const MAP_KEYWORDS = new Set(['default', 'hostnames', 'include', 'volatile']);
+
+/**
+ * The nginx config: the tree as root, the contract's headers on every answer (`always`: errors too),
+ * no ranges, the error documents with their statuses, published names through a case-insensitive map.
+ */
+function nginxConfig(dir, out, port, names) {
+  writeFileSync(join(dir, 'names.map'), names.map((n) => `${MAP_KEYWORDS.has(n) ? '\\' : ''}${n} ${n};`).join('\n') + '\n');
+  const headers = Object.entries(HEADERS)
+    .filter(([name]) => name !== 'content-type')
+    .map(([name, value]) => `    add_header ${name} "${value}" always;`)
+    .join('\n');
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${join(dir, t)};`).join('\n');
+  return `${process.getuid?.() === 0 ? 'user root;\n' : ''}worker_processes 2;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'error.log')} warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+${temp}
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  server_tokens off;
+  types { }
+  default_type "application/json; charset=utf-8";
+  max_ranges 0;
+  map_hash_max_size 1048576;
+  map_hash_bucket_size 128;
+  # String keys of a map are matched case-insensitively: any spelling finds the canonical name.
+  map $path_name $path_canonical { default ""; include ${join(dir, 'names.map')}; }
+  map $arg_username $query_canonical { default ""; include ${join(dir, 'names.map')}; }
+  server {
+    listen 127.0.0.1:${port};
+    root ${out};
+${headers}
+    error_page 404 /_errors/user-not-found.json;
+    error_page 400 /_errors/username-required.json;
+    location ~ ^/(?<alias>api|service-api)/v1/users/(?<path_name>[^/]+)$ {
+      if ($path_canonical = "") { return 404; }
+      try_files /$alias/v1/users/$path_canonical =404;
+    }
+    location = /api/v1/users {
+      if ($arg_username = "") { return 400; }
+      if ($query_canonical = "") { return 404; }
+      try_files /api/v1/users/$query_canonical =404;
+    }
+    location /_errors/ { internal; }
+    location / { return 404; }
+  }
+}
+`;
+}
+
+/** Runs a server process until stopped; `ready` resolves once it answers. */
+function startProcess(command, commandArgs, readyPattern) {
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'], env: ENV });
+  let stderr = '';
+  const ready = new Promise((resolve, reject) => {
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      const match = readyPattern?.exec(stderr);
+      if (match) resolve(match);
+    });
+    child.once('exit', (code) => reject(new Error(`${command} exited (${code}): ${stderr}`)));
+  });
+  const stop = () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  return { child, ready, stop, stderr: () => stderr };
+}
+
+async function waitUntilAnswering(base, path) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      const answer = await fetch(`${base}${path}`);
+      await answer.arrayBuffer();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`${base} never answered`);
+}
+
+async function startNginx(nginx, out, names) {
+  const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-nginx-'));
+  const port = await freePort();
+  const conf = join(dir, 'nginx.conf');
+  writeFileSync(conf, nginxConfig(dir, out, port, names));
+  const test = spawnSync(nginx, ['-t', '-q', '-p', dir, '-c', conf], { encoding: 'utf8' });
+  if (test.status !== 0) throw new Error(`nginx refused its config: ${test.stderr}`);
+  const server = startProcess(nginx, ['-p', dir, '-c', conf, '-g', 'daemon off;']);
+  const base = `http://127.0.0.1:${port}`;
+  await Promise.race([waitUntilAnswering(base, '/api/v1/users/x'), server.ready]);
+  const version = spawnSync(nginx, ['-v'], { encoding: 'utf8' })
+    .stderr.trim()
+    .replace(/^nginx version: /, '');
+  return { base, version, stop: async () => (await server.stop(), rmSync(dir, { recursive: true, force: true })) };
+}
+
+/** `serve` on a free port; or `script <out>`, another server to measure in its place, printing the same line. */
+async function startServe(out, script) {
+  const command = script ? [script, out] : [bin, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1'];
+  const server = startProcess(process.execPath, command, /on http:\/\/127\.0\.0\.1:(\d+)/);
+  const [, port] = await server.ready;
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilAnswering(base, '/api/v1/users/x');
+  return { base, stop: server.stop };
+}
+
+/** A small seeded PRNG (mulberry32): the same mix on every run. */
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The request mix: [path, expected status] pairs, with what share of each form. */
+function requestMix(names, size) {
+  const next = random(18);
+  const pick = () => names[Math.floor(next() * names.length)];
+  const published = new Set(names);
+  const mixed = (name) => {
+    const spelled = [...name].map((c) => (next() < 0.5 ? c.toUpperCase() : c)).join('');
+    return spelled === name && /[a-z]/.test(name) ? name.replace(/[a-z]/, (c) => c.toUpperCase()) : spelled;
+  };
+  const miss = () => {
+    for (;;) {
+      const name = `nobody${Math.floor(next() * 1e9)}`;
+      if (!published.has(name)) return name;
+    }
+  };
+  const forms = [
+    [0.25, () => [`/api/v1/users/${pick()}`, 200]],
+    [0.15, () => [`/service-api/v1/users/${pick()}`, 200]],
+    [0.15, () => [`/api/v1/users/${mixed(pick())}`, 200]],
+    [0.1, () => [`/service-api/v1/users/${mixed(pick())}`, 200]],
+    [0.1, () => [`/api/v1/users?username=${pick()}`, 200]],
+    [0.1, () => [`/api/v1/users?username=${mixed(pick())}`, 200]],
+    [0.05, () => [`/api/v1/users/${miss()}`, 404]],
+    [0.05, () => [`/service-api/v1/users/${mixed(miss())}`, 404]],
+    [0.05, () => [`/api/v1/users?username=${miss()}`, 404]],
+  ];
+  const mix = [];
+  for (const [share, make] of forms) for (let i = 0; i < Math.round(share * size); i++) mix.push(make());
+  // Shuffled, so that each connection walks through every form.
+  for (let i = mix.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [mix[i], mix[j]] = [mix[j], mix[i]];
+  }
+  return mix;
+}
+
+/** One autocannon run against `base`: req/s, p50, p99, and the answers that were not the expected ones. */
+async function drive(base, mix, { connections, seconds }) {
+  let unexpected = 0;
+  const examples = [];
+  const result = await autocannon({
+    url: base,
+    connections,
+    duration: seconds,
+    timeout: 10,
+    requests: mix.map(([path, status]) => ({
+      method: 'GET',
+      path,
+      onResponse: (answered, body, _context, headers) => {
+        const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+        const wrongHeader = Object.entries(HEADERS).find(([name, value]) => lower[name] !== value);
+        const wrongBody = !body.startsWith(status === 200 ? '{"success":true' : '{"success":false');
+        if (answered !== status || wrongHeader || wrongBody) {
+          unexpected++;
+          if (examples.length < 5)
+            examples.push(`${path}: ${answered}${wrongHeader ? ` (${wrongHeader[0]}: ${lower[wrongHeader[0]]})` : ''}`);
+        }
+      },
+    })),
+  });
+  return {
+    reqPerSec: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    requests: result.requests.total,
+    errors: result.errors + result.timeouts,
+    unexpected,
+    examples,
+  };
+}
+
+function machine() {
+  const model = cpus()[0]?.model ?? 'unknown CPU';
+  return `${cpus().length} x ${model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
+}
+
+/** The medians of a server's rounds, its totals and per-round figures. */
+function summarize(runs) {
+  return {
+    reqPerSec: median(runs.map((r) => r.reqPerSec)),
+    p50Ms: median(runs.map((r) => r.p50Ms)),
+    p99Ms: median(runs.map((r) => r.p99Ms)),
+    requests: runs.reduce((n, r) => n + r.requests, 0),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+    unexpected: runs.reduce((n, r) => n + r.unexpected, 0),
+    examples: runs.flatMap((r) => r.examples).slice(0, 5),
+    rounds: runs.map(({ reqPerSec, p50Ms, p99Ms }) => ({ reqPerSec, p50Ms, p99Ms })),
+  };
+}
+
+/** Measures `serve` against nginx; resolves with both servers' medians and serve's ratios to nginx. */
+export async function benchServe(options = {}) {
+  const o = { ...DEFAULTS, ...options };
+  const out = tree(o.workDir, store(o.storeDir, o.users));
+  const nginx = ensureNginx();
+  const names = readdirSync(join(out, 'api/v1/users'));
+  const mix = requestMix(names, o.mixSize);
+  log(`bench-serve: ${names.length} published profiles; a mix of ${mix.length} requests; ${machine()}`);
+  const servers = { nginx: await startNginx(nginx, out, names), serve: await startServe(out, o.serveScript) };
+  const runs = { nginx: [], serve: [] };
+  try {
+    for (const name of ['nginx', 'serve']) await drive(servers[name].base, mix, { ...o, seconds: o.warmupSeconds });
+    for (let round = 0; round < o.rounds; round++) {
+      for (const name of round % 2 ? ['serve', 'nginx'] : ['nginx', 'serve']) {
+        const run = await drive(servers[name].base, mix, o);
+        runs[name].push(run);
+        log(
+          `  round ${round + 1} ${name.padEnd(5)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50Ms} ms  p99 ${run.p99Ms} ms  errors ${run.errors}  unexpected ${run.unexpected}`,
+        );
+      }
+    }
+  } finally {
+    await Promise.all(Object.values(servers).map((s) => s.stop()));
+  }
+  const nginxFigures = summarize(runs.nginx);
+  const serveFigures = summarize(runs.serve);
+  const figures = {
+    machine: machine(),
+    nginxVersion: servers.nginx.version,
+    users: names.length,
+    mixSize: mix.length,
+    connections: o.connections,
+    seconds: o.seconds,
+    rounds: o.rounds,
+    nginx: nginxFigures,
+    serve: serveFigures,
+    serveLabel: o.serveScript ? `\`node ${o.serveScript}\`` : '`serve`',
+    ratios: {
+      reqPerSec: ratio(serveFigures.reqPerSec, nginxFigures.reqPerSec),
+      p50: ratio(serveFigures.p50Ms, nginxFigures.p50Ms),
+      p99: ratio(serveFigures.p99Ms, nginxFigures.p99Ms),
+    },
+  };
+  printFigures(figures);
+  if (o.report) {
+    writeSection(o.report, 'serve', reportSection(figures, o.command ?? 'npm run bench:serve'));
+    log(`bench-serve: figures written to ${o.report}`);
+  }
+  return figures;
+}
+
+const x = (r) => `${r.toFixed(2)}x`;
+
+function printFigures(f) {
+  log(`bench-serve: medians of ${f.rounds} rounds of ${f.seconds} s, ${f.connections} connections`);
+  for (const name of ['nginx', 'serve']) {
+    const s = f[name];
+    log(
+      `  ${name.padEnd(5)} ${s.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${s.p50Ms} ms  p99 ${s.p99Ms} ms  (${s.requests} requests, ${s.errors} socket errors, ${s.unexpected} unexpected answers)`,
+    );
+    for (const example of s.examples) log(`    unexpected: ${example}`);
+  }
+  log(`  serve/nginx: req/s ${x(f.ratios.reqPerSec)}, p50 ${x(f.ratios.p50)}, p99 ${x(f.ratios.p99)}`);
+}
+
+function reportSection(f, command) {
+  const row = (name, s, r) =>
+    `| ${name} | ${Math.round(s.reqPerSec).toLocaleString('en-US')} | ${r ? x(r.reqPerSec) : '1x'} | ${s.p50Ms} | ${r ? x(r.p50) : '1x'} | ${s.p99Ms} | ${r ? x(r.p99) : '1x'} | ${s.errors} | ${s.unexpected} |`;
+  const rounds = (s) => s.rounds.map((r) => `${Math.round(r.reqPerSec)} req/s p99 ${r.p99Ms} ms`).join('; ');
+  return [
+    '<!-- serve:start -->',
+    '## The origin server against nginx',
+    '',
+    `Measured by \`${command}\` on ${new Date().toISOString().slice(0, 10)} (${f.machine}; ${f.nginxVersion}, nginx-light, 2 worker processes): ` +
+      `both servers on the same tree of ${f.users.toLocaleString('en-US')} profiles on tmpfs, autocannon in the same run with ${f.connections} connections over 127.0.0.1, ` +
+      `a warm-up each, then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
+      `The mix (${f.mixSize} requests, shuffled): random profiles under both aliases, lower and mixed case, the query form, and misses (404 USER_NOT_FOUND) in each form. ` +
+      'nginx cannot lower-case a URL: its config maps every published name to itself with `map` (string keys match case-insensitively), so it answers the same requests as `serve`. ' +
+      'autocannon runs in one thread on the same cores as the servers, and reports latency in whole milliseconds.',
+    '',
+    '| server | req/s | ratio | p50 ms | ratio | p99 ms | ratio | socket errors | unexpected answers |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    row('nginx', f.nginx),
+    row(f.serveLabel, f.serve, f.ratios),
+    '',
+    `Each round: nginx ${rounds(f.nginx)}; ${f.serveLabel} ${rounds(f.serve)}.`,
+    '',
+    "Target (issue 18): at least half of nginx's req/s, p99 at most twice nginx's: " +
+      `${f.ratios.reqPerSec >= 0.5 && f.ratios.p99 <= 2 ? 'met' : '**missed**'}. An unexpected answer is a status other than the request's, a missing contract header or a body of the wrong kind.`,
+    '<!-- serve:end -->',
+  ].join('\n');
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+  if (args.includes('--help')) {
+    log(
+      'Usage: node scripts/bench-serve.mjs [--users 100000] [--store-dir <dir>] [--work-dir <dir>] [--connections 50] [--seconds 10] [--rounds 5] [--report BENCHMARKS.md | --no-report] [--serve-script <file>]',
+    );
+    process.exit(0);
+  }
+  const figures = await benchServe({
+    users: Number(value('--users', DEFAULTS.users)),
+    storeDir: value('--store-dir', DEFAULTS.storeDir),
+    workDir: value('--work-dir', DEFAULTS.workDir),
+    connections: Number(value('--connections', DEFAULTS.connections)),
+    seconds: Number(value('--seconds', DEFAULTS.seconds)),
+    rounds: Number(value('--rounds', DEFAULTS.rounds)),
+    report: args.includes('--no-report') ? null : value('--report', DEFAULTS.report),
+    serveScript: value('--serve-script', undefined),
+    command: ['npm run bench:serve', ...(args.length ? ['--', ...args] : [])].join(' '),
+  });
+  if (figures.serve.unexpected + figures.nginx.unexpected + figures.serve.errors + figures.nginx.errors > 0) process.exitCode = 1;
+}

@@ -1,0 +1,125 @@
+/**
+ * The origin's hot path: small documents of the out dir kept in memory, by name, each with the
+ * identity of the file it was read from.
+ *
+ * Every answer still looks at the file: one lstat of its name, and a cached version is only used
+ * while the name still points at the same file, unchanged (device, inode, size, modification and
+ * change times). `watch` replaces a document by renaming a new file over its name, so the next lstat
+ * sees another inode and the document is read again, in place of the old version (one entry per
+ * name, so replaced versions never pile up): the cache never serves a version older than a fresh
+ * stat shows. A version's bytes and ETag come from one read of one open descriptor, checked
+ * against that descriptor's fstat, so an answer is always one whole version of the document, as
+ * pinned-files.ts guarantees on serve-handler's path.
+ *
+ * Only what this module is sure of is answered here: a regular file up to `maxFileBytes`, or a name
+ * with no file. Anything else (a directory, a symlink, a large file such as the creators list, an
+ * unusual error) is left to serve-handler's path, which answers it as it always has.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { extname } from 'node:path';
+
+/** One version of a document, with everything an answer needs. */
+export interface CachedFile {
+  body: Buffer;
+  /** serve-handler's ETag for these bytes: `"<sha1 of extension, '-', bytes>"`, so clients' validators stay valid. */
+  etag: string;
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  /** The answer's header list, built by the origin on first use of this version. */
+  headers?: string[];
+}
+
+/** What a look-up found: the document, no file at all, or a case for serve-handler's path. */
+export type Lookup = CachedFile | 'missing' | undefined;
+
+export interface FileCacheOptions {
+  /** Bytes of documents kept in memory at most (the oldest versions are dropped first). */
+  maxBytes: number;
+  /** Larger files are never read here. */
+  maxFileBytes: number;
+}
+
+export const FILE_CACHE_DEFAULTS: FileCacheOptions = { maxBytes: 64 * 2 ** 20, maxFileBytes: 256 * 2 ** 10 };
+
+/**
+ * The kernel sets the change time on every write, rename and link: a file at a reused inode number
+ * is told apart from the old one by it, or by its size.
+ */
+const sameFile = (entry: CachedFile, stats: Stats) =>
+  entry.ino === stats.ino &&
+  entry.dev === stats.dev &&
+  entry.size === stats.size &&
+  entry.mtimeMs === stats.mtimeMs &&
+  entry.ctimeMs === stats.ctimeMs;
+
+/** Counted per entry on top of its bytes (the entry, its ETag and headers), so many tiny files stay bounded too. */
+const ENTRY_OVERHEAD = 512;
+
+export class FileCache {
+  /** By absolute path. */
+  private readonly entries = new Map<string, CachedFile>();
+  private bytes = 0;
+
+  constructor(private readonly options: FileCacheOptions = FILE_CACHE_DEFAULTS) {}
+
+  /** The current version of the file at `path` (absolute, inside the out dir). */
+  lookup(path: string): Lookup {
+    let stats: Stats | undefined;
+    try {
+      stats = lstatSync(path, { throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
+    if (stats === undefined) return 'missing';
+    if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
+    const cached = this.entries.get(path);
+    if (cached && sameFile(cached, stats)) return cached;
+    return this.read(path);
+  }
+
+  /** Reads the file once through one descriptor and keeps that version. */
+  private read(path: string): Lookup {
+    let fd: number;
+    try {
+      // O_NOFOLLOW: a symlink swapped in since the lstat is refused (serve-handler's path decides).
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : undefined;
+    }
+    try {
+      const stats = fstatSync(fd);
+      if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
+      const body = Buffer.allocUnsafe(stats.size);
+      let filled = 0;
+      for (let n = -1; filled < body.length && n !== 0; filled += n) n = readSync(fd, body, filled, body.length - filled, filled);
+      // Shorter than its stat said: being written in place, not by rename. Not a version to keep.
+      if (filled !== body.length) return undefined;
+      const etag = `"${createHash('sha1').update(extname(path)).update('-').update(body).digest('hex')}"`;
+      const { dev, ino, size, mtimeMs, ctimeMs } = stats;
+      return this.keep(path, { body, etag, dev, ino, size, mtimeMs, ctimeMs });
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private keep(path: string, entry: CachedFile): CachedFile {
+    const old = this.entries.get(path);
+    if (old) {
+      this.entries.delete(path);
+      this.bytes -= old.size + ENTRY_OVERHEAD;
+    }
+    this.entries.set(path, entry);
+    this.bytes += entry.size + ENTRY_OVERHEAD;
+    // Oldest read first (Map order): memory stays bounded, a hot document is soon read again.
+    for (const [oldest, dropped] of this.entries) {
+      if (this.bytes <= this.options.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= dropped.size + ENTRY_OVERHEAD;
+    }
+    return entry;
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * The origin's hot path (src/hosting/file-cache.ts, cached-answers.ts, request-target.ts): documents
+ * answered from memory must be exactly what serve-handler's path answers, never an older version
+ * than the file on disk, and plain targets must route exactly as parsed ones.
+ */
+import fc from 'fast-check';
+import { mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileCache } from '../../src/hosting/file-cache.js';
+import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { routeParsed, routeRequest } from '../../src/hosting/request-target.js';
+import { ROUTES } from '../../src/hosting/routes.js';
+import { buildSampleSnapshot, type Snapshot } from './fixture.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-cache-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Writes `text` as a new file renamed over `path`, as `watch` replaces documents. */
+const replace = (path: string, text: string) => {
+  writeFileSync(`${path}.next`, text);
+  renameSync(`${path}.next`, path);
+};
+
+describe('file cache', () => {
+  it('serves a cached version only while the name points at that file', () => {
+    const cache = new FileCache();
+    const path = join(dir, 'doc');
+    replace(path, 'version A');
+    const first = cache.lookup(path);
+    expect(typeof first === 'object' && first.body.toString()).toBe('version A');
+    expect(cache.lookup(path)).toBe(first);
+    // Same length, renamed over: a new file, read again at once.
+    replace(path, 'version B');
+    const second = cache.lookup(path);
+    expect(typeof second === 'object' && second.body.toString()).toBe('version B');
+    expect(typeof second === 'object' && typeof first === 'object' && second.etag !== first.etag).toBe(true);
+    rmSync(path);
+    expect(cache.lookup(path)).toBe('missing');
+  });
+
+  it('leaves symlinks, directories and large files to serve-handler, and stays within its bound', () => {
+    const cache = new FileCache({ maxBytes: 4096, maxFileBytes: 1024 });
+    writeFileSync(join(dir, 'target'), 'secret');
+    symlinkSync(join(dir, 'target'), join(dir, 'link'));
+    expect(cache.lookup(join(dir, 'link'))).toBeUndefined();
+    expect(cache.lookup(dir)).toBeUndefined();
+    writeFileSync(join(dir, 'large'), 'x'.repeat(1025));
+    expect(cache.lookup(join(dir, 'large'))).toBeUndefined();
+    for (let i = 0; i < 50; i++) writeFileSync(join(dir, `small-${i}`), 'y'.repeat(1000));
+    const kept = Array.from({ length: 50 }, (_, i) => cache.lookup(join(dir, `small-${i}`)));
+    expect(kept.every((k) => typeof k === 'object')).toBe(true);
+    // Only the last few stay cached: looked up again, the first is a new read (a new object).
+    expect(cache.lookup(join(dir, 'small-0'))).not.toBe(kept[0]);
+    expect(cache.lookup(join(dir, 'small-49'))).toBe(kept[49]);
+  });
+});
+
+describe('routing plain targets by hand', () => {
+  it('resolves exactly as WHATWG parsing and decoding would, for any target of the plain alphabet', () => {
+    const piece = fc.constantFrom(
+      'api',
+      'service-api',
+      'v1',
+      'users',
+      'creators',
+      'Alice',
+      'bob',
+      '.',
+      '..',
+      '',
+      'a.b',
+      '~x',
+      '-',
+      '_errors',
+    );
+    const path = fc.array(piece, { maxLength: 6 }).map((parts) => `/${parts.join('/')}`);
+    const pair = fc
+      .tuple(fc.constantFrom('username', 'user', ''), fc.constantFrom('', '=', '=Alice', '=bob', '=a=b'))
+      .map(([k, v]) => k + v);
+    const query = fc.option(
+      fc.array(pair, { maxLength: 4 }).map((pairs) => `?${pairs.join('&')}`),
+      { nil: '' },
+    );
+    fc.assert(
+      fc.property(path, query, (p, q) => {
+        expect(routeRequest(p + q)).toEqual(routeParsed(p + q, ROUTES));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe('answers from memory', () => {
+  let snapshot: Snapshot;
+  let port: number;
+  let close: () => void;
+  beforeAll(async () => {
+    snapshot = buildSampleSnapshot();
+    const { server } = createOrigin({ out: snapshot.out });
+    ({ port } = await listen(server, 0, '127.0.0.1'));
+    close = () => {
+      server.close();
+      server.closeAllConnections();
+    };
+  });
+  afterAll(() => {
+    close?.();
+    snapshot?.cleanup();
+  });
+
+  /** The raw head of an answer, as sent. */
+  const head = (target: string, extra = '') =>
+    new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: x\r\n${extra}Connection: close\r\n\r\n`),
+      );
+      socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      socket.on('end', () => resolve(text.slice(0, text.indexOf('\r\n\r\n'))));
+      socket.on('error', reject);
+    });
+
+  it('sends serve-handler`s headers, in its order, for a profile, an error document and a 304', async () => {
+    const names = (h: string) =>
+      h
+        .split('\r\n')
+        .slice(1)
+        .map((line) => line.slice(0, line.indexOf(':')));
+    const contract = [
+      'Content-Type',
+      'Access-Control-Allow-Origin',
+      'Access-Control-Allow-Methods',
+      'Cache-Control',
+      'X-Content-Type-Options',
+    ];
+    const ok = await head('/api/v1/users/ALICE');
+    expect(ok).toMatch(/^HTTP\/1\.1 200 OK/);
+    expect(names(ok)).toEqual([...contract, 'Content-Length', 'Accept-Ranges', 'ETag', 'Date', 'Connection']);
+    const miss = await head('/api/v1/users/nobody');
+    expect(miss).toMatch(/^HTTP\/1\.1 404 Not Found/);
+    expect(names(miss)).toEqual([...contract, 'Content-Length', 'Accept-Ranges', 'ETag', 'Date', 'Connection']);
+    const etag = /ETag: (.*)/.exec(ok)![1]!;
+    const again = await head('/api/v1/users/alice', `If-None-Match: ${etag}\r\n`);
+    expect(again).toMatch(/^HTTP\/1\.1 304 Not Modified/);
+    expect(names(again)).toEqual([...contract, 'Date', 'Connection']);
+  });
+
+  it('never answers an older version than the file on disk, under load, while it is replaced', async () => {
+    const file = join(snapshot.out, 'api/v1/users/alice');
+    const original = readFileSync(file, 'utf8');
+    // Same length each time: only the file's identity tells the versions apart.
+    const version = (i: number) => original.replace('"bio":"', `"bio":"${String(i % 10).repeat(3)}`);
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    const get = () =>
+      new Promise<string>((resolve, reject) => {
+        httpRequest(`http://127.0.0.1:${port}/api/v1/users/Alice`, { agent }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve(body));
+        })
+          .on('error', reject)
+          .end();
+      });
+    try {
+      for (let i = 0; i < 40; i++) {
+        replace(file, version(i));
+        const answers = await Promise.all(Array.from({ length: 8 }, get));
+        for (const body of answers) expect(body).toBe(version(i));
+      }
+    } finally {
+      agent.destroy();
+      replace(file, original);
+    }
+  });
+});

@@ -4,10 +4,12 @@
  * worker processes, a config giving the contract's headers and error documents) on the same tree of
  * built profiles and the same request mix, driven by autocannon in the same run:
  *
- *   - random published profiles under both aliases (/api/v1/users/<name>, /service-api/v1/users/<name>),
- *     lower case and mixed case;
- *   - the query form (/api/v1/users?username=<name>), lower case and mixed case;
- *   - misses (names nobody has) in each form: 404 USER_NOT_FOUND.
+ *   - every published profile once, in random order, under either alias (/api/v1/users/<name>,
+ *     /service-api/v1/users/<name>) or the query form (/api/v1/users?username=<name>), lower case
+ *     or mixed case;
+ *   - misses (names nobody has) in each form, 15% of the requests: 404 USER_NOT_FOUND.
+ * All connections share one walk through the mix, carrying on from round to round, as a CDN's
+ * misses and revalidations spread over the whole tree: no server answers from a small hot set.
  *
  * nginx-light cannot lower-case a URL. Its config maps every published name to itself with `map`,
  * whose string keys nginx looks up case-insensitively: a mixed-case name finds its canonical file
@@ -61,7 +63,6 @@ const DEFAULTS = {
   seconds: 10,
   rounds: 5,
   warmupSeconds: 3,
-  mixSize: 4000,
   report: join(repo, 'BENCHMARKS.md'),
 };
 
@@ -250,35 +251,49 @@ function random(seed) {
   };
 }
 
-/** The request mix: [path, expected status] pairs, with what share of each form. */
-function requestMix(names, size) {
+/** The forms of a request for a published profile, with their shares of those requests. */
+const HIT_FORMS = [
+  [0.3, (name) => `/api/v1/users/${name}`],
+  [0.2, (name) => `/service-api/v1/users/${name}`],
+  [0.15, (name, mixed) => `/api/v1/users/${mixed(name)}`],
+  [0.1, (name, mixed) => `/service-api/v1/users/${mixed(name)}`],
+  [0.1, (name) => `/api/v1/users?username=${name}`],
+  [0.15, (name, mixed) => `/api/v1/users?username=${mixed(name)}`],
+];
+/** The forms of a miss (a name nobody has). */
+const MISS_FORMS = [
+  (name) => `/api/v1/users/${name}`,
+  (name, mixed) => `/service-api/v1/users/${mixed(name)}`,
+  (name) => `/api/v1/users?username=${name}`,
+];
+/** Misses, as a share of all requests. */
+const MISS_SHARE = 0.15;
+
+/**
+ * The request mix: [path, expected status] pairs. Every published profile is asked for once, in a
+ * form drawn by its share, and misses are mixed in; the whole is shuffled. A round walks through it
+ * in order (one cursor for all connections), so a server cannot answer from a small hot set.
+ */
+function requestMix(names) {
   const next = random(18);
-  const pick = () => names[Math.floor(next() * names.length)];
   const published = new Set(names);
   const mixed = (name) => {
     const spelled = [...name].map((c) => (next() < 0.5 ? c.toUpperCase() : c)).join('');
     return spelled === name && /[a-z]/.test(name) ? name.replace(/[a-z]/, (c) => c.toUpperCase()) : spelled;
   };
-  const miss = () => {
-    for (;;) {
-      const name = `nobody${Math.floor(next() * 1e9)}`;
-      if (!published.has(name)) return name;
-    }
+  const hitForm = () => {
+    let left = next();
+    for (const [share, form] of HIT_FORMS) if ((left -= share) < 0) return form;
+    return HIT_FORMS[0][1];
   };
-  const forms = [
-    [0.25, () => [`/api/v1/users/${pick()}`, 200]],
-    [0.15, () => [`/service-api/v1/users/${pick()}`, 200]],
-    [0.15, () => [`/api/v1/users/${mixed(pick())}`, 200]],
-    [0.1, () => [`/service-api/v1/users/${mixed(pick())}`, 200]],
-    [0.1, () => [`/api/v1/users?username=${pick()}`, 200]],
-    [0.1, () => [`/api/v1/users?username=${mixed(pick())}`, 200]],
-    [0.05, () => [`/api/v1/users/${miss()}`, 404]],
-    [0.05, () => [`/service-api/v1/users/${mixed(miss())}`, 404]],
-    [0.05, () => [`/api/v1/users?username=${miss()}`, 404]],
-  ];
-  const mix = [];
-  for (const [share, make] of forms) for (let i = 0; i < Math.round(share * size); i++) mix.push(make());
-  // Shuffled, so that each connection walks through every form.
+  const mix = names.map((name) => [hitForm()(name, mixed), 200]);
+  const misses = Math.round((names.length * MISS_SHARE) / (1 - MISS_SHARE));
+  for (let i = 0; i < misses; i++) {
+    let name;
+    do name = `nobody${Math.floor(next() * 1e9)}`;
+    while (published.has(name));
+    mix.push([MISS_FORMS[i % MISS_FORMS.length](name, mixed), 404]);
+  }
   for (let i = mix.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
     [mix[i], mix[j]] = [mix[j], mix[i]];
@@ -286,8 +301,13 @@ function requestMix(names, size) {
   return mix;
 }
 
-/** One autocannon run against `base`: req/s, p50, p99, and the answers that were not the expected ones. */
-async function drive(base, mix, { connections, seconds }) {
+/**
+ * One autocannon run against `base`: req/s, p50, p99, and the answers that were not the expected
+ * ones. autocannon starts every connection at the head of its request list; one request whose
+ * `setupRequest` takes the next entry of the mix makes all connections share one walk through it,
+ * and `walk` carries on from where the server's last run stopped.
+ */
+async function drive(base, mix, walk, { connections, seconds }) {
   let unexpected = 0;
   const examples = [];
   const result = await autocannon({
@@ -295,20 +315,27 @@ async function drive(base, mix, { connections, seconds }) {
     connections,
     duration: seconds,
     timeout: 10,
-    requests: mix.map(([path, status]) => ({
-      method: 'GET',
-      path,
-      onResponse: (answered, body, _context, headers) => {
-        const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-        const wrongHeader = Object.entries(HEADERS).find(([name, value]) => lower[name] !== value);
-        const wrongBody = !body.startsWith(status === 200 ? '{"success":true' : '{"success":false');
-        if (answered !== status || wrongHeader || wrongBody) {
-          unexpected++;
-          if (examples.length < 5)
-            examples.push(`${path}: ${answered}${wrongHeader ? ` (${wrongHeader[0]}: ${lower[wrongHeader[0]]})` : ''}`);
-        }
+    requests: [
+      {
+        method: 'GET',
+        setupRequest: (request, context) => {
+          const [path, status] = mix[walk.next++ % mix.length];
+          context.expected = { path, status };
+          return { ...request, path };
+        },
+        onResponse: (answered, body, context, headers) => {
+          const { path, status } = context.expected;
+          const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+          const wrongHeader = Object.entries(HEADERS).find(([name, value]) => lower[name] !== value);
+          const wrongBody = !body.startsWith(status === 200 ? '{"success":true' : '{"success":false');
+          if (answered !== status || wrongHeader || wrongBody) {
+            unexpected++;
+            if (examples.length < 5)
+              examples.push(`${path}: ${answered}${wrongHeader ? ` (${wrongHeader[0]}: ${lower[wrongHeader[0]]})` : ''}`);
+          }
+        },
       },
-    })),
+    ],
   });
   return {
     reqPerSec: result.requests.average,
@@ -346,15 +373,17 @@ export async function benchServe(options = {}) {
   const out = tree(o.workDir, store(o.storeDir, o.users));
   const nginx = ensureNginx();
   const names = readdirSync(join(out, 'api/v1/users'));
-  const mix = requestMix(names, o.mixSize);
+  const mix = requestMix(names);
   log(`bench-serve: ${names.length} published profiles; a mix of ${mix.length} requests; ${machine()}`);
   const servers = { nginx: await startNginx(nginx, out, names), serve: await startServe(out, o.serveScript) };
   const runs = { nginx: [], serve: [] };
   try {
-    for (const name of ['nginx', 'serve']) await drive(servers[name].base, mix, { ...o, seconds: o.warmupSeconds });
+    // Each server walks the mix from its head, carrying on from run to run.
+    const walks = { nginx: { next: 0 }, serve: { next: 0 } };
+    for (const name of ['nginx', 'serve']) await drive(servers[name].base, mix, walks[name], { ...o, seconds: o.warmupSeconds });
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 ? ['serve', 'nginx'] : ['nginx', 'serve']) {
-        const run = await drive(servers[name].base, mix, o);
+        const run = await drive(servers[name].base, mix, walks[name], o);
         runs[name].push(run);
         log(
           `  round ${round + 1} ${name.padEnd(5)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50Ms} ms  p99 ${run.p99Ms} ms  errors ${run.errors}  unexpected ${run.unexpected}`,
@@ -416,8 +445,9 @@ function reportSection(f, command) {
     `Measured by \`${command}\` on ${new Date().toISOString().slice(0, 10)} (${f.machine}; ${f.nginxVersion}, nginx-light, 2 worker processes): ` +
       `both servers on the same tree of ${f.users.toLocaleString('en-US')} profiles on tmpfs, autocannon in the same run with ${f.connections} connections over 127.0.0.1, ` +
       `a warm-up each, then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
-      `The mix (${f.mixSize} requests, shuffled): random profiles under both aliases, lower and mixed case, the query form, and misses (404 USER_NOT_FOUND) in each form. ` +
+      `The mix (${f.mixSize.toLocaleString('en-US')} requests, shuffled): every published profile once, under either alias or the query form, lower or mixed case, and misses (404 USER_NOT_FOUND, 15%) in each form; all connections share one walk through it, carrying on from round to round, so neither server answers from a small hot set. ` +
       'nginx cannot lower-case a URL: its config maps every published name to itself with `map` (string keys match case-insensitively), so it answers the same requests as `serve`. ' +
+      '`serve` runs with its defaults: its 64 MiB cache holds about half of this tree, so on this walk nearly every answer is read from its file. ' +
       'autocannon runs in one thread on the same cores as the servers, and reports latency in whole milliseconds.',
     '',
     '| server | req/s | ratio | p50 ms | ratio | p99 ms | ratio | socket errors | unexpected answers |',

@@ -12,10 +12,11 @@
  * from one blob, and does nothing else. The floor and the cold build run interleaved, each into a
  * new out dir; their medians count, and every figure is printed as a ratio to the floor. Results go
  * to stdout and BENCHMARKS.md. Then bench-publish.mjs measures `publish` against rclone (skip it
- * with --no-publish).
+ * with --no-publish), and bench-serve.mjs measures `serve` against nginx on the 100k tree (skip it
+ * with --no-serve).
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
- *        [-- --no-publish] [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ *        [-- --no-publish] [-- --no-serve] [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
  * (--repeats: runs of the cold build and of the floor, 5 by default; their medians count. The last
  * three let a test run it small, away from the real stores and BENCHMARKS.md.)
  */
@@ -459,6 +460,7 @@ const table = rows
 // The load and soak figures (npm run load) live in their own marked section: keep it.
 const benchmarksFile = value('--report', join(repo, 'BENCHMARKS.md'));
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
+const serveSection = /<!-- serve:start -->[\s\S]*<!-- serve:end -->/.exec(previous)?.[0] ?? '';
 const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)?.[0] ?? '';
 const publishSection = /<!-- publish:start -->[\s\S]*<!-- publish:end -->/.exec(previous)?.[0] ?? '';
 const workerSection = /<!-- worker:start -->[\s\S]*<!-- worker:end -->/.exec(previous)?.[0] ?? '';
@@ -518,9 +520,17 @@ ${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
-${experimentsSection ? `\n${experimentsSection}\n` : ''}${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`,
+${serveSection ? `\n${serveSection}\n` : ''}${experimentsSection ? `\n${experimentsSection}\n` : ''}${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`,
 );
 log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);
+
+// The origin server against nginx, on the 100k tree (its own script, importable).
+if (!flag('--no-serve')) {
+  const { benchServe } = await import('./bench-serve.mjs');
+  const figures = await benchServe({ storeDir, report: benchmarksFile, command: 'npm run bench' });
+  const served = figures.serve.unexpected + figures.nginx.unexpected + figures.serve.errors + figures.nginx.errors;
+  if (served > 0) process.exitCode = 1;
+}
 
 // Publishing to object storage, at the largest size up to 100k, against rclone (its own script).
 if (!flag('--no-publish')) {

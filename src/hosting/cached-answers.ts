@@ -8,22 +8,25 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ErrorCode } from '../render/documents.js';
-import { FileCache, type CachedFile } from './file-cache.js';
+import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
 import type { Resolution, RouteTable } from './routes.js';
 
 export class CachedAnswers {
   /** The contract's headers as a flat list, for `writeHead` (it takes a list without copying it into a map). */
   private readonly contractHeaders: string[];
-  private readonly cache = new FileCache();
+  private readonly cache: FileCache;
 
   constructor(
     /** The out dir, resolved. */
     private readonly out: string,
     private readonly table: RouteTable,
+    /** Bytes of documents kept in memory at most (FILE_CACHE_DEFAULTS when not given). */
+    cacheBytes: number | undefined,
     /** Told the body length of each answer (the access log reads it). */
     private readonly noteLength?: (res: ServerResponse, length: number) => void,
   ) {
     this.contractHeaders = Object.entries(table.headers).flat();
+    this.cache = new FileCache({ ...FILE_CACHE_DEFAULTS, maxBytes: cacheBytes ?? FILE_CACHE_DEFAULTS.maxBytes });
   }
 
   /** Answers a GET or HEAD and returns true, or returns false having written nothing. */

@@ -62,9 +62,21 @@ const ENTRY_OVERHEAD = 512;
 export class FileCache {
   /** By absolute path. */
   private readonly entries = new Map<string, CachedFile>();
+  /**
+   * Versions in the order they were read, oldest at `head`: the eviction order. A Map's own order
+   * would do, but V8 keeps deleted entries as holes at its head until it rehashes, and walking past
+   * them on every eviction costs more than reading the file.
+   */
+  private readonly order: ({ path: string; entry: CachedFile } | undefined)[] = [];
+  private head = 0;
   private bytes = 0;
 
   constructor(private readonly options: FileCacheOptions = FILE_CACHE_DEFAULTS) {}
+
+  /** What the cache holds: bytes as counted against its bound, and versions (replaced ones too). */
+  get held(): { bytes: number; versions: number } {
+    return { bytes: this.bytes, versions: this.order.length - this.head };
+  }
 
   /** The current version of the file at `path` (absolute, inside the out dir). */
   lookup(path: string): Lookup {
@@ -106,20 +118,28 @@ export class FileCache {
     }
   }
 
+  /**
+   * Keeps a version read. The bound counts every version the queue holds: a replaced version stays
+   * counted until its turn to be dropped comes, so replacements cannot grow memory either.
+   */
   private keep(path: string, entry: CachedFile): CachedFile {
-    const old = this.entries.get(path);
-    if (old) {
-      this.entries.delete(path);
-      this.bytes -= old.size + ENTRY_OVERHEAD;
-    }
     this.entries.set(path, entry);
+    this.order.push({ path, entry });
     this.bytes += entry.size + ENTRY_OVERHEAD;
-    // Oldest read first (Map order): memory stays bounded, a hot document is soon read again.
-    for (const [oldest, dropped] of this.entries) {
-      if (this.bytes <= this.options.maxBytes) break;
-      this.entries.delete(oldest);
-      this.bytes -= dropped.size + ENTRY_OVERHEAD;
-    }
+    while (this.bytes > this.options.maxBytes && this.head < this.order.length) this.dropOldest();
     return entry;
+  }
+
+  /** Drops the oldest version read (forgetting its name too, unless a newer version replaced it). */
+  private dropOldest(): void {
+    const { path, entry } = this.order[this.head]!;
+    this.order[this.head++] = undefined;
+    this.bytes -= entry.size + ENTRY_OVERHEAD;
+    if (this.entries.get(path) === entry) this.entries.delete(path);
+    // Reclaim the dropped slots once they are half of the queue.
+    if (this.head * 2 >= this.order.length) {
+      this.order.splice(0, this.head);
+      this.head = 0;
+    }
   }
 }

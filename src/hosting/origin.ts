@@ -33,6 +33,8 @@ export interface OriginOptions {
   /** Called once per finished request with a ready access-log line (no trailing newline). */
   log?: (line: string) => void;
   table?: RouteTable;
+  /** Bytes of small documents kept in memory at most (default 64 MiB; 0 keeps none). */
+  cacheBytes?: number;
 }
 
 export interface Origin {
@@ -47,7 +49,7 @@ export function createOrigin(options: OriginOptions): Origin {
   checkSnapshot(out, options.out, table);
   // Answers from the cache set no header by name: the access log learns their length here.
   const lengths = options.log ? new WeakMap<ServerResponse, number>() : undefined;
-  const cached = new CachedAnswers(out, table, lengths && ((res, length) => lengths.set(res, length)));
+  const cached = new CachedAnswers(out, table, options.cacheBytes, lengths && ((res, length) => lengths.set(res, length)));
   const responder = new Responder(table, serveConfig(out, table), cached);
   const handle = (req: IncomingMessage, res: ServerResponse) => responder.handle(req, res);
   const server = createServer((req, res) => {

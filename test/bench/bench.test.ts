@@ -51,6 +51,7 @@ it('runs every scenario small, prints each with its ratio to the floor, and writ
       '500',
       '--no-disk',
       '--no-publish',
+      '--no-serve',
       '--tmpfs-dir',
       join(temp('/dev/shm'), 'bench'),
       '--store-dir',

@@ -154,6 +154,19 @@ describe('serve as a process', () => {
     });
   }
 
+  it('answers the same bytes with --cache 0 (every answer read from disk)', async () => {
+    const cached = startServe(['--out', snapshot.out, '--port', '0']);
+    const uncached = startServe(['--out', snapshot.out, '--port', '0', '--cache', '0']);
+    const [a, b] = await Promise.all([cached.listening, uncached.listening]);
+    for (const target of ['/api/v1/users/ALICE', '/service-api/v1/users/bob', '/api/v1/users?username=nobody']) {
+      expect(await get(`${b}${target}`)).toEqual(await get(`${a}${target}`));
+    }
+    cached.child.kill('SIGTERM');
+    uncached.child.kill('SIGTERM');
+    expect(await cached.exited).toBe(0);
+    expect(await uncached.exited).toBe(0);
+  });
+
   it('logs nothing per request without --verbose', async () => {
     const serve = startServe(['--out', snapshot.out, '--port', '0']);
     const base = await serve.listening;
@@ -171,6 +184,9 @@ describe('serve as a process', () => {
       expect(r.stderr).toContain('holds no snapshot');
       const p = cli(['serve', '--out', snapshot.out, '--port', '70000']);
       expect(p.code).toBe(2);
+      const c = cli(['serve', '--out', snapshot.out, '--port', '0', '--cache', '64MB']);
+      expect(c.code).toBe(2);
+      expect(c.stderr).toContain('--cache must be a size in MiB');
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

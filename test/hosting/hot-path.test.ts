@@ -57,6 +57,19 @@ describe('file cache', () => {
     expect(cache.lookup(join(dir, 'small-0'))).not.toBe(kept[0]);
     expect(cache.lookup(join(dir, 'small-49'))).toBe(kept[49]);
   });
+
+  it('stays within its bound while one document is replaced over and over', () => {
+    const cache = new FileCache({ maxBytes: 4096, maxFileBytes: 1024 });
+    const path = join(dir, 'replaced');
+    for (let i = 0; i < 100; i++) {
+      replace(path, String(i % 10).repeat(1000));
+      const found = cache.lookup(path);
+      expect(typeof found === 'object' && found.body.toString()).toBe(String(i % 10).repeat(1000));
+    }
+    // Each version counts 1000 bytes and its overhead: two fit, the rest were dropped.
+    expect(cache.held.bytes).toBeLessThanOrEqual(4096);
+    expect(cache.held.versions).toBeLessThanOrEqual(2);
+  });
 });
 
 describe('routing plain targets by hand', () => {

@@ -17,11 +17,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
-import { cpus, totalmem, release } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { machine as machineLine } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -206,7 +206,7 @@ function report(results, hasRclone) {
       : '';
     return `| ${r.scenario} | ${r.tool} | ${r.seconds.toFixed(2)}${ratio} | ${kinds.map((k) => (r.requests[k] ?? 0).toLocaleString('en-US')).join(' | ')} | ${total(r).toLocaleString('en-US')} |`;
   });
-  const machine = `${cpus().length} x ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
+  const machine = machineLine();
   const section = `<!-- publish:start -->
 ## Publishing to object storage
 

@@ -31,10 +31,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { prng } from '../build/seed/synthetic.js';
+import { BENCH_ENV, machine, seededStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -51,10 +53,6 @@ const HEADERS = {
   'cache-control': 'public, s-maxage=30, stale-while-revalidate=60',
   'x-content-type-options': 'nosniff',
 };
-/** A fixed snapshot time, as scripts/bench.mjs uses: the tree is the same bytes whenever it is built. */
-const ENV = { ...process.env, BASE_URL: 'http://localhost:3000', SOURCE_DATE_EPOCH: '1767225600' };
-for (const name of ['URL', 'PROFILE_OUT', 'PROFILE_DB']) delete ENV[name];
-
 const DEFAULTS = {
   users: 100_000,
   storeDir: join(repo, '.bench/stores'),
@@ -65,17 +63,6 @@ const DEFAULTS = {
   warmupSeconds: 3,
   report: join(repo, 'BENCHMARKS.md'),
 };
-
-/** The seeded store for `users` (cached in storeDir as scripts/bench.mjs caches it). */
-function store(storeDir, users) {
-  mkdirSync(storeDir, { recursive: true });
-  const file = join(storeDir, `seed-${users}.db`);
-  if (!existsSync(file)) {
-    const r = spawnSync(process.execPath, [bin, 'seed', '--db', file, '--users', String(users)], { stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('seed failed');
-  }
-  return file;
-}
 
 /** The built tree for the store, reused while the store is the one it was built from (serving does not care how it was built). */
 function tree(workDir, seeded) {
@@ -89,7 +76,10 @@ function tree(workDir, seeded) {
   const db = join(workDir, 'profiles.db');
   copyFileSync(seeded, db);
   log(`bench-serve: building the tree of ${seeded} into ${out}`);
-  const r = spawnSync(process.execPath, [bin, 'build', '--db', db, '--out', out], { stdio: ['ignore', 'ignore', 'inherit'], env: ENV });
+  const r = spawnSync(process.execPath, [bin, 'build', '--db', db, '--out', out], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: BENCH_ENV,
+  });
   if (r.status !== 0) throw new Error('build failed');
   writeFileSync(stamp, want);
   return out;
@@ -181,7 +171,7 @@ ${headers}
 
 /** Runs a server process until stopped; `ready` resolves once it answers. */
 function startProcess(command, commandArgs, readyPattern) {
-  const child = spawn(command, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'], env: ENV });
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'], env: BENCH_ENV });
   let stderr = '';
   const ready = new Promise((resolve, reject) => {
     child.stderr.on('data', (d) => {
@@ -239,18 +229,6 @@ async function startServe(out, script) {
   return { base, stop: server.stop };
 }
 
-/** A small seeded PRNG (mulberry32): the same mix on every run. */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The forms of a request for a published profile, with their shares of those requests. */
 const HIT_FORMS = [
   [0.3, (name) => `/api/v1/users/${name}`],
@@ -275,7 +253,7 @@ const MISS_SHARE = 0.15;
  * in order (one cursor for all connections), so a server cannot answer from a small hot set.
  */
 function requestMix(names) {
-  const next = random(18);
+  const next = prng(18); // the same mix on every run
   const published = new Set(names);
   const mixed = (name) => {
     const spelled = [...name].map((c) => (next() < 0.5 ? c.toUpperCase() : c)).join('');
@@ -348,11 +326,6 @@ async function drive(base, mix, walk, { connections, seconds }) {
   };
 }
 
-function machine() {
-  const model = cpus()[0]?.model ?? 'unknown CPU';
-  return `${cpus().length} x ${model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
-}
-
 /** The medians of a server's rounds, its totals and per-round figures. */
 function summarize(runs) {
   return {
@@ -370,7 +343,7 @@ function summarize(runs) {
 /** Measures `serve` against nginx; resolves with both servers' medians and serve's ratios to nginx. */
 export async function benchServe(options = {}) {
   const o = { ...DEFAULTS, ...options };
-  const out = tree(o.workDir, store(o.storeDir, o.users));
+  const out = tree(o.workDir, seededStore(o.storeDir, o.users));
   const nginx = ensureNginx();
   const names = readdirSync(join(out, 'api/v1/users'));
   const mix = requestMix(names);
@@ -405,6 +378,8 @@ export async function benchServe(options = {}) {
     rounds: o.rounds,
     nginx: nginxFigures,
     serve: serveFigures,
+    /** Socket errors and unexpected answers of both servers: any makes the figures suspect. */
+    failures: nginxFigures.errors + nginxFigures.unexpected + serveFigures.errors + serveFigures.unexpected,
     serveLabel: o.serveScript ? `\`node ${o.serveScript}\`` : '`serve`',
     ratios: {
       reqPerSec: ratio(serveFigures.reqPerSec, nginxFigures.reqPerSec),
@@ -483,5 +458,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     serveScript: value('--serve-script', undefined),
     command: ['npm run bench:serve', ...(args.length ? ['--', ...args] : [])].join(' '),
   });
-  if (figures.serve.unexpected + figures.nginx.unexpected + figures.serve.errors + figures.nginx.errors > 0) process.exitCode = 1;
+  if (figures.failures > 0) process.exitCode = 1;
 }

@@ -35,9 +35,10 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { cpus, totalmem, release } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BENCH_ENV, machine as machineLine, seededStore } from './bench-common.mjs';
+import { readSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(repo, 'bin/profile-snapshot.js');
@@ -56,27 +57,9 @@ if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', j
 if (!existsSync(dirname(targets[0].root))) targets.shift();
 
 const fmt = (n, digits = 2) => n.toFixed(digits);
-// A fixed snapshot time: between two runs minutes apart some accounts would otherwise turn a day
-// older, and "no change" would rewrite their profiles. Every scenario then changes exactly what it says.
-const SNAPSHOT_EPOCH = '1767225600';
 const log = (line) => process.stdout.write(`${line}\n`);
-/**
- * The environment of every run: the caller's, with the settings a build reads from it pinned, so the
- * figures never depend on them (a BASE_URL, PROFILE_OUT or PROFILE_DB set for other work).
- */
-const ENV = { ...process.env, BASE_URL: 'http://localhost:3000', SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH }; // the CLI's default
-for (const name of ['URL', 'PROFILE_OUT', 'PROFILE_DB']) delete ENV[name];
-
-/** A seeded store per size, kept between runs (seeding 1M takes most of a minute). */
-function store(users) {
-  mkdirSync(storeDir, { recursive: true });
-  const file = join(storeDir, `seed-${users}.db`);
-  if (!existsSync(file)) {
-    const r = spawnSync(process.execPath, [bin, 'seed', '--db', file, '--users', String(users)], { stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('seed failed');
-  }
-  return file;
-}
+const ENV = BENCH_ENV;
+const store = (users) => seededStore(storeDir, users);
 
 /** The figures a child prints on stderr after "BENCH " (bench-child.mjs, bench-floor.mjs). */
 function usageOf(stderr) {
@@ -325,7 +308,7 @@ function coldAndFloor(db, root) {
   return { colds, floors, asyncFloor, ...tree };
 }
 
-const machine = `${cpus().length} x ${cpus()[0]?.model}, ${fmt(totalmem() / 2 ** 30, 0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
+const machine = machineLine();
 log(`profile-snapshot benchmark: ${machine}`);
 for (const users of sizes) {
   const seeded = store(users);
@@ -460,11 +443,11 @@ const table = rows
 // The load and soak figures (npm run load) live in their own marked section: keep it.
 const benchmarksFile = value('--report', join(repo, 'BENCHMARKS.md'));
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
-const serveSection = /<!-- serve:start -->[\s\S]*<!-- serve:end -->/.exec(previous)?.[0] ?? '';
-const loadSection = /<!-- load:start -->[\s\S]*<!-- load:end -->/.exec(previous)?.[0] ?? '';
-const publishSection = /<!-- publish:start -->[\s\S]*<!-- publish:end -->/.exec(previous)?.[0] ?? '';
-const workerSection = /<!-- worker:start -->[\s\S]*<!-- worker:end -->/.exec(previous)?.[0] ?? '';
-const experimentsSection = /<!-- experiments:start -->[\s\S]*<!-- experiments:end -->/.exec(previous)?.[0] ?? '';
+const serveSection = readSection(previous, 'serve');
+const loadSection = readSection(previous, 'load');
+const publishSection = readSection(previous, 'publish');
+const workerSection = readSection(previous, 'worker');
+const experimentsSection = readSection(previous, 'experiments');
 writeFileSync(
   benchmarksFile,
   `# Benchmarks
@@ -528,8 +511,7 @@ log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);
 if (!flag('--no-serve')) {
   const { benchServe } = await import('./bench-serve.mjs');
   const figures = await benchServe({ storeDir, report: benchmarksFile, command: 'npm run bench' });
-  const served = figures.serve.unexpected + figures.nginx.unexpected + figures.serve.errors + figures.nginx.errors;
-  if (served > 0) process.exitCode = 1;
+  if (figures.failures > 0) process.exitCode = 1;
 }
 
 // Publishing to object storage, at the largest size up to 100k, against rclone (its own script).

@@ -1,0 +1,39 @@
+// What the benchmark scripts share: the pinned environment of every run, the seeded stores they
+// measure on, and the machine line of their reports.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const bin = fileURLToPath(new URL('../bin/profile-snapshot.js', import.meta.url));
+
+/**
+ * A fixed snapshot time: between two runs minutes apart some accounts would otherwise turn a day
+ * older, and "no change" would rewrite their profiles. Every scenario then changes exactly what it says.
+ */
+export const SNAPSHOT_EPOCH = '1767225600';
+
+/**
+ * The environment of every run: the caller's, with the settings a build reads from it pinned, so the
+ * figures never depend on them (a BASE_URL, PROFILE_OUT or PROFILE_DB set for other work).
+ */
+export const BENCH_ENV = { ...process.env, BASE_URL: 'http://localhost:3000', SOURCE_DATE_EPOCH: SNAPSHOT_EPOCH }; // the CLI's default
+for (const name of ['URL', 'PROFILE_OUT', 'PROFILE_DB']) delete BENCH_ENV[name];
+
+/** The seeded store of `users` users in `storeDir`, seeded once and kept between runs (1M takes a while). */
+export function seededStore(storeDir, users) {
+  mkdirSync(storeDir, { recursive: true });
+  const file = join(storeDir, `seed-${users}.db`);
+  if (!existsSync(file)) {
+    const r = spawnSync(process.execPath, [bin, 'seed', '--db', file, '--users', String(users)], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('seed failed');
+  }
+  return file;
+}
+
+/** e.g. "2 x AMD EPYC, 24 GiB RAM, Linux 6.1, Node v20.20.2" */
+export function machine() {
+  const model = cpus()[0]?.model ?? 'unknown CPU';
+  return `${cpus().length} x ${model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;
+}

@@ -19,7 +19,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { describeCause, SnapshotError, type SnapshotErrorKind } from './core/errors.js';
-import { keepYoungGenerationSmall } from './core/memory.js';
+import { collectNow, keepYoungGenerationSmall } from './core/memory.js';
 import type { Partition } from './core/partition.js';
 import type { CreatorsShare } from './publish/creators.js';
 import type { OutputShare } from './publish/tree.js';
@@ -29,6 +29,13 @@ import type { ProfileStore } from './store/read.js';
 const THREAD_URL = new URL('./pass-thread.js', import.meta.url);
 /** Below this many users, starting another thread costs more than it saves. */
 export const SHARE_FROM = 20_000;
+/**
+ * A rebuild is shared only while the last build's manifest is smaller than this (about half a
+ * million profiles): each thread holds its share of the last build's entries beside what it stages,
+ * and past it the two threads' peak takes a million-profile rebuild over its memory budget, which one
+ * thread keeps (see BENCHMARKS.md). A first build has no entries to hold and is always shared.
+ */
+export const SHARE_REBUILD_BELOW_BYTES = 24 * 2 ** 20;
 /** A second CPU's worth: the machines the tool is built for have two (never more than there are CPUs). */
 export const DEFAULT_THREADS = 2;
 /** A thread whose row count has not moved for this long is given up on (the build fails). */
@@ -113,14 +120,16 @@ export class PassThreads {
 
   /**
    * Starts the other threads of a full pass over `store` (inside its `inSnapshot`) when it is worth
-   * it: `count` threads asked for, a CPU for each, enough users, the compiled thread module.
+   * it: `count` threads asked for, a CPU for each, enough users, a last build small enough to share
+   * (`lastManifestBytes`), the compiled thread module.
    */
-  static start(store: ProfileStore, inputs: Omit<ShareInputs, 'part'>, count: number): PassThreads | undefined {
+  static start(store: ProfileStore, inputs: Omit<ShareInputs, 'part'>, count: number, lastManifestBytes: number): PassThreads | undefined {
     // Started before the owner opens its output, so they load meanwhile; each takes its snapshot
     // as it starts, after the owner's mark.
     const mark = store.snapshotMark();
     const threads = Math.min(count, availableParallelism());
-    if (threads < 2 || mark === undefined || !threadModuleExists() || !store.hasUsers(SHARE_FROM)) return undefined;
+    if (threads < 2 || mark === undefined || lastManifestBytes >= SHARE_REBUILD_BELOW_BYTES) return undefined;
+    if (!threadModuleExists() || !store.hasUsers(SHARE_FROM)) return undefined;
     const started: Thread[] = [];
     for (let index = 1; index < threads; index++) {
       const thread = startThread({ ...inputs, part: { index, count: threads } });
@@ -230,13 +239,24 @@ export async function runShare(data: ThreadData, load: () => Promise<StageShare>
   };
   try {
     const stage = await load();
-    data.port.postMessage({ share: stage(data.inputs, hooks) });
+    postShare(data.port, stage(data.inputs, hooks));
   } catch (error) {
     data.port.postMessage({ error: serializeError(error) });
   } finally {
+    // The message holds a copy of the share: the thread's own is freed before the owner takes it in.
+    collectNow();
     Atomics.store(control, STATE, ENDED);
     Atomics.notify(control, STATE);
   }
+}
+
+/**
+ * Posts what a share's thread staged. Its pass is garbage by now, all but the share itself: it is
+ * freed first, so the pass and the message's copy of the share are never resident together.
+ */
+function postShare(port: MessagePort, share: PassShare | undefined): void {
+  collectNow();
+  port.postMessage({ share });
 }
 
 function threadModuleExists(): boolean {

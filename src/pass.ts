@@ -15,6 +15,7 @@ import { RowKeeper, signatureOf } from './incremental/row-keeper.js';
 import { carryOverUnselected, checkDuplicateHolder, SelectionFallsShort } from './incremental/selective.js';
 import type { Selection } from './incremental/session.js';
 import { CreatorsList } from './publish/creators.js';
+import { manifestBytes } from './publish/manifest.js';
 import { OutputTransaction } from './publish/tree.js';
 import { nextAgeChangeMs } from './render/dates.js';
 import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
@@ -90,7 +91,7 @@ function startThreads(inputs: PassInputs): PassThreads | undefined {
   const { store, threads, outDir, renderedBy, baseUrl, snapshotMs, reproducible } = inputs;
   if (threads < 2) return undefined;
   const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderedBy, baseUrl, snapshotMs, reproducible };
-  return PassThreads.start(store, shared, threads);
+  return PassThreads.start(store, shared, threads, manifestBytes(outDir));
 }
 
 /**
@@ -152,7 +153,7 @@ class Pass {
     this.threads = role.threads;
     this.output = share
       ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.part)
-      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy);
+      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, role.threads?.ownPart);
     this.creators = new CreatorsList(this.output, CREATORS_FILE, undefined, share?.mayKeepMembers ?? true);
     this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
     this.stableUntilMs = selection?.stableUntilMs ?? Infinity;
@@ -185,9 +186,10 @@ class Pass {
       this.onRows = () => hooks.rowsRead(this.rowsRead);
       this.readRows(this.share!.part);
       const { profiles, skipped, rendered, rowsRead, warnings, stableUntilMs } = this.result();
+      const output = this.output.handOver();
       return {
-        output: this.output.handOver(),
-        creators: this.creators.handOver(),
+        output,
+        creators: this.creators.handOver(output.names),
         profiles,
         skipped,
         rendered,
@@ -215,7 +217,10 @@ class Pass {
     this.readRows(threads.ownPart);
     this.threads = undefined; // collect ends them, whatever happens
     const { shares, unread } = threads.collect();
-    for (const part of unread) this.readRows(part);
+    for (const part of unread) {
+      this.output.includePart(part);
+      this.readRows(part);
+    }
     for (const share of shares) this.adopt(share);
     this.threadsUsed += shares.length;
     // In id order, as a single thread reads them (a row's own warnings keep their order).
@@ -224,7 +229,7 @@ class Pass {
 
   private adopt(share: PassShare): void {
     this.output.adopt(share.output);
-    this.creators.adopt(share.creators);
+    this.creators.adopt(share.creators, share.output);
     this.profiles += share.profiles;
     this.skipped += share.skipped;
     this.rendered += share.rendered;

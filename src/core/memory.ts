@@ -47,6 +47,15 @@ export function collectIfGrown(): void {
 }
 
 /**
+ * Collects now: a thread that handed its work over frees what it held before it ends, while the
+ * thread it handed it to takes it in (the heap of an ending thread is not freed at once).
+ */
+export function collectNow(): void {
+  gc()?.();
+  floor = process.memoryUsage().heapUsed;
+}
+
+/**
  * Keeps V8's young generation at its starting size. Left to grow, it reaches 32 MB per thread in a
  * pass that allocates steadily (each row's strings die young), which is resident memory and buys
  * nothing here. A worker thread's start applies the process's V8 flags again, so a pass that starts

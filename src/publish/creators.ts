@@ -24,15 +24,25 @@ import type { OutputTransaction } from './tree.js';
  */
 const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 
-/** The members another thread's share of a pass found (see `handOver`), as plain data. */
+/**
+ * The members another thread's share of a pass found (see `handOver`), as plain data. Names and
+ * hashes are not repeated here: each member is named by its place among the share's profiles,
+ * whose names and manifest entries (which start with the data hash) cross beside it.
+ */
 export interface CreatorsShare {
   /** Its scratch file (in the staging folder) and the bytes in it. */
   scratch: string;
   scratchBytes: number;
-  names: string[];
-  hashes: string[];
-  offsets: number[];
-  lengths: number[];
+  /** Each member's index in the share's profiles. */
+  profiles: Int32Array;
+  offsets: Float64Array;
+  lengths: Float64Array;
+}
+
+/** A share's profiles, as the transaction hands them over (OutputShare). */
+interface ShareProfiles {
+  names: readonly string[];
+  entries: readonly string[];
 }
 
 export class CreatorsList {
@@ -98,20 +108,38 @@ export class CreatorsList {
     this.sources.push(0);
   }
 
-  /** Ends a share's list (one thread's share of a pass): its members, for the owner to `adopt`. */
-  handOver(): CreatorsShare {
+  /**
+   * Ends a share's list (one thread's share of a pass): its members, for the owner to `adopt`, each
+   * by its index in `profileNames`, the share's profiles in the order they were added. Members are
+   * added with their profiles, so they are a subsequence of them in the same order: one walk.
+   */
+  handOver(profileNames: readonly string[]): CreatorsShare {
     this.scratch.close();
-    const { names, hashes, offsets, lengths } = this;
-    return { scratch: this.scratch.path, scratchBytes: this.scratch.bytesWritten, names, hashes, offsets, lengths };
+    const { names } = this;
+    const profiles = new Int32Array(names.length);
+    let member = 0;
+    for (let i = 0; i < profileNames.length && member < names.length; i++) {
+      if (profileNames[i] === names[member]) profiles[member++] = i;
+    }
+    if (member !== names.length) throw new Error('bug: list members out of step with the published profiles');
+    const { offsets, lengths } = this;
+    return {
+      scratch: this.scratch.path,
+      scratchBytes: this.scratch.bytesWritten,
+      profiles,
+      offsets: Float64Array.from(offsets),
+      lengths: Float64Array.from(lengths),
+    };
   }
 
-  /** Takes over the members another thread's share of this pass found. */
-  adopt(share: CreatorsShare): void {
+  /** Takes over the members another thread's share of this pass found, among its `profiles`. */
+  adopt(share: CreatorsShare, profiles: ShareProfiles): void {
     this.adopted.push({ path: share.scratch, bytes: share.scratchBytes });
     const source = this.adopted.length;
-    for (let i = 0; i < share.names.length; i++) {
-      this.names.push(share.names[i]!);
-      this.hashes.push(share.hashes[i]!);
+    for (let i = 0; i < share.profiles.length; i++) {
+      const profile = share.profiles[i]!;
+      this.names.push(profiles.names[profile]!);
+      this.hashes.push(profiles.entries[profile]!);
       this.offsets.push(share.offsets[i]!);
       this.lengths.push(share.lengths[i]!);
       this.sources.push(source);

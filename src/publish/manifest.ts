@@ -98,11 +98,20 @@ export function fileEntry(hash: string, stamp: string | undefined): string {
 }
 
 /**
- * Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary).
- * With `part`, only that share's profiles (and list members) are kept: what a thread sharing a pass
- * needs (the list is judged usable or not on all of them, as a whole read would).
+ * Which profiles a thread sharing a pass keeps from the manifest: its share's, and the list's
+ * members of that share only, or all of them (`wholeList`: the owner's, which writes the whole list).
+ * The list is judged usable or not on all of its members, as a whole read would.
  */
-export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: Partition): Manifest {
+export interface ManifestShare {
+  part: Partition;
+  wholeList: boolean;
+}
+
+/**
+ * Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary),
+ * every profile's entry, or with `share` only those of one share of the users.
+ */
+export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, share?: ManifestShare): Manifest {
   const path = join(outDir, MANIFEST_FILE);
   let fd: number;
   try {
@@ -112,7 +121,7 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: Par
     throw unreadable(path, cause);
   }
   try {
-    return parseManifest(fd, path, chunkBytes, part);
+    return parseManifest(fd, path, chunkBytes, share);
   } finally {
     closeSync(fd);
   }
@@ -121,11 +130,12 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: Par
 const unreadable = (path: string, cause: unknown) =>
   outputError(`cannot read the tool's manifest ${path}`, "check the out dir's permissions", cause);
 
-function parseManifest(fd: number, path: string, chunkBytes: number, part: Partition | undefined): Manifest {
+function parseManifest(fd: number, path: string, chunkBytes: number, share: ManifestShare | undefined): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
   const list: ListOrder = { names: [], lengths: [] };
-  const inPart = (name: string) => part === undefined || partitionOf(name, part.count) === part.index;
+  const inPart = (name: string) => share === undefined || partitionOf(name, share.part.count) === share.part.index;
+  const wholeList = share === undefined || share.wholeList;
   let header = true,
     membersInOrder = false,
     membersEnded = false,
@@ -157,7 +167,7 @@ function parseManifest(fd: number, path: string, chunkBytes: number, part: Parti
         membersInOrder = false;
       } else {
         lastMember = key;
-        if (kept) {
+        if (kept || wholeList) {
           list.names.push(key);
           list.lengths.push(length);
         }
@@ -313,6 +323,15 @@ export function fileStamp(path: string): string | undefined {
     return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
   } catch {
     return undefined;
+  }
+}
+
+/** The size of the out dir's manifest (0 when there is none): how many profiles the last build published, roughly. */
+export function manifestBytes(outDir: string): number {
+  try {
+    return statSync(join(outDir, MANIFEST_FILE)).size;
+  } catch {
+    return 0;
   }
 }
 

@@ -54,19 +54,26 @@ interface StagedFile {
 
 /**
  * What another thread staged for its share of a pass (see `join`), handed to the owning transaction
- * (`adopt`): plain data, so it crosses threads.
+ * (`adopt`): plain data, so it crosses threads, and each name in it once (a copy crosses for each
+ * time a string is named).
  */
 export interface OutputShare {
   /** Every profile the share published or kept, with its manifest entry. */
   names: string[];
   entries: string[];
-  /** The profiles it staged, with their staging slots (unless staged fresh). */
-  stagedNames: string[];
-  stagedSlots: number[];
+  /** Per profile: its staging slot, STAGED_FRESH, or NOT_STAGED (kept, or its data unchanged). */
+  slots: Float64Array;
+  /** Profiles of the last build in this share that it no longer publishes (for commit to remove). */
+  stale: string[];
   unchangedFiles: number;
   /** Whether it staged whole fresh folders (a first build). */
   fresh: boolean;
+  /** Whether an entry of its share differs from the last build's (see `manifestChanged`). */
+  manifestChanged: boolean;
 }
+
+const NOT_STAGED = -1;
+const STAGED_FRESH = -2;
 
 /** Each share's staging slots start here, so threads never pick the same staged file name. */
 const SLOTS_PER_SHARE = 2 ** 32;
@@ -97,38 +104,52 @@ export class OutputTransaction {
   private freshDirs: string[] | undefined;
   private stagedCount = 0;
   private unchangedFiles = 0;
+  /**
+   * Whether the manifest must be written even when no file changes: another tool or base URL
+   * rendered the last build, or an unchanged document was rendered from a changed row (its entry
+   * records a new signature). Left as it was, the next build could keep nothing it rendered.
+   */
+  private manifestChanged = false;
   private finished = false;
   /** A share's view (`join`): it stages into the owner's folder and never commits or clears it. */
   private readonly share: Partition | undefined;
+  /** In a shared pass, the owner's own share: the only one whose last entries it read. */
+  private readonly ownPart: Partition | undefined;
 
-  private constructor(outDir: string, renderedBy: string, share: Partition | undefined) {
+  private constructor(outDir: string, renderedBy: string, role: { share?: Partition; ownPart?: Partition }) {
+    const { share, ownPart } = role;
     this.outDir = outDir;
     this.share = share;
     this.stagingDir = join(outDir, STAGING_DIR);
     if (share === undefined) {
       prepareDir(outDir, outDir);
       prepareDir(outDir, join(outDir, STATE_DIR));
-      this.previous = ManifestCache.take(outDir) ?? readManifest(outDir);
+      const cached = ManifestCache.take(outDir);
+      this.ownPart = cached === undefined ? ownPart : undefined;
+      this.previous = cached ?? readManifest(outDir, undefined, ownPart && { part: ownPart, wholeList: true });
       // A staging folder left by a crashed run holds nothing anyone reads: start clean.
       guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
         rmSync(this.stagingDir, { recursive: true, force: true });
         mkdirSync(this.stagingDir);
       });
     } else {
-      this.previous = readManifest(outDir, undefined, share);
+      this.previous = readManifest(outDir, undefined, { part: share, wholeList: false });
       this.stagedCount = share.index * SLOTS_PER_SHARE;
     }
     this.next = { renderedBy, profiles: new Map(), files: new Map(), list: undefined };
     this.signaturesHold = renderedBy !== '' && this.previous.renderedBy === renderedBy;
+    this.manifestChanged = share === undefined && this.previous.renderedBy !== renderedBy;
     this.profileDirsExisted = PROFILE_DIRS.some((dir) => existsSync(join(outDir, dir)));
   }
 
   /**
    * Opens the out dir (absolute; created if needed) and reads what the last build wrote. `renderedBy` names
    * the tool and base URL rendering this build: row signatures recorded under another are not used.
+   * With `ownPart`, the owner of a shared pass reads only that share's profiles (`join` reads the
+   * others' in their threads); see `includePart` for a share it reads after all.
    */
-  static begin(outDir: string, renderedBy = ''): OutputTransaction {
-    return new OutputTransaction(outDir, renderedBy, undefined);
+  static begin(outDir: string, renderedBy = '', ownPart?: Partition): OutputTransaction {
+    return new OutputTransaction(outDir, renderedBy, { ownPart });
   }
 
   /**
@@ -137,7 +158,17 @@ export class OutputTransaction {
    * and hands them over with `handOver`. It commits nothing and never clears the staging folder.
    */
   static join(outDir: string, renderedBy: string, share: Partition): OutputTransaction {
-    return new OutputTransaction(outDir, renderedBy, share);
+    return new OutputTransaction(outDir, renderedBy, { share });
+  }
+
+  /**
+   * The owner of a shared pass reads a share itself after all (its thread did not): that share's
+   * entries of the last build, which the owner did not read (see `begin`), are read now.
+   */
+  includePart(part: Partition): void {
+    if (this.ownPart === undefined) return;
+    const { profiles } = readManifest(this.outDir, undefined, { part, wholeList: false });
+    for (const [name, entry] of profiles) this.previous.profiles.set(name, entry);
   }
 
   /** Ends a share's part (see `join`): what it staged, for the owner to `adopt`. */
@@ -145,30 +176,53 @@ export class OutputTransaction {
     if (this.share === undefined) throw new Error('bug: only a share hands over');
     this.assertOpen();
     this.finished = true;
+    const names = [...this.next.profiles.keys()];
     return {
-      names: [...this.next.profiles.keys()],
+      names,
       entries: [...this.next.profiles.values()],
-      stagedNames: this.stagedNames,
-      stagedSlots: this.stagedSlots,
+      slots: this.slotsOf(names),
+      stale: [...this.previous.profiles.keys()],
       unchangedFiles: this.unchangedFiles,
       fresh: this.freshDirs !== undefined,
+      manifestChanged: this.manifestChanged,
     };
+  }
+
+  /**
+   * Each profile's staging slot, in `names` order. Staged names are a subsequence of the names in the
+   * same order (a profile is staged as it is added, and added once), so one walk pairs them.
+   */
+  private slotsOf(names: readonly string[]): Float64Array {
+    const { stagedNames, stagedSlots } = this;
+    const slots = new Float64Array(names.length).fill(NOT_STAGED);
+    let staged = 0;
+    for (let i = 0; i < names.length && staged < stagedNames.length; i++) {
+      if (names[i] !== stagedNames[staged]) continue;
+      slots[i] = this.freshDirs ? STAGED_FRESH : stagedSlots[staged]!;
+      staged++;
+    }
+    if (staged !== stagedNames.length) throw new Error('bug: staged profiles out of step with the published ones');
+    return slots;
   }
 
   /** Takes over what another thread staged for its share of this pass, to commit it with the rest. */
   adopt(share: OutputShare): void {
     this.assertOpen();
-    const { previous, next } = this;
+    const { previous, next, stagedNames, stagedSlots } = this;
     for (let i = 0; i < share.names.length; i++) {
-      previous.profiles.delete(share.names[i]!);
-      next.profiles.set(share.names[i]!, share.entries[i]!);
+      const name = share.names[i]!;
+      previous.profiles.delete(name);
+      next.profiles.set(name, share.entries[i]!);
+      const slot = share.slots[i]!;
+      if (slot === NOT_STAGED) continue;
+      stagedNames.push(name);
+      if (slot !== STAGED_FRESH) stagedSlots.push(slot);
     }
-    // One at a time: a share of a million-profile build is too many arguments for one push.
-    for (let i = 0; i < share.stagedNames.length; i++) {
-      this.stagedNames.push(share.stagedNames[i]!);
-      this.stagedSlots.push(share.stagedSlots[i]!);
-    }
+    // What it left stale is removed at commit, like this thread's own (already there when this
+    // thread read every share's last entries).
+    for (const name of share.stale) if (!previous.profiles.has(name)) previous.profiles.set(name, PENDING);
     this.unchangedFiles += share.unchangedFiles;
+    this.manifestChanged ||= share.manifestChanged;
     if (share.fresh) this.freshDirs ??= this.freshDirPaths();
   }
 
@@ -231,8 +285,10 @@ export class OutputTransaction {
     const previousEntry = this.previous.profiles.get(name);
     const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
     this.previous.profiles.delete(name);
-    this.next.profiles.set(name, profileEntry(hash, signature, listLength));
+    const entry = profileEntry(hash, signature, listLength);
+    this.next.profiles.set(name, entry);
     this.claimed?.add(name);
+    if (entry !== previousEntry) this.manifestChanged = true;
     if (previousHash === hash) {
       this.unchangedFiles += PROFILE_DIRS.length;
       return;
@@ -312,7 +368,10 @@ export class OutputTransaction {
     const entry = this.next.files.get(path);
     if (entry === undefined || entry === PENDING || fileEntryStamp(entry) !== undefined) return;
     const file = join(this.outDir, path);
-    if (isIntact(file)) this.next.files.set(path, fileEntry(entry, fileStamp(file)));
+    const stamp = isIntact(file) ? fileStamp(file) : undefined;
+    if (stamp === undefined) return;
+    this.next.files.set(path, fileEntry(entry, stamp));
+    this.manifestChanged = true;
   }
 
   /**
@@ -355,6 +414,8 @@ export class OutputTransaction {
         this.claim(stale);
         counts.written = this.moveStagedIntoPlace(stagedEntries);
         counts.removed = this.removeStale(stale);
+        writeManifest(outDir, next);
+      } else if (this.manifestChanged) {
         writeManifest(outDir, next);
       }
       rmSync(this.stagingDir, { recursive: true, force: true });

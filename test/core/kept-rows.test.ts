@@ -7,7 +7,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MANIFEST_FILE } from '../../src/core/layout.js';
+import type { BuildReport } from '../../src/build.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
+import { runCli } from '../helpers/process.js';
 import { profile, publishedFiles, readJson } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, TestStore, type Workspace } from '../helpers/store.js';
 
@@ -114,6 +116,24 @@ describe('kept rows', () => {
     const moved = buildTo(db, out, { baseUrl: 'https://cdn.example.net' });
     expect(moved.rendered).toBe(USERS);
     expectSameTree(out, fresh(SNAPSHOT_MS, 'https://cdn.example.net'));
+  });
+
+  it('a rebuild by another tool that changes no file still records its rows: the next process renders none', () => {
+    // Separate processes: one process keeps its last manifest in memory, which hid this.
+    const build = () => {
+      const run = runCli(['build', '--db', db, '--out', out, '--full', '--json'], { env: { SOURCE_DATE_EPOCH: '1767225600' } });
+      expect(run.code, run.stderr).toBe(0);
+      return JSON.parse(run.stdout) as BuildReport;
+    };
+    build();
+    // The last build's header names another tool (an upgrade): every row is rendered again, to the same bytes.
+    const manifestPath = join(out, MANIFEST_FILE);
+    const [header, ...lines] = readFileSync(manifestPath, 'utf8').split('\n');
+    const [format, , baseUrl] = header!.split('\t');
+    writeFileSync(manifestPath, [[format, '0.0.0+0', baseUrl].join('\t'), ...lines].join('\n'));
+    const upgraded = build();
+    expect([upgraded.rendered, upgraded.files.written]).toEqual([USERS, 0]);
+    expect(build().rendered).toBe(0);
   });
 
   it("a list file changed behind the tool's back is not copied from: members are rendered again", () => {

@@ -224,6 +224,10 @@ publish the same tree). Requests by method; LIST is counted apart from GET.
 ${rows.join('\n')}
 
 Runs (seconds): ${results.map((r) => `${r.tool}, ${r.scenario}: ${r.runs.map((s) => s.toFixed(2)).join(', ')}`).join('; ')}.
+
+The S3 server (one Node process) is the bottleneck here, so these are the two tools' costs against
+the same server, not S3's speed. rclone's quiet and 1% runs are dominated by listing every object
+and comparing each with the MD5 of its local file; publish reads the two state objects instead.
 <!-- publish:end -->`;
   writeSection(REPORT, 'publish', section);
   log(`publish: figures written to ${REPORT}`);

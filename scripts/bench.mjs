@@ -133,12 +133,11 @@ function writeLayout(tree, layout) {
  * A build trusts the store's stamp (and so may skip an unchanged store next time) only when the
  * store's files were last written at least 2 s earlier (src/store/stamp.ts, racy-git's rule). A real
  * store between two CI builds is older than that; the bench writes it moments before building, so
- * after each write it lets the store settle for as long.
+ * after each write it lets the store settle for as long: `settledSince` waits until the store written
+ * at `writtenAt` (Date.now()) has settled, however long has passed since.
  */
-const SETTLE_MS = 2100;
-const settle = () => new Promise((r) => setTimeout(r, SETTLE_MS));
-/** Waits until the store written at `writtenAt` (Date.now()) has settled, however long has passed since. */
-const settledSince = (writtenAt) => new Promise((r) => setTimeout(r, Math.max(0, writtenAt + SETTLE_MS - Date.now())));
+const settledSince = (writtenAt) => new Promise((r) => setTimeout(r, Math.max(0, writtenAt + 2100 - Date.now())));
+const settle = () => settledSince(Date.now());
 
 /**
  * Changes `share` of the users' view counts (a write like the platform's own), then lets it settle,

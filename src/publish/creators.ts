@@ -16,7 +16,7 @@ import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { Fingerprint } from '../core/hash.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './manifest.js';
-import type { OutputTransaction } from './tree.js';
+import { positionsAmong, type OutputShare, type OutputTransaction } from './tree.js';
 
 /**
  * Up to this size the scratch file is read back whole; beyond it, one positioned read per member.
@@ -39,11 +39,8 @@ export interface CreatorsShare {
   lengths: Float64Array;
 }
 
-/** A share's profiles, as the transaction hands them over (OutputShare). */
-interface ShareProfiles {
-  names: readonly string[];
-  entries: readonly string[];
-}
+/** A share's profiles, as the transaction hands them over. */
+type ShareProfiles = Pick<OutputShare, 'names' | 'entries'>;
 
 export class CreatorsList {
   private readonly names: string[] = [];
@@ -110,23 +107,15 @@ export class CreatorsList {
 
   /**
    * Ends a share's list (one thread's share of a pass): its members, for the owner to `adopt`, each
-   * by its index in `profileNames`, the share's profiles in the order they were added. Members are
-   * added with their profiles, so they are a subsequence of them in the same order: one walk.
+   * by its index in `profileNames`, the share's profiles in the order they were added.
    */
   handOver(profileNames: readonly string[]): CreatorsShare {
     this.scratch.close();
-    const { names } = this;
-    const profiles = new Int32Array(names.length);
-    let member = 0;
-    for (let i = 0; i < profileNames.length && member < names.length; i++) {
-      if (profileNames[i] === names[member]) profiles[member++] = i;
-    }
-    if (member !== names.length) throw new Error('bug: list members out of step with the published profiles');
     const { offsets, lengths } = this;
     return {
       scratch: this.scratch.path,
       scratchBytes: this.scratch.bytesWritten,
-      profiles,
+      profiles: positionsAmong(profileNames, this.names),
       offsets: Float64Array.from(offsets),
       lengths: Float64Array.from(lengths),
     };

@@ -150,14 +150,16 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
       membersInOrder = manifest.renderedBy !== '';
       return;
     }
+    // A line the tool wrote starts with its kind and a tab. Any other (a blank one) is skipped at
+    // once: searching it for a tab would run on through the lines after it.
+    const kind = text.charCodeAt(start);
+    if (end - start < 2 || text.charCodeAt(start + 1) !== TAB || (kind !== PROFILE_LINE && kind !== FILE_LINE)) return;
     // Names and paths never hold a tab: the key ends at the second one, the value is the rest.
-    const a = text.indexOf('\t', start),
-      b = a === -1 ? -1 : text.indexOf('\t', a + 1);
-    if (a === -1 || b === -1 || b >= end) return;
-    const kind = text.charCodeAt(start),
-      key = own(text, bytes, a + 1, b),
-      value = own(text, bytes, b + 1, end);
-    if (a === start + 1 && kind === 117 /* u */) {
+    const tab = text.indexOf('\t', start + 2);
+    if (tab === -1 || tab >= end) return;
+    const key = own(text, bytes, start + 2, tab),
+      value = own(text, bytes, tab + 1, end);
+    if (kind === PROFILE_LINE) {
       const kept = inPart(key);
       if (kept) manifest.profiles.set(key, value);
       const length = membersInOrder ? listLength(value) : undefined;
@@ -172,7 +174,7 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
           list.lengths.push(length);
         }
       }
-    } else if (a === start + 1 && kind === 102 /* f */) {
+    } else {
       manifest.files.set(key, value);
     }
   });
@@ -189,6 +191,11 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
  */
 const own = (text: string, bytes: Buffer, from: number, to: number) =>
   to - from < 13 ? text.slice(from, to) : bytes.toString('latin1', from, to);
+
+/** Character codes that open a manifest line: `u<TAB>`, `f<TAB>`. */
+const PROFILE_LINE = 117,
+  FILE_LINE = 102,
+  TAB = 9;
 
 const unrecognised = (path: string) =>
   outputError(

@@ -75,6 +75,20 @@ export interface OutputShare {
 const NOT_STAGED = -1;
 const STAGED_FRESH = -2;
 
+/**
+ * Where each of `names` sits in a share's `profiles`, of which it is a subsequence in the same order
+ * (profiles are staged and listed as they are added, and each is added once): one walk, no map.
+ */
+export function positionsAmong(profiles: readonly string[], names: readonly string[]): Int32Array {
+  const positions = new Int32Array(names.length);
+  let found = 0;
+  for (let i = 0; i < profiles.length && found < names.length; i++) {
+    if (profiles[i] === names[found]) positions[found++] = i;
+  }
+  if (found !== names.length) throw new Error('bug: names out of step with the published profiles');
+  return positions;
+}
+
 /** Each share's staging slots start here, so threads never pick the same staged file name. */
 const SLOTS_PER_SHARE = 2 ** 32;
 
@@ -188,20 +202,12 @@ export class OutputTransaction {
     };
   }
 
-  /**
-   * Each profile's staging slot, in `names` order. Staged names are a subsequence of the names in the
-   * same order (a profile is staged as it is added, and added once), so one walk pairs them.
-   */
+  /** Each profile's staging slot, in `names` order. */
   private slotsOf(names: readonly string[]): Float64Array {
-    const { stagedNames, stagedSlots } = this;
     const slots = new Float64Array(names.length).fill(NOT_STAGED);
-    let staged = 0;
-    for (let i = 0; i < names.length && staged < stagedNames.length; i++) {
-      if (names[i] !== stagedNames[staged]) continue;
-      slots[i] = this.freshDirs ? STAGED_FRESH : stagedSlots[staged]!;
-      staged++;
-    }
-    if (staged !== stagedNames.length) throw new Error('bug: staged profiles out of step with the published ones');
+    positionsAmong(names, this.stagedNames).forEach((at, staged) => {
+      slots[at] = this.freshDirs ? STAGED_FRESH : this.stagedSlots[staged]!;
+    });
     return slots;
   }
 

@@ -5,12 +5,13 @@
  * same store, with the data that makes shares delicate (case-insensitive duplicates, warnings,
  * list members kept from the last list on a rebuild).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { partitionOf } from '../../src/core/partition.js';
 import { commitMark } from '../../src/store/stamp.js';
-import { SHARE_FROM } from '../../src/pass-threads.js';
+import { MANIFEST_FILE } from '../../src/core/layout.js';
+import { SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../../src/pass-threads.js';
 import { publishedFiles } from '../helpers/output.js';
 import { runCli, runCliAsync, startNode } from '../helpers/process.js';
 import { eachTestWorkspace, execSql, SCHEMA_SQL, TestStore, type Workspace } from '../helpers/store.js';
@@ -88,6 +89,22 @@ describe('a full pass shared between threads', () => {
     expect(rebuilt[1].threads).toBe(2);
     expect(comparable(rebuilt[1])).toEqual(comparable(rebuilt[0]));
     expect(rebuilt[1].files.unchanged).toBeGreaterThan(rebuilt[1].files.written);
+    expectSameTrees(one, two);
+  });
+
+  it('keeps a rebuild on one thread when the last manifest is as large as half a million profiles', () => {
+    const db = join(dir.path, 'profiles.db');
+    bigStore(db);
+    const one = join(dir.path, 'one');
+    const two = join(dir.path, 'two');
+    buildWith(db, one, 1);
+    expect(buildWith(db, two, 2).threads).toBe(2);
+    // That large in bytes: blank lines, which the reader skips.
+    appendFileSync(join(two, MANIFEST_FILE), '\n'.repeat(SHARE_REBUILD_BELOW_BYTES));
+    execSql(db, 'UPDATE users SET views = views + 1 WHERE id % 100 = 0');
+    const rebuilt = [buildWith(db, one, 1), buildWith(db, two, 2)];
+    expect(rebuilt[1].threads).toBe(1);
+    expect(comparable(rebuilt[1])).toEqual(comparable(rebuilt[0]));
     expectSameTrees(one, two);
   });
 

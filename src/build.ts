@@ -1,6 +1,6 @@
 /**
  * One build, read as its steps: open the store and take the out dir's lock, plan what may be skipped
- * (incremental/plan.ts), stage a pass over one consistent snapshot (pass.ts), commit the output, and
+ * (incremental/plan.ts), stage a pass over one consistent snapshot (pass/pass.ts), commit the output, and
  * record the pass. Plain data in (BuildOptions), plain data out (BuildReport).
  */
 import { performance } from 'node:perf_hooks';
@@ -13,10 +13,10 @@ import { BUILD_NOTICE_PROFILES_PER_DIR, NETLIFY_MAX_FILES_PER_DIR } from './host
 import type { LastPass } from './incremental/last-pass.js';
 import { PassPlan } from './incremental/plan.js';
 import type { StoreSession } from './incremental/session.js';
-import { stagePass, type PassInputs, type StagedPass } from './pass.js';
-import { DEFAULT_THREADS } from './pass-threads.js';
-import { OutDirLock } from './publish/lock.js';
-import type { WriteCounts } from './publish/tree.js';
+import { stagePass, type PassInputs, type StagedPass } from './pass/pass.js';
+import { DEFAULT_THREADS } from './pass/threads.js';
+import { OutDirLock } from './output/lock.js';
+import type { WriteCounts } from './output/tree.js';
 import type { RowWarning } from './render/user.js';
 import { ProfileStore } from './store/read.js';
 import { count } from './core/text.js';

@@ -10,7 +10,7 @@ export { ERRORS, successDocument, errorDocument, meta } from './render/documents
 export { ProfileStore } from './store/read.js';
 export { CONTRACT_SCHEMA } from './store/schema.js';
 export * as layout from './core/layout.js';
-export { OutDirLock } from './publish/lock.js';
+export { OutDirLock } from './output/lock.js';
 export { Watcher, type WatchOptions, type WatchEvent } from './watch/loop.js';
 export { regenerate } from './watch/regenerate.js';
 export { createOrigin, listen, closeGracefully, type OriginOptions } from './hosting/origin.js';

@@ -7,7 +7,7 @@ import type { BuildOptions } from '../build.js';
 import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
 import { DEFAULT_OUT_DIR } from '../core/layout.js';
 import { count } from '../core/text.js';
-import { DEFAULT_THREADS, SHARE_FROM } from '../pass-threads.js';
+import { DEFAULT_THREADS, SHARE_FROM } from '../pass/threads.js';
 import { parseNumber, wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
 

@@ -6,8 +6,8 @@
 import { Command, Option } from 'commander';
 import { wholeNumber } from './numbers.js';
 import { usageError } from '../core/errors.js';
-import type { RemoteOptions } from '../remote/client.js';
-import { parseTarget } from '../remote/target.js';
+import type { RemoteOptions } from '../publish/client.js';
+import { parseTarget } from '../publish/target.js';
 import type { Io } from './io.js';
 
 export const DEFAULT_CONCURRENCY = 32;

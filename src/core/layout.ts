@@ -42,7 +42,7 @@ export function errorFile(code: string): string {
 export const STATE_DIR = '.profile-snapshot';
 export const MANIFEST_FILE = `${STATE_DIR}/manifest`;
 export const STAGING_DIR = `${STATE_DIR}/staging`;
-/** The out dir's lock (publish/lock.ts). */
+/** The out dir's lock (output/lock.ts). */
 export const LOCK_FILE = `${STATE_DIR}/lock`;
 /** The record of the last pass (incremental/last-pass.ts). */
 export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;

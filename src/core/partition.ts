@@ -1,5 +1,5 @@
 /**
- * A share of the users for one thread of a full pass (see pass-threads.ts). Users are shared out by
+ * A share of the users for one thread of a full pass (see pass/threads.ts). Users are shared out by
  * their name, not their id: every spelling of a name (a case-insensitive duplicate) then falls in
  * the same share, where rows still arrive in id order, so the lowest id keeps the name as it does in
  * a single pass, and no two threads ever write the same file.

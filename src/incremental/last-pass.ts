@@ -10,9 +10,9 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RowWarning } from '../render/user.js';
-import { guard, replaceFileWith } from '../publish/folders.js';
+import { guard, replaceFileWith } from '../output/folders.js';
 import { LAST_PASS_FILE, STATE_DIR } from '../core/layout.js';
-import { manifestStamp } from '../publish/manifest.js';
+import { manifestStamp } from '../output/manifest.js';
 
 export interface PassConditions {
   /** toolIdentity() of the tool that made the pass. */

@@ -8,10 +8,10 @@
  * 3. per row, a `RowKeeper` keeps a profile whose row signature is unchanged (row-keeper.ts);
  * then `passStaged()`, `committing()` / `commitFailed()` and `record()` keep those records true.
  * Below all of these, the output transaction writes only documents whose data hash changed
- * (publish/tree.ts).
+ * (output/tree.ts).
  */
 import { toolIdentity } from '../core/version.js';
-import { preloadManifest } from '../publish/tree.js';
+import { preloadManifest } from '../output/tree.js';
 import type { ProfileStore } from '../store/read.js';
 import type { StoreStamp } from '../store/stamp.js';
 import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';

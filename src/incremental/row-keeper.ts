@@ -6,9 +6,9 @@
  */
 import { nextAgeChangeMs, parseStoreDate, wholeDaysBetween } from '../render/dates.js';
 import { Col, type StoreRow } from '../store/read.js';
-import type { CreatorsList } from '../publish/creators.js';
-import { hasSignature, listLength } from '../publish/manifest.js';
-import type { OutputTransaction } from '../publish/tree.js';
+import type { CreatorsList } from '../output/creators.js';
+import { hasSignature, listLength } from '../output/manifest.js';
+import type { OutputTransaction } from '../output/tree.js';
 import { rowSignature } from './signature.js';
 
 export class RowKeeper {

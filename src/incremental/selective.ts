@@ -4,9 +4,9 @@
  * are the checks that such a pass gives the result a full pass would; when one fails, the pass is
  * abandoned (nothing written) and a full pass runs instead.
  */
-import type { CreatorsList } from '../publish/creators.js';
-import { isUnsigned } from '../publish/manifest.js';
-import type { OutputTransaction } from '../publish/tree.js';
+import type { CreatorsList } from '../output/creators.js';
+import { isUnsigned } from '../output/manifest.js';
+import type { OutputTransaction } from '../output/tree.js';
 import type { ProfileStore } from '../store/read.js';
 import type { Selection } from './session.js';
 

@@ -9,7 +9,7 @@
  * signatures instead, see row-keeper.ts).
  */
 import { statSync } from 'node:fs';
-import { manifestStamp } from '../publish/manifest.js';
+import { manifestStamp } from '../output/manifest.js';
 import type { RowWarning } from '../render/user.js';
 import { ProfileStore, type OpenStoreOptions } from '../store/read.js';
 import type { StoreChanges } from '../store/shadow.js';

@@ -68,7 +68,7 @@ function statIfPresent(path: string): BigIntStats | undefined {
  * counter, in rollback-journal mode) and, in WAL mode, the wal-index header at the start of the -shm
  * file, whose change counter and last valid frame move with each commit. Two equal marks taken
  * around the moments read transactions began prove they all began on the same snapshot (a pass
- * shared between connections relies on it, see pass-threads.ts). Unlike `storeStamp` it needs no
+ * shared between connections relies on it, see pass/threads.ts). Unlike `storeStamp` it needs no
  * settling time, and it is only meaningful while a connection holds the store open.
  */
 export function commitMark(file: string): string {

@@ -14,8 +14,8 @@
 import { performance } from 'node:perf_hooks';
 import { SnapshotError } from '../core/errors.js';
 import { plural } from '../core/text.js';
-import { OutDirLock, sleepSync } from '../publish/lock.js';
-import { manifestStamp } from '../publish/manifest.js';
+import { OutDirLock, sleepSync } from '../output/lock.js';
+import { manifestStamp } from '../output/manifest.js';
 import { MANIFEST_FILE, resolveOutDir } from '../core/layout.js';
 import { audit, type AuditOptions, type AuditResult } from './audit.js';
 import { DEFECT_KINDS, type Defect, type DefectKind } from './defects.js';

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { describeCause } from '../core/errors.js';
 import { MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
-import { PENDING, readManifest, type Manifest } from '../publish/manifest.js';
+import { PENDING, readManifest, type Manifest } from '../output/manifest.js';
 import type { Findings } from './defects.js';
 import { API_DOCUMENTS, ERROR_FILES, fileExists } from './documents-check.js';
 import type { ProfileFolders } from './profile-folders.js';

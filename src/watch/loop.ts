@@ -14,11 +14,11 @@
 import { performance } from 'node:perf_hooks';
 import { build, type BuildOptions, type BuildReport } from '../build.js';
 import { fingerprint } from '../core/hash.js';
-import { OutDirLock } from '../publish/lock.js';
+import { OutDirLock } from '../output/lock.js';
 import { StoreSession } from '../incremental/session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { PublishRunner, type PublishResult } from './publisher.js';
-import type { PublishOptions } from '../remote/publish.js';
+import type { PublishOptions } from '../publish/publish.js';
 import { errorStatus, formatCycle } from './format.js';
 import { writeStatus, type CycleStatus, type WatchStatus } from './status.js';
 
@@ -263,8 +263,20 @@ export class Watcher {
 
   /** Writes the health status; a failure (disk full) is reported once per streak, never fatal. */
   private saveStatus(): void {
+    const status = this.status();
+    try {
+      writeStatus(this.lock.outDir, status);
+      this.statusFailing = false;
+    } catch (error) {
+      if (!this.statusFailing) this.options.onEvent({ type: 'status-failed', message: errorStatus(error).message });
+      this.statusFailing = true;
+    }
+  }
+
+  /** The health status as status.json has it (and metrics read it). */
+  status(): WatchStatus {
     const exec = this.exec;
-    const status: WatchStatus = {
+    return {
       version: 1,
       pid: process.pid,
       out: this.lock.outDir,
@@ -292,13 +304,6 @@ export class Watcher {
         : null,
       publish: this.publisher?.snapshot() ?? null,
     };
-    try {
-      writeStatus(this.lock.outDir, status);
-      this.statusFailing = false;
-    } catch (error) {
-      if (!this.statusFailing) this.options.onEvent({ type: 'status-failed', message: errorStatus(error).message });
-      this.statusFailing = true;
-    }
   }
 }
 

@@ -5,7 +5,7 @@
  * so the next cycle publishes again even when it changed nothing. Failures are reported, never fatal.
  */
 import { performance } from 'node:perf_hooks';
-import type { PublishOptions, PublishReport } from '../remote/publish.js';
+import type { PublishOptions, PublishReport } from '../publish/publish.js';
 import { errorStatus } from './format.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
@@ -43,6 +43,9 @@ export class PublishRunner {
       lastError: null,
       last: null,
       total: { put: 0, deleted: 0 },
+      role: 'standby',
+      leader: null,
+      leaseAgeSeconds: null,
     };
   }
 
@@ -85,7 +88,7 @@ export class PublishRunner {
     let report: PublishReport | undefined, error: PublishResult['error'];
     try {
       // Loaded on first use: the AWS SDK is only for watchers that publish.
-      const { publish } = await import('../remote/publish.js');
+      const { publish } = await import('../publish/publish.js');
       report = await publish(this.options);
     } catch (failure) {
       error = errorStatus(failure);

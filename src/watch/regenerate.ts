@@ -4,7 +4,7 @@
  * clock (the status records each cycle's start on it), so a cycle already under way when the signal
  * arrived never counts as the answer.
  */
-import { describeHolder, OutDirLock, type LockHolder } from '../publish/lock.js';
+import { describeHolder, OutDirLock, type LockHolder } from '../output/lock.js';
 import { outputError } from '../core/errors.js';
 import { readStatus, type CycleStatus } from './status.js';
 import { resolveOutDir } from '../core/layout.js';

@@ -6,9 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { WriteCounts } from '../publish/tree.js';
+import type { WriteCounts } from '../output/tree.js';
 import { STATUS_FILE } from '../core/layout.js';
-import { replaceFileWith } from '../publish/folders.js';
+import { replaceFileWith } from '../output/folders.js';
 
 /** The outcome of one cycle. */
 export interface CycleStatus {
@@ -58,6 +58,25 @@ export interface PublishStatus {
   /** Objects put and deleted by the last successful publish, and since the watcher started. */
   last: { put: number; deleted: number } | null;
   total: { put: number; deleted: number };
+  /**
+   * leader: this watcher holds the prefix's leadership lease and publishes; standby: another watcher
+   * does, and this one only builds, ready to take over.
+   */
+  role: 'leader' | 'standby';
+  /** The leadership lease's holder as last seen (this watcher when leader); null before the first look. */
+  leader: LeaseHolderStatus | null;
+  /** Seconds since the holder last renewed the leadership lease, as last seen; null when unknown. */
+  leaseAgeSeconds: number | null;
+}
+
+/** Who holds a lease on the prefix: never a credential. */
+export interface LeaseHolderStatus {
+  host: string;
+  pid: number;
+  /** The holder's own id (a watcher's, or a publish's). */
+  id: string;
+  /** When the holder process started. */
+  startedAt: string;
 }
 
 export interface WatchStatus {

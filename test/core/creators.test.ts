@@ -2,8 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CreatorsList } from '../../src/publish/creators.js';
-import { OutputTransaction } from '../../src/publish/tree.js';
+import { CreatorsList } from '../../src/output/creators.js';
+import { OutputTransaction } from '../../src/output/tree.js';
 import { tempDir } from '../helpers/store.js';
 
 let dir: ReturnType<typeof tempDir>;

@@ -1,5 +1,5 @@
 /**
- * A full pass of a large store is shared between threads (src/pass-threads.ts), each reading one
+ * A full pass of a large store is shared between threads (src/pass/threads.ts), each reading one
  * share of the users by name. Whatever the threads, the output must be the same bytes: checked
  * through the compiled CLI (the thread module exists only there), against a one-thread build of the
  * same store, with the data that makes shares delicate (case-insensitive duplicates, warnings,
@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { partitionOf } from '../../src/core/partition.js';
 import { commitMark } from '../../src/store/stamp.js';
 import { MANIFEST_FILE } from '../../src/core/layout.js';
-import { SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../../src/pass-threads.js';
+import { SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../../src/pass/threads.js';
 import { publishedFiles } from '../helpers/output.js';
 import { runCli, runCliAsync, startNode } from '../helpers/process.js';
 import { eachTestWorkspace, execSql, SCHEMA_SQL, TestStore, type Workspace } from '../helpers/store.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { STATE_DIR } from '../../src/core/layout.js';
 import { recordPass } from '../../src/incremental/last-pass.js';
-import { writeClaims } from '../../src/publish/manifest.js';
+import { writeClaims } from '../../src/output/manifest.js';
 import { writeStatus, type WatchStatus } from '../../src/watch/status.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 

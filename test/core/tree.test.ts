@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { listFiles, profile, publishedFiles, readJson, snapshotTree } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, sampleStore, type Workspace } from '../helpers/store.js';
-import { PENDING, readManifest, writeClaims } from '../../src/publish/manifest.js';
+import { PENDING, readManifest, writeClaims } from '../../src/output/manifest.js';
 import { MANIFEST_FILE } from '../../src/core/layout.js';
 
 let dir: Workspace['dir'];

@@ -37,7 +37,7 @@ function expectUntouched(out: string, before: Map<string, string>): void {
   const after = treeBytes(out);
   expect([...after.keys()]).toEqual([...before.keys()]);
   for (const [f, bytes] of before) if (after.get(f) !== bytes) throw new Error(`${f} changed by a failed build`);
-  // Besides the manifest, only the record of the last pass (publish/last-pass.ts) may remain.
+  // Besides the manifest, only the record of the last pass (incremental/last-pass.ts) may remain.
   expect(
     readdirSync(join(out, '.profile-snapshot'))
       .filter((f) => f !== 'last-pass.json')
@@ -52,7 +52,7 @@ function expectConverged(out: string, db: string): void {
   const got = servedBytes(out);
   expect([...got.keys()]).toEqual([...want.keys()]);
   for (const [f, bytes] of want) if (got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build`);
-  // Besides the manifest, only the record of the last pass (publish/last-pass.ts) may remain.
+  // Besides the manifest, only the record of the last pass (incremental/last-pass.ts) may remain.
   expect(
     readdirSync(join(out, '.profile-snapshot'))
       .filter((f) => f !== 'last-pass.json')

@@ -59,7 +59,7 @@ function expectConverged(reference: Map<string, string>): void {
   expect([...got.keys()]).toEqual([...reference.keys()]);
   for (const [f, bytes] of reference) if (got.get(f) !== bytes) throw new Error(`${f} differs from a fresh build`);
   // No staging folder, temporary manifest or status file, and no lock of a dead process.
-  // Besides the manifest, only the record of the last pass (publish/last-pass.ts) may remain.
+  // Besides the manifest, only the record of the last pass (incremental/last-pass.ts) may remain.
   expect(
     readdirSync(join(out, '.profile-snapshot'))
       .filter((f) => f !== 'status.json' && f !== 'last-pass.json')

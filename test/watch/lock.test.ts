@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import { SnapshotError } from '../../src/core/errors.js';
-import { OutDirLock, processStartTicks } from '../../src/publish/lock.js';
+import { OutDirLock, processStartTicks } from '../../src/output/lock.js';
 import { cycleAfter, ensureCompiled, FIXTURES, lastCycle, makeStore, type Proc, runCliAsync, startCli, startNode } from './helpers.js';
 import { eachTestWorkspace } from '../helpers/store.js';
 

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readBucket, s3Env, startProxy, startS3rver, type S3Server } from '../helpers/s3.js';
-import { publicObjects } from '../remote/helpers.js';
+import { publicObjects } from '../publish/helpers.js';
 import { ensureCompiled, makeStore, type Proc, sql, startCli, status, tempDir, waitFor } from './helpers.js';
 
 const SECRET = 'publish-secret-never-in-status';

@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import { wholeNumber } from '../numbers.js';
 import { usageError } from '../../core/errors.js';
 import { count } from '../../core/text.js';
-import { publish, type PublishReport } from '../../remote/publish.js';
+import { publish, type PublishReport } from '../../publish/publish.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
 import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';

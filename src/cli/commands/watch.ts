@@ -12,7 +12,7 @@ import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
 import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';
-import { describeRemote } from '../../remote/target.js';
+import { describeRemote } from '../../publish/target.js';
 import { count } from '../../core/text.js';
 
 interface WatchFlags extends BuildFlags, RemoteFlags {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { outputError } from '../core/errors.js';
 import { CREATORS_FILE } from '../core/layout.js';
-import { entryHash, manifestStamp } from '../publish/manifest.js';
+import { entryHash, manifestStamp } from '../output/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';

@@ -9,7 +9,7 @@ import { clientFor, hasMoto, readBucket, s3Env, startMoto, startProxy, startS3rv
 import { runCliAsync } from '../helpers/process.js';
 import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql } from './helpers.js';
 import { prng } from '../../src/seed/synthetic.js';
-import type { PublishOptions } from '../../src/remote/publish.js';
+import type { PublishOptions } from '../../src/publish/publish.js';
 
 /**
  * A reader's view: the creators list, then both profile objects of every name in it. True when the

@@ -3,26 +3,35 @@
  * those users (everything else carried over, see incremental/selective.ts). Each row is kept
  * unrendered when the incremental layer says it may be, or rendered and staged; then the creators
  * list, the error documents and the contract. The caller commits the staged output. A full pass of
- * a large store is shared between threads (pass-threads.ts), each reading one share of the users.
+ * a large store is shared between threads (threads.ts), each reading one share of the users.
  */
 import { performance } from 'node:perf_hooks';
-import { contractText } from './core/contract.js';
-import { StrictWarningsError } from './core/errors.js';
-import { fingerprint } from './core/hash.js';
-import { CREATORS_FILE, errorFile, OPENAPI_FILE } from './core/layout.js';
-import { collectIfGrown } from './core/memory.js';
-import { RowKeeper, signatureOf } from './incremental/row-keeper.js';
-import { carryOverUnselected, checkDuplicateHolder, SelectionFallsShort } from './incremental/selective.js';
-import type { Selection } from './incremental/session.js';
-import { CreatorsList } from './publish/creators.js';
-import { manifestBytes } from './publish/manifest.js';
-import { OutputTransaction } from './publish/tree.js';
-import { nextAgeChangeMs } from './render/dates.js';
-import { ERRORS, SUCCESS_HEAD, envelopeTail, errorBody, errorDocument, meta, successDocument, type ErrorCode } from './render/documents.js';
-import { renderUser, type RowWarning } from './render/user.js';
-import { Col, ProfileStore, type RowScope, type StoreRow } from './store/read.js';
-import type { Partition } from './core/partition.js';
-import { PassThreads, type PassShare, type ShareHooks, type ShareInputs } from './pass-threads.js';
+import { contractText } from '../core/contract.js';
+import { StrictWarningsError } from '../core/errors.js';
+import { fingerprint } from '../core/hash.js';
+import { CREATORS_FILE, errorFile, OPENAPI_FILE } from '../core/layout.js';
+import { collectIfGrown } from '../core/memory.js';
+import { RowKeeper, signatureOf } from '../incremental/row-keeper.js';
+import { carryOverUnselected, checkDuplicateHolder, SelectionFallsShort } from '../incremental/selective.js';
+import type { Selection } from '../incremental/session.js';
+import { CreatorsList } from '../output/creators.js';
+import { manifestBytes } from '../output/manifest.js';
+import { OutputTransaction } from '../output/tree.js';
+import { nextAgeChangeMs } from '../render/dates.js';
+import {
+  ERRORS,
+  SUCCESS_HEAD,
+  envelopeTail,
+  errorBody,
+  errorDocument,
+  meta,
+  successDocument,
+  type ErrorCode,
+} from '../render/documents.js';
+import { renderUser, type RowWarning } from '../render/user.js';
+import { Col, ProfileStore, type RowScope, type StoreRow } from '../store/read.js';
+import type { Partition } from '../core/partition.js';
+import { PassThreads, type PassShare, type ShareHooks, type ShareInputs } from './threads.js';
 
 const PROGRESS_EVERY = 10_000;
 /** How often (in rows) a shared pass's threads look at each other's flags. */
@@ -59,7 +68,7 @@ export interface StagedPass {
   stableUntilMs: number;
   /** Whether it read only the selected users (a selective pass can fall back to a full one). */
   selective: boolean;
-  /** Threads that read the store's rows (see pass-threads.ts). */
+  /** Threads that read the store's rows (see threads.ts). */
   threads: number;
 }
 
@@ -95,7 +104,7 @@ function startThreads(inputs: PassInputs): PassThreads | undefined {
 }
 
 /**
- * One share of a full pass, on another thread (pass-thread.ts): opens its own connection, takes its
+ * One share of a full pass, on another thread (thread.ts): opens its own connection, takes its
  * snapshot, and once the owner lets it go, reads, renders and stages the share's users. Undefined
  * when the owner reads the share itself (their snapshots could not be proven the same).
  */
@@ -204,7 +213,7 @@ class Pass {
   }
 
   /**
-   * Every row, shared with other threads when the store is large enough (pass-threads.ts): this
+   * Every row, shared with other threads when the store is large enough (threads.ts): this
    * thread reads its own share, then takes over what the others staged, and reads any share they
    * could not.
    */

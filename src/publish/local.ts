@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
 import { MANIFEST_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
-import { OutDirLock, sleepSync } from '../publish/lock.js';
-import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../publish/manifest.js';
+import { OutDirLock, sleepSync } from '../output/lock.js';
+import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../output/manifest.js';
 
 export interface LocalTree {
   outDir: string;

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
-import { publish, type PublishOptions, type PublishReport } from '../../src/remote/publish.js';
+import { publish, type PublishOptions, type PublishReport } from '../../src/publish/publish.js';
 import { buildTo } from '../helpers/build.js';
 import { publishedFiles } from '../helpers/output.js';
 import { makeStore } from '../faults/helpers.js';

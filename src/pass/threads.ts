@@ -18,15 +18,15 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { describeCause, SnapshotError, type SnapshotErrorKind } from './core/errors.js';
-import { collectNow, keepYoungGenerationSmall } from './core/memory.js';
-import type { Partition } from './core/partition.js';
-import type { CreatorsShare } from './publish/creators.js';
-import type { OutputShare } from './publish/tree.js';
-import type { RowWarning } from './render/user.js';
-import type { ProfileStore } from './store/read.js';
+import { describeCause, SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
+import { collectNow, keepYoungGenerationSmall } from '../core/memory.js';
+import type { Partition } from '../core/partition.js';
+import type { CreatorsShare } from '../output/creators.js';
+import type { OutputShare } from '../output/tree.js';
+import type { RowWarning } from '../render/user.js';
+import type { ProfileStore } from '../store/read.js';
 
-const THREAD_URL = new URL('./pass-thread.js', import.meta.url);
+const THREAD_URL = new URL('./thread.js', import.meta.url);
 /** Below this many users, starting another thread costs more than it saves. */
 export const SHARE_FROM = 20_000;
 /**
@@ -220,7 +220,7 @@ export class PassThreads {
 type StageShare = (inputs: ShareInputs, hooks: ShareHooks) => PassShare | undefined;
 
 /**
- * The body of a share's thread (pass-thread.ts): loads the stage, runs it with hooks wired to the
+ * The body of a share's thread (thread.ts): loads the stage, runs it with hooks wired to the
  * owner's flags, posts the result (or the error) and marks the thread ended, whatever happens.
  */
 export async function runShare(data: ThreadData, load: () => Promise<StageShare>): Promise<void> {

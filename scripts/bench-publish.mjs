@@ -132,7 +132,7 @@ async function main() {
   const endpoint = `http://127.0.0.1:${proxy.port}`;
   const tools = {
     'profile-snapshot publish': () =>
-      run(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint], CREDENTIALS),
+      run(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint, '--single-writer'], CREDENTIALS),
     'rclone sync': () =>
       run(
         'rclone',

@@ -4,9 +4,11 @@
  * chain finds them (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, instance roles...).
  */
 import { Command, Option } from 'commander';
-import { wholeNumber } from './numbers.js';
+import { seconds, wholeNumber } from './numbers.js';
 import { usageError } from '../core/errors.js';
 import type { RemoteOptions } from '../publish/client.js';
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from '../publish/lease-times.js';
+import type { PublishOptions } from '../publish/publish.js';
 import { parseTarget } from '../publish/target.js';
 import type { Io } from './io.js';
 
@@ -19,6 +21,9 @@ export interface RemoteFlags {
   concurrency?: string;
   maxDeletes?: string;
   force?: boolean;
+  lockTimeout: string;
+  leaseTtl: string;
+  singleWriter: boolean;
 }
 
 export function addRemoteOptions(command: Command): Command {
@@ -38,7 +43,24 @@ export function addRemoteOptions(command: Command): Command {
     .option('--path-style', 'path-style requests (endpoint/bucket/key), as MinIO-like servers want', false)
     .addOption(new Option('--concurrency <n>', 'requests in flight at once').default(String(DEFAULT_CONCURRENCY)))
     .addOption(new Option('--max-deletes <n>', 'objects a publish may delete (default: 10% of the live profile objects, at least 100)'))
-    .option('--force', 'no deletion guard: delete whatever the tree no longer has', false);
+    .option('--force', 'no deletion guard: delete whatever the tree no longer has', false)
+    .addOption(
+      new Option(
+        '--lock-timeout <seconds>',
+        'how long to wait while another publisher holds the prefix, then exit 8 (transient: retry later)',
+      ).default(String(DEFAULT_LOCK_TIMEOUT_MS / 1000)),
+    )
+    .addOption(
+      new Option(
+        '--lease-ttl <seconds>',
+        "how long a publisher's lease on the prefix lives unrenewed (renewed every quarter of it): a killed publisher blocks others this long at most",
+      ).default(String(DEFAULT_LEASE_TTL_MS / 1000)),
+    )
+    .option(
+      '--single-writer',
+      'accept a store that ignores conditional writes (If-None-Match, If-Match), which publishers need to take turns; only one may ever write to the prefix then',
+      false,
+    );
 }
 
 export const REMOTE_ENV_HELP = `
@@ -46,6 +68,10 @@ Credentials come from the AWS SDK's chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCE
 AWS_SESSION_TOKEN), AWS_PROFILE, or a role. They never appear in output, logs or status files.
 Failed requests (throttling, 5xx, dropped connections) are retried with backoff: AWS_MAX_ATTEMPTS
 attempts in all (default 6).
+
+Several publishers (a CI deploy, a watcher, a second watcher) may share a prefix: they take turns
+through a lease object under <prefix>/.profile-snapshot/, written with conditional writes, which the
+store must honour (AWS S3, R2, MinIO and GCS do; the first publish to a prefix checks it).
 `;
 
 /** The bucket and the way to it. `to` is the s3:// URL, `toSource` where it came from (for errors). */
@@ -70,6 +96,13 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
     // The SDK's own variable, which an explicit setting would otherwise override.
     maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : wholeNumber(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
   };
+}
+
+/** How publishers on one prefix take turns: the lease's flags. */
+export function resolveLease(flags: RemoteFlags): Pick<PublishOptions, 'lockTimeoutMs' | 'leaseTtlMs' | 'singleWriter'> {
+  const leaseTtlMs = seconds(flags.leaseTtl, '--lease-ttl', false);
+  if (leaseTtlMs < 1000) throw usageError(`--lease-ttl must be at least 1 second, not ${flags.leaseTtl}`);
+  return { lockTimeoutMs: seconds(flags.lockTimeout, '--lock-timeout', true), leaseTtlMs, singleWriter: flags.singleWriter };
 }
 
 /** The deletion guard's flags. */

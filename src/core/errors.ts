@@ -13,10 +13,11 @@ export const ExitCode = {
   output: 5,
   remote: 6,
   deletionGuard: 7,
+  prefixHeld: 8,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-export type SnapshotErrorKind = 'usage' | 'store' | 'strictWarnings' | 'output' | 'remote' | 'deletionGuard';
+export type SnapshotErrorKind = 'usage' | 'store' | 'strictWarnings' | 'output' | 'remote' | 'deletionGuard' | 'prefixHeld';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -52,6 +53,10 @@ export const storeError = (message: string, hint?: string, cause?: unknown) => n
 export const outputError = (message: string, hint?: string, cause?: unknown) => new SnapshotError('output', message, { hint, cause });
 /** The object store cannot be used (unreachable, no bucket, access denied, retries exhausted): exit 6. */
 export const remoteError = (message: string, hint?: string, cause?: unknown) => new SnapshotError('remote', message, { hint, cause });
+
+/** Another publisher holds the bucket prefix (or took it over): exit 8, transient, a retry may succeed. */
+export const prefixHeldError = (message: string, hint?: string, cause?: unknown) =>
+  new SnapshotError('prefixHeld', message, { hint, cause });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

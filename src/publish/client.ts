@@ -56,6 +56,13 @@ export class Remote {
   /** Requests sent again after a failure (throttling, 5xx, a dropped connection). */
   retries = 0;
   readonly where: string;
+  /**
+   * Checked before every attempt of every request (lib-storage's part uploads and the SDK's retries
+   * included): a publisher whose lease ran out must not write another byte (see lease.ts).
+   */
+  fence: (() => void) | undefined;
+  /** The server's clock minus ours, from the Date header of its last answer: lease ages are read on it. */
+  private serverOffsetMs: number | undefined;
 
   constructor(
     readonly options: RemoteOptions,
@@ -83,6 +90,27 @@ export class Remote {
       ),
     });
     this.where = describeRemote({ ...options, region });
+    this.client.middlewareStack.add(
+      (next) => (args) => {
+        this.fence?.();
+        return next(args);
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'profileSnapshotLeaseFence' },
+    );
+    this.client.middlewareStack.add(
+      (next) => async (args) => {
+        const result = await next(args);
+        const date = Date.parse((result.response as { headers?: Record<string, string> }).headers?.date ?? '');
+        if (!Number.isNaN(date)) this.serverOffsetMs = date - Date.now();
+        return result;
+      },
+      { step: 'deserialize', priority: 'low', name: 'profileSnapshotServerClock' },
+    );
+  }
+
+  /** The server's time now, as its last Date header tells it (undefined before any answer with one). */
+  serverNow(): number | undefined {
+    return this.serverOffsetMs === undefined ? undefined : Date.now() + this.serverOffsetMs;
   }
 
   /** Resolves the region (flag, then the SDK's chain; an endpoint of our own may go without one). */
@@ -126,6 +154,13 @@ export class Remote {
   static failedWith(error: unknown, ...names: string[]): boolean {
     const cause = error instanceof SnapshotError ? error.cause : error;
     return names.includes((cause as { name?: string } | undefined)?.name ?? '');
+  }
+
+  /** Whether a conditional write was refused: the object is not as the writer believed (412), or another conditional write raced it (409). */
+  static preconditionFailed(error: unknown): boolean {
+    const cause = (error instanceof SnapshotError ? error.cause : error) as { $metadata?: { httpStatusCode?: number } } | undefined;
+    const status = cause?.$metadata?.httpStatusCode;
+    return Remote.failedWith(error, 'PreconditionFailed', 'ConditionalRequestConflict') || status === 412 || status === 409;
   }
 
   /** A failure of `action` as a typed error (exit 6), unless it is one already. */

@@ -9,9 +9,12 @@
  *      list names has its profile objects), then delete what the tree no longer has;
  *   4. record the new state.
  *
+ * Steps 2-4 run under the prefix's lock lease (lease.ts), and the record is written only over the
+ * version read (record.ts): several publishers on one prefix take turns, and none overwrites what
+ * another recorded. A quiet check (the record already names this tree) takes no lease.
+ *
  * Any failure stops the publish where it is: nothing is deleted after a failed upload.
  */
-import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -19,23 +22,15 @@ import { outputError } from '../core/errors.js';
 import { CREATORS_FILE } from '../core/layout.js';
 import { entryHash, manifestStamp } from '../output/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
+import { Lease, thisHolder, type LeaseOptions } from './lease.js';
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
-import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
+import { DeletionGuardError, deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
-import {
-  applyIntent,
-  newPublishId,
-  parseIntent,
-  parseState,
-  REMOTE_INTENT,
-  REMOTE_STATE,
-  serializeIntent,
-  serializeState,
-  type LiveSet,
-  type RemoteIntent,
-} from './state.js';
-import { describeTarget, objectKey } from './target.js';
-import { closeFile, deleteObjects, inPool, openFile, putFile, putObject } from './upload.js';
+import { readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
+import { newPublishId, NO_BASE, type RemoteIntent } from './state.js';
+import { describeTarget } from './target.js';
+import { closeFile, deleteObjects, inPool, openFile, putFile } from './upload.js';
 
 export interface PublishOptions {
   out: string;
@@ -50,6 +45,12 @@ export interface PublishOptions {
   dryRun?: boolean | undefined;
   /** How long to wait for a running build's commit to end (default 30 s). */
   waitMs?: number | undefined;
+  /** How long to wait for another publisher's lease on the prefix (default DEFAULT_LOCK_TIMEOUT_MS), then exit 8. */
+  lockTimeoutMs?: number | undefined;
+  /** The lease's time to live (default DEFAULT_LEASE_TTL_MS). */
+  leaseTtlMs?: number | undefined;
+  /** Accept a store that ignores conditional writes: nothing then keeps two publishers apart. */
+  singleWriter?: boolean | undefined;
   onProgress?: ((progress: PublishProgress) => void) | undefined;
 }
 
@@ -78,6 +79,8 @@ export interface PublishReport {
   retries: number;
   /** More than 1 when a build committed meanwhile and the publish started over on the new tree. */
   attempts: number;
+  /** Things the operator should know, e.g. a store that ignores conditional writes (accepted with --single-writer). */
+  notices: string[];
   seconds: number;
 }
 
@@ -95,6 +98,7 @@ export async function publish(options: PublishOptions): Promise<PublishReport> {
         const report = await publishOnce(remote, options);
         return {
           ...report,
+          notices: report.notices ?? [],
           attempts: attempt,
           requests: { ...remote.counts },
           retries: remote.retries,
@@ -115,75 +119,97 @@ export async function publish(options: PublishOptions): Promise<PublishReport> {
   }
 }
 
-type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds'>;
+type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds' | 'notices'> & { notices?: string[] };
 
 async function publishOnce(remote: Remote, options: PublishOptions): Promise<Outcome> {
   const tree = readLocalTree(options.out, options.waitMs ?? 30_000);
-  const recorded = options.full ? undefined : await readRecord(remote);
-  const live = recorded?.live ?? (await listLive(remote, tree));
-  const plan = planPublish(tree, live);
+  const first = options.full ? undefined : await readRecord(remote);
+  // Decided before the lease is taken, so a quiet check, a dry run and a refusal write nothing.
+  if (first?.live !== undefined) {
+    const plan = planPublish(tree, first.live);
+    guardDeletions(plan, options, remote.where);
+    if (options.dryRun || (first.settled && isEmptyPlan(plan))) return outcomeOf(remote, tree, plan, 'state', options);
+    assertPresent(tree, plan);
+  } else {
+    if (options.dryRun) return dryRun(remote, tree, options);
+    assertPresent(tree, { profiles: [...tree.profiles.keys()], files: [...tree.files.keys()] });
+  }
+  const lock = await Lease.acquire(remote, 'lock', leaseOptions(options), options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+  try {
+    lock.keepRenewing();
+    remote.fence = () => lock.assertHeld();
+    const outcome = await publishHeld(remote, tree, options, await readRecord(remote, first));
+    if (lock.unfenced) outcome.notices = [unfencedNotice(remote)];
+    return outcome;
+  } catch (error) {
+    // Requests cut short by a lost lease fail in many ways; the loss is what to report.
+    if (!lock.held && !(error instanceof DeletionGuardError)) lock.assertHeld();
+    throw error;
+  } finally {
+    remote.fence = undefined;
+    await lock.release();
+  }
+}
+
+/** The publish proper, under the lock: decide, guard, intent, upload, delete, state. */
+async function publishHeld(remote: Remote, tree: LocalTree, options: PublishOptions, record: RemoteRecord): Promise<Outcome> {
+  const live = options.full ? undefined : record.live;
+  const plan = planPublish(tree, live ?? (await listLive(remote, tree)));
   guardDeletions(plan, options, remote.where);
-  const outcome: Outcome = {
-    out: tree.outDir,
-    to: describeTarget(remote.options),
-    where: remote.where,
-    dryRun: Boolean(options.dryRun),
-    compared: recorded ? 'state' : 'listing',
-    changed: !isEmptyPlan(plan),
-    profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
-    objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
-    list: plan.list,
-    bytes: 0,
-  };
+  const outcome = outcomeOf(remote, tree, plan, live ? 'state' : 'listing', options);
   // Nothing to write, and the state already says so (a listing leaves a state for next time).
-  if (options.dryRun || (recorded?.settled && isEmptyPlan(plan))) return outcome;
+  if (live !== undefined && record.settled && isEmptyPlan(plan)) return outcome;
   assertPresent(tree, plan);
   const id = newPublishId();
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
-  await putObject(remote, REMOTE_INTENT, serializeIntent(intentOf(id, plan)));
+  const written = await writeIntent(remote, record, intentOf(id, live ? record.base : NO_BASE, plan));
   outcome.bytes = await upload(remote, tree, plan, options);
   const deletions = [...plan.deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
   await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
     options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length }),
   );
-  await putObject(remote, REMOTE_STATE, serializeState(id, hashes(tree.profiles), hashes(tree.files)));
+  await writeState(remote, written, id, hashes(tree.profiles), hashes(tree.files));
   return outcome;
 }
 
-/** The state and intent in the bucket; undefined when there is no usable state (list instead). */
-async function readRecord(remote: Remote): Promise<{ live: LiveSet; settled: boolean } | undefined> {
-  const [stateBytes, intentBytes] = await Promise.all([readObject(remote, REMOTE_STATE), readObject(remote, REMOTE_INTENT)]);
-  if (stateBytes === undefined) return undefined;
-  let state: ReturnType<typeof parseState>, intent: RemoteIntent | undefined;
-  try {
-    state = parseState(stateBytes);
-    intent = intentBytes === undefined ? undefined : parseIntent(intentBytes);
-  } catch {
-    return undefined; // unreadable (another version, damaged): the listing tells what is there
-  }
-  const unresolved = intent !== undefined && intent.id !== state.id;
-  if (unresolved) applyIntent(state.live, intent!);
-  return { live: state.live, settled: !unresolved };
+/** A dry run without a trusted record: the plan against a listing; nothing written, no lease taken. */
+async function dryRun(remote: Remote, tree: LocalTree, options: PublishOptions): Promise<Outcome> {
+  const plan = planPublish(tree, await listLive(remote, tree));
+  guardDeletions(plan, options, remote.where);
+  return outcomeOf(remote, tree, plan, 'listing', options);
 }
 
-async function readObject(remote: Remote, path: string): Promise<Uint8Array | undefined> {
-  const { bucket, prefix } = remote.options;
-  try {
-    const { bytes } = await remote.call(async () => {
-      const output = await remote.client.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path) }));
-      return { $metadata: output.$metadata, bytes: await output.Body!.transformToByteArray() };
-    }, 'read the publish state in the bucket');
-    return bytes;
-  } catch (error) {
-    if (Remote.failedWith(error, 'NoSuchKey')) return undefined;
-    throw error;
-  }
+function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared: Outcome['compared'], options: PublishOptions): Outcome {
+  return {
+    out: tree.outDir,
+    to: describeTarget(remote.options),
+    where: remote.where,
+    dryRun: Boolean(options.dryRun),
+    compared,
+    changed: !isEmptyPlan(plan),
+    profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
+    objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
+    list: plan.list,
+    bytes: 0,
+  };
 }
 
-function intentOf(id: string, plan: PublishPlan): RemoteIntent {
+const unfencedNotice = (remote: Remote) =>
+  `${remote.where} ignores conditional writes (accepted with --single-writer): nothing keeps two publishers apart, so only one may ever publish to this prefix`;
+
+function leaseOptions(options: PublishOptions): LeaseOptions {
+  return {
+    ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
+    singleWriter: Boolean(options.singleWriter),
+    holder: thisHolder(),
+  };
+}
+
+function intentOf(id: string, base: string, plan: PublishPlan): RemoteIntent {
   return {
     id,
+    base,
     profiles: new Set([...plan.profiles, ...plan.deleteProfiles]),
     files: new Set(plan.list ? [...plan.files, CREATORS_FILE] : plan.files),
     strays: new Set(plan.deleteKeys),
@@ -204,7 +230,7 @@ function missing(tree: LocalTree, path: string): Error {
 }
 
 /** Checked before anything is written: a tree missing documents is never half published. */
-function assertPresent(tree: LocalTree, plan: PublishPlan): void {
+function assertPresent(tree: LocalTree, plan: Pick<PublishPlan, 'profiles' | 'files'>): void {
   for (const name of plan.profiles) if (!existsSync(profileFile(tree, name))) throw missing(tree, profilePaths(name)[0]!);
   for (const path of plan.files) if (!existsSync(join(tree.outDir, path))) throw missing(tree, path);
 }

@@ -9,7 +9,10 @@
  *     object, naming every profile, file and stray key it may upload or delete. A publish killed
  *     half-way leaves objects the state does not describe; the next one reads the intent and treats
  *     those entries as unknown (uploads them again, or deletes them), so nothing is left stale or
- *     orphaned. Each publish has an id; a state that carries the intent's id has resolved it.
+ *     orphaned. Each publish has an id; a state that carries the intent's id has resolved it. An
+ *     intent also names the state it was planned over (its base): an intent whose base is not the
+ *     state in the bucket means a writer changed the state outside the lease, and nothing of the
+ *     record is trusted (see record.ts).
  *
  * Both are gzipped tab-separated lines under a header line. No CDN route serves `.profile-snapshot/`.
  */
@@ -20,7 +23,10 @@ import { STATE_DIR } from '../core/layout.js';
 export const REMOTE_STATE = `${STATE_DIR}/remote-state`;
 export const REMOTE_INTENT = `${STATE_DIR}/remote-intent`;
 const STATE_HEADER = 'profile-snapshot remote state 1';
-const INTENT_HEADER = 'profile-snapshot remote intent 1';
+const INTENT_HEADER = 'profile-snapshot remote intent 2';
+
+/** The base of an intent planned over no state the publisher could trust: never any state's id. */
+export const NO_BASE = '-';
 
 /** The hash of an object whose content is not known (an unresolved intent, a mismatching listing). */
 export const UNKNOWN = '?';
@@ -41,6 +47,8 @@ export interface RemoteState {
 
 export interface RemoteIntent {
   id: string;
+  /** The id of the state it was planned over, or NO_BASE. */
+  base: string;
   profiles: Set<string>;
   files: Set<string>;
   strays: Set<string>;
@@ -66,7 +74,8 @@ function gzipLines(header: string, each: (line: (text: string) => void) => void)
   return gzipSync(Buffer.from(parts.join('')), { level: 6 });
 }
 
-function parseLines(bytes: Uint8Array, header: string, what: string, line: (fields: string[]) => void): string {
+/** Parses the lines under the header; returns the header's fields after its name (ids). */
+function parseLines(bytes: Uint8Array, header: string, what: string, line: (fields: string[]) => void): string[] {
   let text: string;
   try {
     text = gunzipSync(bytes).toString('utf8');
@@ -78,7 +87,7 @@ function parseLines(bytes: Uint8Array, header: string, what: string, line: (fiel
   if (head[0] !== header || head[1] === undefined)
     throw new Error(`the remote ${what} was not written by this version of profile-snapshot`);
   for (let i = 1; i < lines.length; i++) if (lines[i] !== '') line(lines[i]!.split('\t'));
-  return head[1];
+  return head.slice(1);
 }
 
 export function serializeState(id: string, profiles: Iterable<[string, string]>, files: Iterable<[string, string]>): Buffer {
@@ -90,16 +99,16 @@ export function serializeState(id: string, profiles: Iterable<[string, string]>,
 
 export function parseState(bytes: Uint8Array): RemoteState {
   const live = emptyLive();
-  const id = parseLines(bytes, STATE_HEADER, 'state', ([kind, key, hash]) => {
+  const [id] = parseLines(bytes, STATE_HEADER, 'state', ([kind, key, hash]) => {
     if (key === undefined || hash === undefined) return;
     if (kind === 'p') live.profiles.set(key, hash);
     else if (kind === 'f') live.files.set(key, hash);
   });
-  return { id, live };
+  return { id: id!, live };
 }
 
 export function serializeIntent(intent: RemoteIntent): Buffer {
-  return gzipLines(`${INTENT_HEADER}\t${intent.id}`, (line) => {
+  return gzipLines(`${INTENT_HEADER}\t${intent.id}\t${intent.base}`, (line) => {
     for (const path of intent.files) line(`f\t${path}`);
     for (const key of intent.strays) line(`k\t${key}`);
     for (const name of intent.profiles) line(`p\t${name}`);
@@ -107,8 +116,8 @@ export function serializeIntent(intent: RemoteIntent): Buffer {
 }
 
 export function parseIntent(bytes: Uint8Array): RemoteIntent {
-  const intent: RemoteIntent = { id: '', profiles: new Set(), files: new Set(), strays: new Set() };
-  intent.id = parseLines(bytes, INTENT_HEADER, 'intent', ([kind, key]) => {
+  const intent: RemoteIntent = { id: '', base: NO_BASE, profiles: new Set(), files: new Set(), strays: new Set() };
+  [intent.id = '', intent.base = NO_BASE] = parseLines(bytes, INTENT_HEADER, 'intent', ([kind, key]) => {
     if (key === undefined) return;
     if (kind === 'p') intent.profiles.add(key);
     else if (kind === 'f') intent.files.add(key);

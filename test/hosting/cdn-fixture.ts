@@ -49,6 +49,7 @@ export async function publishSample(): Promise<PublishedSample> {
   process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
   await publish({
+    singleWriter: true, // s3rver ignores conditional writes
     out: snapshot.out,
     remote: { bucket, prefix: CDN_PREFIX, endpoint: s3.endpoint, region: 'us-east-1', pathStyle: true, concurrency: 8 },
   });

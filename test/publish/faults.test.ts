@@ -120,6 +120,7 @@ describe('publish under faults', () => {
       '--concurrency',
       '4',
       '--force',
+      ...(hasMoto ? [] : ['--single-writer']),
     ];
     let killed = 0;
     for (let round = 1; round <= 6; round++) {

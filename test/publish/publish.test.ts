@@ -44,8 +44,11 @@ describe.each(servers)('publish to %s', (_name, start) => {
     expect(changed.requests.LIST).toBe(0);
     expect(changed.profiles).toEqual({ put: 3, deleted: 1 });
     expect(changed.list).toBe(true);
-    // Three profiles under two aliases, the list, the intent and the state; the two removed objects.
-    expect(changed.requests.PUT).toBe(3 * 2 + 1 + 2);
+    // Three profiles under two aliases, the list, the intent and the state, and the lock taken and
+    // released; the two removed objects. The lock is looked at once, the record read twice (the
+    // second time as conditional GETs answered 304, after the lock is held).
+    expect(changed.requests.PUT).toBe(3 * 2 + 1 + 2 + 2);
+    expect(changed.requests.GET).toBe(2 + 1 + 2);
     expect(changed.objects.deleted).toBe(2);
     await expectExact(site);
   });
@@ -119,9 +122,11 @@ describe.each(servers)('publish to %s', (_name, start) => {
     buildTo(site.db, site.out);
     const { startProxy } = await import('../helpers/s3.js');
     let puts = 0;
-    // The intent and one profile's two objects get through; then every request fails.
-    const proxy = await startProxy(site.endpoint, { fault: (_n, method) => (method === 'PUT' && ++puts > 3 ? 'status503' : undefined) });
-    await expect(publishSite(site, { remote: { maxAttempts: 2 } as PublishOptions['remote'] }, proxy.endpoint)).rejects.toMatchObject({
+    // The lock, the intent and one profile's two objects get through; then every request fails.
+    const proxy = await startProxy(site.endpoint, { fault: (_n, method) => (method === 'PUT' && ++puts > 4 ? 'status503' : undefined) });
+    // Its lock cannot be released either (every PUT fails): a short TTL lets the next publish take over soon.
+    const failing = { remote: { maxAttempts: 2 } as PublishOptions['remote'], leaseTtlMs: 2000 };
+    await expect(publishSite(site, failing, proxy.endpoint)).rejects.toMatchObject({
       exitCode: 6,
     });
     await proxy.close();

@@ -58,6 +58,7 @@ describe('watch --publish', () => {
         `s3://${bucket}/snap`,
         '--endpoint',
         proxy.endpoint,
+        '--single-writer',
         '--exec',
         `touch ${marker}`,
       ],

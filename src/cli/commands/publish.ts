@@ -9,7 +9,14 @@ import { count } from '../../core/text.js';
 import { publish, type PublishReport } from '../../publish/publish.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
-import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';
+import {
+  addRemoteOptions,
+  REMOTE_ENV_HELP,
+  resolveGuard,
+  resolveLease,
+  resolveRemoteOptions,
+  type RemoteFlags,
+} from '../remote-options.js';
 import { ProgressLine } from '../report.js';
 
 interface PublishFlags extends RemoteFlags {
@@ -49,7 +56,8 @@ function definePublish(): Command {
 Exit codes:
   0 published, or nothing to do    2 usage error    5 out dir unusable or not publishable
   6 the bucket is unusable (unreachable, missing, access denied, retries exhausted)
-  7 refused by the deletion guard (nothing changed)    1 a bug in profile-snapshot
+  7 refused by the deletion guard (nothing changed)
+  8 the prefix is held by another publisher (transient: retry)    1 a bug in profile-snapshot
 `,
     );
 }
@@ -68,6 +76,7 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
       out: outDirOption(flags, io.env),
       remote,
       ...resolveGuard(flags),
+      ...resolveLease(flags),
       full: flags.full,
       dryRun: flags.dryRun,
       waitMs: wholeNumber(flags.wait, '--wait'),
@@ -77,6 +86,7 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
   } finally {
     progress.clear();
   }
+  for (const notice of report.notices) io.stderr.write(`profile-snapshot: warning: ${notice}\n`);
   io.stderr.write(`${formatPublishSummary(report)}\n`);
   if (flags.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
 }

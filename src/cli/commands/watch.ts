@@ -11,7 +11,14 @@ import { failureText, formatCycle, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
-import { addRemoteOptions, REMOTE_ENV_HELP, resolveGuard, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';
+import {
+  addRemoteOptions,
+  REMOTE_ENV_HELP,
+  resolveGuard,
+  resolveLease,
+  resolveRemoteOptions,
+  type RemoteFlags,
+} from '../remote-options.js';
 import { describeRemote } from '../../publish/target.js';
 import { count } from '../../core/text.js';
 
@@ -173,5 +180,5 @@ function publishLine({ result, consecutiveFailures }: PublishFinish): string {
 
 function publishOptions(to: string, flags: WatchFlags, io: Io): NonNullable<Parameters<typeof Watcher.start>[0]['publish']> {
   const remote = resolveRemoteOptions(to, '--publish', flags, io);
-  return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags) } };
+  return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags), ...resolveLease(flags) } };
 }

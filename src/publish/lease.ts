@@ -1,0 +1,318 @@
+/**
+ * A lease on the bucket prefix, kept in an object under `<prefix>/.profile-snapshot/` and taken and
+ * renewed only by conditional writes, so at most one holder has it at a time:
+ *
+ *   - `lock`: held by whoever writes the prefix's objects now (one publish); every publish takes it.
+ *   - `leader`: held by the one `watch --publish` that publishes; other watchers stand by.
+ *
+ * Taking: create it (`If-None-Match: *`), or replace a released or expired one (`If-Match` on the ETag
+ * read). Renewing: replace it `If-Match` on the holder's own last ETag, every quarter of the TTL. A
+ * lease is expired once the server's clock (its Date header) says it was last written more than a TTL
+ * ago, or a waiter saw it unchanged for a TTL: a holder killed with `kill -9` blocks for one TTL at
+ * most, and clocks of different machines are never compared.
+ *
+ * The holder stops writing on its own clock before any waiter can take over: it counts its lease valid
+ * until three quarters of a TTL after its last successful renewal was sent (`assertHeld`), and the
+ * publisher checks that before every request it sends (Remote.fence).
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { prefixHeldError, remoteError, SnapshotError } from '../core/errors.js';
+import { STATE_DIR } from '../core/layout.js';
+import type { Remote } from './client.js';
+import { readObject, writeObject, type WriteCondition } from './objects.js';
+import { provePreconditions } from './preconditions.js';
+
+export type LeaseName = 'lock' | 'leader';
+
+/** Who holds a lease: enough for an operator to find it, never a credential. */
+export interface LeaseHolder {
+  host: string;
+  pid: number;
+  /** The holder's id: a publish's, or a watcher's. */
+  id: string;
+  /** When the holder process started. */
+  startedAt: string;
+}
+
+/** The lease object's JSON. */
+export interface LeaseBody {
+  tool: 'profile-snapshot';
+  lease: LeaseName;
+  holder: LeaseHolder;
+  acquiredAt: string;
+  renewedAt: string;
+  renewals: number;
+  ttlSeconds: number;
+  released: boolean;
+  /**
+   * Whether the store was proven to refuse a second conditional create, found to accept it (and the
+   * holder accepted that: --single-writer), or not checked yet.
+   */
+  preconditions: 'proven' | 'ignored' | 'unproven';
+}
+
+/** A lease as a reader saw it. */
+export interface LeaseView {
+  body: LeaseBody;
+  etag: string;
+  /** Since its last write, on the server's clock; undefined when the server gave no dates. */
+  ageMs: number | undefined;
+}
+
+export interface LeaseOptions {
+  ttlMs: number;
+  /** Accept a store that ignores conditional writes (only one writer ever). */
+  singleWriter: boolean;
+  holder: LeaseHolder;
+}
+
+/** HTTP dates have whole seconds: a lease is expired only once older than its TTL by more than that. */
+const DATE_SLACK_MS = 2000;
+
+const leasePath = (name: LeaseName) => `${STATE_DIR}/${name}`;
+
+/** This process as a lease holder, under `id`. */
+export function thisHolder(id: string = randomBytes(6).toString('base64url')): LeaseHolder {
+  return { host: hostname(), pid: process.pid, id, startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString() };
+}
+
+/** A lease this process holds. */
+export class Lease {
+  private validUntil: number;
+  private lost: SnapshotError | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private renewing: Promise<void> | undefined;
+
+  private constructor(
+    private readonly remote: Remote,
+    readonly name: LeaseName,
+    private etag: string,
+    private body: LeaseBody,
+    private readonly options: LeaseOptions,
+    sentAt: number,
+  ) {
+    this.validUntil = sentAt + validityMs(options.ttlMs);
+  }
+
+  /** The lease's current holder, or undefined when there is no lease object. */
+  static async look(remote: Remote, name: LeaseName): Promise<LeaseView | undefined> {
+    const stored = await readObject(remote, leasePath(name));
+    if (stored === undefined || stored === 'unchanged') return undefined;
+    const now = remote.serverNow();
+    const ageMs = now === undefined || stored.modifiedMs === undefined ? undefined : Math.max(0, now - stored.modifiedMs);
+    return { body: parseBody(stored.bytes, name), etag: stored.etag, ageMs };
+  }
+
+  /**
+   * Takes the lease if it is free (absent, released, expired, or this holder's own); otherwise says
+   * who holds it. `seen` remembers, across calls, since when each version was seen unchanged.
+   */
+  static async tryAcquire(
+    remote: Remote,
+    name: LeaseName,
+    options: LeaseOptions,
+    seen = new Map<string, number>(),
+  ): Promise<Lease | LeaseView> {
+    for (let attempt = 0; ; attempt++) {
+      const view = await Lease.look(remote, name);
+      if (view !== undefined && !isFree(view, options.holder, seen)) return view;
+      const sentAt = performance.now();
+      const body = newBody(name, options, view);
+      const etag = await writeObject(remote, leasePath(name), JSON.stringify(body), 'application/json', takeCondition(view));
+      if (etag !== 'refused') {
+        const lease = new Lease(remote, name, etag, body, options, sentAt);
+        await lease.checkPreconditions(view);
+        return lease;
+      }
+      // Another taker won the race: look again (it holds the lease now, or released it at once).
+      if (attempt >= 3) return (await Lease.look(remote, name)) ?? view!;
+    }
+  }
+
+  /** Takes the lease, waiting up to `waitMs` for its holder; then exit 8 naming the holder. */
+  static async acquire(remote: Remote, name: LeaseName, options: LeaseOptions, waitMs: number): Promise<Lease> {
+    const started = performance.now();
+    const seen = new Map<string, number>();
+    for (let pause = 250; ; pause = Math.min(2000, pause * 2)) {
+      const result = await Lease.tryAcquire(remote, name, options, seen);
+      if (result instanceof Lease) return result;
+      const left = started + waitMs - performance.now();
+      if (left <= 0) throw heldError(remote, result, waitMs);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
+    }
+  }
+
+  /** Throws once the lease may have passed to another holder: nothing more may be written under it. */
+  assertHeld(): void {
+    if (this.lost) throw this.lost;
+    if (performance.now() > this.validUntil) {
+      this.lost = remoteError(
+        `the ${this.name} lease on ${this.remote.where} was not renewed in time (its holder must stop writing)`,
+        "check the network to the bucket and the machine's load; raise --lease-ttl if builds or pauses outlast it",
+      );
+      throw this.lost;
+    }
+  }
+
+  get held(): boolean {
+    return this.lost === undefined && performance.now() <= this.validUntil;
+  }
+
+  /** Renews every quarter TTL until released; `onLost` hears of a lease taken over or not renewed in time. */
+  keepRenewing(onLost: (error: SnapshotError) => void = () => undefined): void {
+    const every = Math.max(50, this.options.ttlMs / 4);
+    this.timer = setInterval(() => {
+      this.renewing ??= this.renew()
+        .catch((error: unknown) => {
+          if (error instanceof SnapshotError && this.lost === error) onLost(error);
+        })
+        .finally(() => (this.renewing = undefined));
+    }, every);
+    this.timer.unref();
+  }
+
+  /** Replaces the lease over its own last version: refused means another holder took it. */
+  async renew(): Promise<void> {
+    this.assertHeld();
+    const sentAt = performance.now();
+    const body: LeaseBody = { ...this.body, renewedAt: new Date().toISOString(), renewals: this.body.renewals + 1 };
+    let etag: string | 'refused';
+    try {
+      etag = await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
+    } catch (error) {
+      if (performance.now() > this.validUntil) this.assertHeld();
+      throw error; // a failed renewal is tried again at the next tick, while the lease is still valid
+    }
+    if (etag === 'refused') {
+      this.lost = await this.takenOver();
+      throw this.lost;
+    }
+    this.etag = etag;
+    this.body = body;
+    this.validUntil = sentAt + validityMs(this.options.ttlMs);
+  }
+
+  /** Gives the lease up at once (a waiter takes it without waiting out the TTL); never throws. */
+  async release(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.renewing;
+    if (!this.held) return;
+    this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
+    const body: LeaseBody = { ...this.body, released: true, renewedAt: new Date().toISOString() };
+    await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag }).catch(
+      () => undefined,
+    );
+  }
+
+  /** The holder as status files show it. */
+  get holder(): LeaseHolder {
+    return this.body.holder;
+  }
+
+  private async takenOver(): Promise<SnapshotError> {
+    const view = await Lease.look(this.remote, this.name).catch(() => undefined);
+    const by = view === undefined ? 'another publisher' : describeHolder(view.body.holder);
+    return prefixHeldError(
+      `the ${this.name} lease on ${this.remote.where} was taken over by ${by}; this publish stopped writing`,
+      'the other publisher brings the prefix to its tree; publish again afterwards if this tree should win',
+    );
+  }
+
+  /** Whether this lease stands on a store that ignores conditional writes (accepted with --single-writer). */
+  get unfenced(): boolean {
+    return this.body.preconditions === 'ignored';
+  }
+
+  /** A store that ignores conditional writes is refused unless the user accepted it (--single-writer). */
+  private async checkPreconditions(previous: LeaseView | undefined): Promise<void> {
+    const known = previous?.body.preconditions;
+    if (known === 'proven' || (known === 'ignored' && this.options.singleWriter)) return;
+    const proven = await provePreconditions(this.remote);
+    if (proven || this.options.singleWriter) {
+      await this.record({ ...this.body, preconditions: proven ? 'proven' : 'ignored' });
+      return;
+    }
+    await this.release();
+    throw remoteError(
+      `${this.remote.where} ignores conditional writes (a second If-None-Match: * create was accepted): two publishers could overwrite each other's objects unnoticed`,
+      'use a store that honours them (AWS S3, R2, MinIO, GCS), or pass --single-writer if only one publisher ever writes to this prefix',
+    );
+  }
+
+  private async record(body: LeaseBody): Promise<void> {
+    const etag = await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
+    if (etag === 'refused') throw (this.lost = await this.takenOver());
+    this.etag = etag;
+    this.body = body;
+  }
+}
+
+/** The holder's own validity: three quarters of the TTL, so it stops before any waiter may take over. */
+const validityMs = (ttlMs: number) => (ttlMs * 3) / 4;
+
+function isFree(view: LeaseView, holder: LeaseHolder, seen: Map<string, number>): boolean {
+  if (view.body.released || view.body.holder.id === holder.id) return true;
+  const ttlMs = view.body.ttlSeconds * 1000;
+  if (view.ageMs !== undefined && view.ageMs > ttlMs + DATE_SLACK_MS) return true;
+  const firstSeen = seen.get(view.etag) ?? performance.now();
+  seen.set(view.etag, firstSeen);
+  return performance.now() - firstSeen > ttlMs + DATE_SLACK_MS;
+}
+
+const takeCondition = (view: LeaseView | undefined): WriteCondition => (view === undefined ? { ifNoneMatch: '*' } : { ifMatch: view.etag });
+
+function newBody(name: LeaseName, options: LeaseOptions, previous: LeaseView | undefined): LeaseBody {
+  const now = new Date().toISOString();
+  return {
+    tool: 'profile-snapshot',
+    lease: name,
+    holder: options.holder,
+    acquiredAt: now,
+    renewedAt: now,
+    renewals: 0,
+    ttlSeconds: options.ttlMs / 1000,
+    released: false,
+    preconditions: previous?.body.preconditions ?? 'unproven',
+  };
+}
+
+function parseBody(bytes: Uint8Array, name: LeaseName): LeaseBody {
+  try {
+    const body = JSON.parse(Buffer.from(bytes).toString('utf8')) as LeaseBody;
+    if (body.tool === 'profile-snapshot' && typeof body.ttlSeconds === 'number' && typeof body.holder?.id === 'string') return body;
+  } catch {
+    // not ours, or damaged: below
+  }
+  // Unreadable: a lease of unknown holder that expires like any other once left alone.
+  const unknown: LeaseHolder = { host: 'unknown', pid: 0, id: `unreadable-${name}`, startedAt: '' };
+  return {
+    tool: 'profile-snapshot',
+    lease: name,
+    holder: unknown,
+    acquiredAt: '',
+    renewedAt: '',
+    renewals: 0,
+    ttlSeconds: 60,
+    released: false,
+    preconditions: 'unproven',
+  };
+}
+
+export function describeHolder(holder: LeaseHolder): string {
+  return `host ${holder.host}, pid ${holder.pid} (${holder.id})`;
+}
+
+/** How old a lease is, in words: "renewed 3 s ago, TTL 60 s". */
+export function describeAge(view: LeaseView): string {
+  const age = view.ageMs === undefined ? 'age unknown' : `renewed ${Math.round(view.ageMs / 1000)} s ago`;
+  return `${age}, taken at ${view.body.acquiredAt}, TTL ${view.body.ttlSeconds} s`;
+}
+
+function heldError(remote: Remote, view: LeaseView, waitedMs: number): SnapshotError {
+  return prefixHeldError(
+    `${remote.where}: the prefix is held by another publisher: ${describeHolder(view.body.holder)}, ${describeAge(view)}; waited ${Math.round(waitedMs / 1000)} s`,
+    `retry later (exit 8 is transient) or raise --lock-timeout; a holder that was killed loses the lease ${view.body.ttlSeconds} s after its last renewal`,
+  );
+}

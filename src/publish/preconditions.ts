@@ -1,0 +1,27 @@
+/**
+ * Whether the store honours conditional writes, proven rather than assumed: AWS S3, R2, MinIO and
+ * moto refuse a second `If-None-Match: *` create of one key and an `If-Match` on a wrong ETag; some
+ * S3-compatible servers (s3rver among them) accept both, and then no lease can keep two publishers
+ * apart. Run once per prefix: the lease objects remember the answer.
+ */
+import { randomBytes } from 'node:crypto';
+import { STATE_DIR } from '../core/layout.js';
+import type { Remote } from './client.js';
+import { deleteObject, writeObject } from './objects.js';
+
+const PROBE = `${STATE_DIR}/precondition-probe`;
+const TYPE = 'text/plain';
+
+/** True when the store refused both writes it should refuse. Leaves no object behind. */
+export async function provePreconditions(remote: Remote): Promise<boolean> {
+  const body = () => `probe ${randomBytes(6).toString('hex')}`;
+  try {
+    // The first create may meet a probe left by a publisher killed mid-probe: refused, and that is fine.
+    await writeObject(remote, PROBE, body(), TYPE, { ifNoneMatch: '*' });
+    const secondCreate = await writeObject(remote, PROBE, body(), TYPE, { ifNoneMatch: '*' });
+    const wrongMatch = await writeObject(remote, PROBE, body(), TYPE, { ifMatch: '"00000000000000000000000000000000"' });
+    return secondCreate === 'refused' && wrongMatch === 'refused';
+  } finally {
+    await deleteObject(remote, PROBE);
+  }
+}

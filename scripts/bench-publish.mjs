@@ -4,7 +4,9 @@
  *
  *   - cold: an empty bucket, the whole tree;
  *   - quiet: nothing changed since;
- *   - 1% changed: 1% of the users' view counts changed, rebuilt, published.
+ *   - 1% changed: 1% of the users' view counts changed, rebuilt, published;
+ *   - then two watchers on the same prefix at the defaults (a leader and a standby, the store
+ *     unchanged), for three cycles: what the leases cost per cycle.
  *
  * Each tool publishes into its own bucket through a proxy that counts the requests by method (LIST
  * apart from GET). Each publish is a whole process, timed by wall clock; the quiet and 1% figures
@@ -15,7 +17,7 @@
  *   node scripts/bench-publish.mjs [--users 100000] [--repeats 3] [--report BENCHMARKS.md]
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -62,7 +64,10 @@ function run(command, commandArgs, env = {}) {
   );
 }
 
-/** A proxy in front of the S3 server that counts requests by method (LIST apart). */
+/** The leases and the probe of conditional writes, under <prefix>/.profile-snapshot/. */
+const LEASE_KEY = /\/\.profile-snapshot\/(lock|leader|precondition-probe)(\?|$)/;
+
+/** A proxy in front of the S3 server that counts requests by method (LIST apart), and the leases' apart too. */
 function countingProxy(port) {
   const counts = {};
   const server = createServer((req, res) => {
@@ -70,6 +75,7 @@ function countingProxy(port) {
     const list = req.method === 'GET' && /^\/[^/?]+\/?(\?|$)/.test(req.url ?? '');
     const kind = list ? 'LIST' : req.method;
     counts[kind] = (counts[kind] ?? 0) + 1;
+    if (LEASE_KEY.test(req.url ?? '')) counts.lease = (counts.lease ?? 0) + 1;
     const forward = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -120,6 +126,66 @@ function touch(db, share, round) {
 
 const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
 
+const WATCH_WINDOW_S = Number(value('--watch-seconds', '90'));
+
+/**
+ * A leader and a standby `watch --publish` on the bucket `publish` filled, each through its own
+ * counting proxy, at the defaults (--interval 30, --lease-ttl 60), the store unchanged: the requests
+ * each makes over WATCH_WINDOW_S once both have settled (the leader published, the standby stood by).
+ */
+async function measureWatchers(db, s3Port) {
+  const roles = {};
+  for (const name of ['leader', 'standby']) {
+    const proxy = await countingProxy(s3Port);
+    const out = join(work, `watch-${name}`);
+    const args = [
+      bin,
+      'watch',
+      '--db',
+      db,
+      '--out',
+      out,
+      '--publish',
+      `s3://ours/${PREFIX}`,
+      '--endpoint',
+      `http://127.0.0.1:${proxy.port}`,
+    ];
+    const child = spawn(process.execPath, [...args, '--single-writer'], {
+      env: { PATH: process.env.PATH, HOME: work, ...CREDENTIALS, ...BUILD_ENV },
+      stdio: 'ignore',
+    });
+    roles[name] = { proxy, out, child };
+    await settled(out, name);
+  }
+  const cyclesBefore = Object.fromEntries(Object.entries(roles).map(([name, r]) => [name, watchStatus(r.out).cycles]));
+  for (const { proxy } of Object.values(roles)) for (const key of Object.keys(proxy.counts)) delete proxy.counts[key];
+  await new Promise((resolve) => setTimeout(resolve, WATCH_WINDOW_S * 1000));
+  const measured = {};
+  for (const [name, { proxy, out, child }] of Object.entries(roles)) {
+    measured[name] = { requests: { ...proxy.counts }, cycles: watchStatus(out).cycles - cyclesBefore[name] };
+    log(`watch --publish, ${name}: ${JSON.stringify(measured[name])} in ${WATCH_WINDOW_S} s`);
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+    proxy.close();
+  }
+  return measured;
+}
+
+const watchStatus = (out) => JSON.parse(readFileSync(join(out, '.profile-snapshot/status.json'), 'utf8'));
+
+/** Waits until the watcher has found its role (and, as leader, published once). */
+async function settled(out, role) {
+  for (;;) {
+    try {
+      const publish = watchStatus(out).publish;
+      if (publish?.role === role && (role === 'standby' ? publish.leader : publish.lastSuccessAt)) return;
+    } catch {
+      // no status yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 async function main() {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
@@ -132,7 +198,11 @@ async function main() {
   const endpoint = `http://127.0.0.1:${proxy.port}`;
   const tools = {
     'profile-snapshot publish': () =>
-      run(process.execPath, [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint, '--single-writer'], CREDENTIALS),
+      run(
+        process.execPath,
+        [bin, 'publish', '--out', out, '--to', `s3://ours/${PREFIX}`, '--endpoint', endpoint, '--single-writer'],
+        CREDENTIALS,
+      ),
     'rclone sync': () =>
       run(
         'rclone',
@@ -190,12 +260,13 @@ async function main() {
   }
   for (const tool of Object.keys(tools)) record(tool, '1% of users changed', changed[tool]);
   proxy.close();
+  const watchers = await measureWatchers(db, s3.port);
   s3.close();
-  report(results, hasRclone);
+  report(results, hasRclone, watchers);
   rmSync(work, { recursive: true, force: true });
 }
 
-function report(results, hasRclone) {
+function report(results, hasRclone, watchers) {
   const kinds = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'LIST'];
   const total = (r) => Object.values(r.requests).reduce((a, b) => a + b, 0);
   const peer = (r) => results.find((p) => p.tool === 'rclone sync' && p.scenario === r.scenario);
@@ -204,8 +275,19 @@ function report(results, hasRclone) {
     const ratio = p
       ? ` (${(r.seconds / p.seconds).toPrecision(2)}x rclone's time, ${(total(r) / total(p)).toPrecision(2)}x its requests)`
       : '';
-    return `| ${r.scenario} | ${r.tool} | ${r.seconds.toFixed(2)}${ratio} | ${kinds.map((k) => (r.requests[k] ?? 0).toLocaleString('en-US')).join(' | ')} | ${total(r).toLocaleString('en-US')} |`;
+    const lease = r.tool === 'rclone sync' ? '' : (r.requests.lease ?? 0).toLocaleString('en-US');
+    return `| ${r.scenario} | ${r.tool} | ${r.seconds.toFixed(2)}${ratio} | ${kinds.map((k) => (r.requests[k] ?? 0).toLocaleString('en-US')).join(' | ')} | ${total(r).toLocaleString('en-US')} | ${lease} |`;
   });
+  const perCycle = (name) => {
+    const { requests, cycles } = watchers[name];
+    const all = kinds.reduce((sum, k) => sum + (requests[k] ?? 0), 0);
+    const byKind =
+      kinds
+        .filter((k) => requests[k])
+        .map((k) => `${requests[k]} ${k}`)
+        .join(', ') || 'none';
+    return `the ${name} made ${all} requests (${byKind}; ${requests.lease ?? 0} of them on the leases) in ${cycles} cycles: ${(all / Math.max(1, cycles)).toFixed(2)} per cycle`;
+  };
   const machine = machineLine();
   const section = `<!-- publish:start -->
 ## Publishing to object storage
@@ -219,8 +301,8 @@ each into its own bucket, through a proxy that counts requests. rclone: \`--chec
 figures are medians of ${REPEATS} runs (1%: a different 1% of the users each round, rebuilt before both tools
 publish the same tree). Requests by method; LIST is counted apart from GET.
 
-| scenario | tool | seconds | GET | HEAD | PUT | POST | DELETE | LIST | requests |
-|---|---|---|---:|---:|---:|---:|---:|---:|---:|
+| scenario | tool | seconds | GET | HEAD | PUT | POST | DELETE | LIST | requests | of which on the leases |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 
 Runs (seconds): ${results.map((r) => `${r.tool}, ${r.scenario}: ${r.runs.map((s) => s.toFixed(2)).join(', ')}`).join('; ')}.
@@ -228,6 +310,14 @@ Runs (seconds): ${results.map((r) => `${r.tool}, ${r.scenario}: ${r.runs.map((s)
 The S3 server (one Node process) is the bottleneck here, so these are the two tools' costs against
 the same server, not S3's speed. rclone's quiet and 1% runs are dominated by listing every object
 and comparing each with the MD5 of its local file; publish reads the two state objects instead.
+
+What the leases cost (docs/publish.md, "Several publishers"): the last column counts the requests on
+\`.profile-snapshot/lock\`, \`leader\` and the precondition probe. A quiet publish takes no lease. A
+writing one looks at the lock, takes it and releases it (a GET and two PUTs), plus a renewal per
+quarter TTL while it runs; its record is read again once the lock is held, as conditional GETs (304).
+The first publish to a prefix also probes the store (three PUTs and a DELETE; s3rver ignores
+conditional writes, so these runs pass \`--single-writer\`). Per watch cycle, two watchers at the
+defaults (\`--interval 30 --lease-ttl 60\`) on this tree, the store unchanged, over ${WATCH_WINDOW_S} s: ${perCycle('leader')}; ${perCycle('standby')}.
 <!-- publish:end -->`;
   writeSection(REPORT, 'publish', section);
   log(`publish: figures written to ${REPORT}`);

@@ -14,9 +14,7 @@ export function listenAddress(text: string, option: string, defaultHost: string)
   const match = /^(?:\[([0-9a-fA-F:.]+)\]:|([^\s:/[\]]+):)?(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);
   if (!match || port > 65535) {
-    throw usageError(
-      `${option} must be [host:]port (a port from 0 to 65535, e.g. 9464 or 0.0.0.0:9464), not ${JSON.stringify(text)}`,
-    );
+    throw usageError(`${option} must be [host:]port (a port from 0 to 65535, e.g. 9464 or 0.0.0.0:9464), not ${JSON.stringify(text)}`);
   }
   return { host: match[1] ?? match[2] ?? defaultHost, port };
 }

@@ -71,7 +71,7 @@ attempts in all (default 6).
 
 Several publishers (a CI deploy, a watcher, a second watcher) may share a prefix: they take turns
 through a lease object under <prefix>/.profile-snapshot/, written with conditional writes, which the
-store must honour (AWS S3, R2, MinIO and GCS do; the first publish to a prefix checks it).
+store must honour (AWS S3, R2 and MinIO do; the first publish to a prefix checks it).
 `;
 
 /** The bucket and the way to it. `to` is the s3:// URL, `toSource` where it came from (for errors). */

@@ -68,8 +68,11 @@ export interface LeaseOptions {
   holder: LeaseHolder;
 }
 
-/** HTTP dates have whole seconds: a lease is expired only once older than its TTL by more than that. */
-const DATE_SLACK_MS = 2000;
+/**
+ * HTTP dates have whole seconds: an age read from them may be up to a second too large, so a lease
+ * counts as expired only once it reads older than its TTL by more than that.
+ */
+const DATE_SLACK_MS = 1000;
 
 const leasePath = (name: LeaseName) => `${STATE_DIR}/${name}`;
 
@@ -237,7 +240,7 @@ export class Lease {
     await this.release();
     throw remoteError(
       `${this.remote.where} ignores conditional writes (a second If-None-Match: * create was accepted): two publishers could overwrite each other's objects unnoticed`,
-      'use a store that honours them (AWS S3, R2, MinIO, GCS), or pass --single-writer if only one publisher ever writes to this prefix',
+      'use a store that honours them (AWS S3, R2, MinIO), or pass --single-writer if only one publisher ever writes to this prefix',
     );
   }
 

@@ -1,7 +1,7 @@
 /**
  * The tool's own small objects under `<prefix>/.profile-snapshot/` (the record, the leases): read
  * with the ETag and age that conditional writes are decided on, and written only when the object is
- * still as the writer last saw it. S3, R2, MinIO and GCS's XML API refuse such a write with 412 (or
+ * still as the writer last saw it. S3, R2 and MinIO refuse such a write with 412 (or
  * 409 when two race), so two writers can never both believe they replaced the same version.
  */
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';

@@ -4,7 +4,7 @@
  */
 import { messageWithCause, SnapshotError } from '../core/errors.js';
 import { count, filesLine, plural } from '../core/text.js';
-import type { CycleStatus } from './status.js';
+import type { CycleStatus, PublishStatus } from './status.js';
 
 /** " (3 in a row)" after a failure that is not the first in a row; nothing after the first. */
 export const streak = (failures: number): string => (failures > 1 ? ` (${failures} in a row)` : '');
@@ -43,4 +43,12 @@ export function errorStatus(error: unknown): NonNullable<CycleStatus['error']> {
     hint: null,
     ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
   };
+}
+
+/** e.g. "leader of the prefix (host a, pid 12)" or "standby: host b, pid 34 leads (lease renewed 3 s ago)" */
+export function formatRole(status: Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'>): string {
+  const holder = status.leader === null ? 'an unknown watcher' : `host ${status.leader.host}, pid ${status.leader.pid}`;
+  if (status.role === 'leader') return `leader of the prefix (${holder}): this watcher publishes`;
+  const age = status.leaseAgeSeconds === null ? '' : ` (lease renewed ${status.leaseAgeSeconds} s ago)`;
+  return `standby: ${holder} leads${age}; this watcher builds and takes over when the leader stops`;
 }

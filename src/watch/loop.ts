@@ -20,7 +20,7 @@ import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { PublishRunner, type PublishResult } from './publisher.js';
 import type { PublishOptions } from '../publish/publish.js';
 import { errorStatus, formatCycle } from './format.js';
-import { writeStatus, type CycleStatus, type WatchStatus } from './status.js';
+import { writeStatus, type CycleStatus, type PublishStatus, type WatchStatus } from './status.js';
 
 export interface WatchOptions {
   /** Everything a build needs but the snapshot time (taken afresh each cycle) and the lock (held). */
@@ -51,6 +51,8 @@ export type WatchEvent =
   | { type: 'exec-start'; request: ExecRequest }
   | { type: 'exec-finish'; result: ExecResult; consecutiveFailures: number }
   | { type: 'publish-finish'; result: PublishResult; consecutiveFailures: number }
+  /** `--publish`: this watcher became the prefix's leader, or a standby (another watcher leads). */
+  | { type: 'publish-role'; status: Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'> }
   | { type: 'status-failed'; message: string }
   | { type: 'stopping'; forced: boolean };
 
@@ -126,6 +128,10 @@ export class Watcher {
           this.saveStatus();
           options.onEvent({ type: 'publish-finish', result, consecutiveFailures: this.publisher?.snapshot().consecutiveFailures ?? 0 });
         },
+        onRole: (status) => {
+          this.saveStatus();
+          options.onEvent({ type: 'publish-role', status });
+        },
       });
     }
     this.done = this.run();
@@ -172,6 +178,7 @@ export class Watcher {
       // A deploy or publish already under way (or asked for by the last cycle) is part of finishing the work.
       if (this.exec && !this.forced) await this.exec.idle();
       if (this.publisher && !this.forced) await this.publisher.idle();
+      await this.publisher?.close();
     } finally {
       this.state = 'stopped';
       this.nextCycleAt = null;

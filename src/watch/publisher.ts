@@ -6,7 +6,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { PublishOptions, PublishReport } from '../publish/publish.js';
+import { DEFAULT_LEASE_TTL_MS } from '../publish/lease-times.js';
 import { errorStatus } from './format.js';
+import { Leadership, type Role } from './leadership.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
 export interface PublishResult {
@@ -19,18 +21,28 @@ export interface PublishResult {
 export interface PublishHooks {
   onStart(cycle: number): void;
   onFinish(result: PublishResult): void;
+  /** The watcher became leader (it publishes) or standby (another watcher does). */
+  onRole(status: Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'>): void;
 }
 
 export class PublishRunner {
   private running: Promise<void> | undefined;
   private pendingCycle: number | undefined;
   private readonly status: PublishStatus;
+  /** Several watchers may publish to one prefix: only the leader does (see leadership.ts). */
+  private readonly leadership: Leadership;
+  private lastRole: Role | undefined;
 
   constructor(
     private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full'>,
     to: string,
     private readonly hooks: PublishHooks,
   ) {
+    this.leadership = new Leadership({
+      remote: options.remote,
+      ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
+      singleWriter: Boolean(options.singleWriter),
+    });
     // A new watcher cannot know the bucket is current: its first cycle publishes (a quiet check if so).
     this.status = {
       to,
@@ -50,7 +62,7 @@ export class PublishRunner {
   }
 
   snapshot(): PublishStatus {
-    return { ...this.status, total: { ...this.status.total } };
+    return { ...this.status, total: { ...this.status.total }, ...this.leadership.status() };
   }
 
   /** After a successful cycle: publish if it changed the tree or the bucket is still behind. */
@@ -68,6 +80,24 @@ export class PublishRunner {
     await this.running;
   }
 
+  /** At the watcher's end, once idle: hands the lead over at once (a standby takes it next cycle). */
+  async close(): Promise<void> {
+    await this.leadership.close();
+  }
+
+  /**
+   * Whether this watcher leads the prefix now. A standby's tree stays unpublished (behind) and it looks
+   * again after its next cycle; a bucket that cannot be read counts as a failed publish.
+   */
+  private async leads(): Promise<boolean> {
+    const role = await this.leadership.check();
+    if (role !== this.lastRole) {
+      this.lastRole = role;
+      this.hooks.onRole(this.leadership.status());
+    }
+    return role === 'leader';
+  }
+
   private async drain(): Promise<void> {
     try {
       while (this.pendingCycle !== undefined) {
@@ -82,11 +112,12 @@ export class PublishRunner {
 
   private async runOnce(cycle: number): Promise<void> {
     const started = performance.now();
-    this.status.running = true;
-    this.status.runs++;
-    this.hooks.onStart(cycle);
     let report: PublishReport | undefined, error: PublishResult['error'];
     try {
+      if (!(await this.leads())) return;
+      this.status.running = true;
+      this.status.runs++;
+      this.hooks.onStart(cycle);
       // Loaded on first use: the AWS SDK is only for watchers that publish.
       const { publish } = await import('../publish/publish.js');
       report = await publish(this.options);

@@ -6,7 +6,7 @@
  */
 import { describeHolder, OutDirLock, type LockHolder } from '../output/lock.js';
 import { outputError } from '../core/errors.js';
-import { readStatus, type CycleStatus } from './status.js';
+import { readStatus, type CycleStatus, type PublishStatus } from './status.js';
 import { resolveOutDir } from '../core/layout.js';
 import { performance } from 'node:perf_hooks';
 
@@ -14,6 +14,8 @@ export interface RegenerateResult {
   holder: LockHolder;
   cycle: CycleStatus;
   consecutiveFailures: number;
+  /** `watch --publish`: the watcher's publishing, its role among watchers of the prefix included. */
+  publish: PublishStatus | null;
 }
 
 export async function regenerate(outDir: string, options: { timeoutMs: number; pollMs?: number }): Promise<RegenerateResult> {
@@ -43,7 +45,7 @@ export async function regenerate(outDir: string, options: { timeoutMs: number; p
     const status = readStatus(out);
     const cycle = status?.pid === holder.pid ? status.lastCycle : null;
     if (status && cycle && BigInt(cycle.startedMonoNs) > requestedAt) {
-      return { holder, cycle, consecutiveFailures: status.consecutiveFailures };
+      return { holder, cycle, consecutiveFailures: status.consecutiveFailures, publish: status.publish };
     }
     if (OutDirLock.holderOf(out)?.token !== holder.token) {
       throw outputError(`the watcher (pid ${holder.pid}) stopped before finishing the cycle`, 'see its log; start it again');

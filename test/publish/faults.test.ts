@@ -4,42 +4,21 @@
  */
 import { describe, expect, it } from 'vitest';
 import { buildTo } from '../helpers/build.js';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
-import { clientFor, hasMoto, readBucket, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
+import { hasMoto, readBucket, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
 import { runCliAsync } from '../helpers/process.js';
-import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql } from './helpers.js';
+import {
+  expectExact,
+  expectListCovered,
+  listCoveredWhileReading,
+  newSite,
+  PREFIX,
+  publicObjects,
+  publishSite,
+  s3Workspace,
+  sql,
+} from './helpers.js';
 import { prng } from '../../src/seed/synthetic.js';
 import type { PublishOptions } from '../../src/publish/publish.js';
-
-/**
- * A reader's view: the creators list, then both profile objects of every name in it. True when the
- * list was the same before and after the profiles were read (else the sample says nothing).
- */
-async function listCoveredWhileReading(endpoint: string, bucket: string): Promise<boolean> {
-  const client = clientFor(endpoint);
-  const read = async (path: string) => {
-    try {
-      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${PREFIX}/${path}` }));
-      return Buffer.from(await object.Body!.transformToByteArray()).toString('utf8');
-    } catch (error) {
-      if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
-      throw error;
-    }
-  };
-  try {
-    const before = await read('service-api/v1/creators');
-    const names = (JSON.parse(before!).data as { username: string }[]).map((c) => c.username.toLowerCase());
-    const missing: string[] = [];
-    for (const name of names)
-      for (const dir of ['api/v1/users', 'service-api/v1/users'])
-        if ((await read(`${dir}/${name}`)) === undefined) missing.push(`${dir}/${name}`);
-    if ((await read('service-api/v1/creators')) !== before) return false;
-    expect(missing).toEqual([]);
-    return true;
-  } finally {
-    client.destroy();
-  }
-}
 
 describe('publish under faults', () => {
   // moto stores an object only once its whole body arrived, as S3 does; s3rver writes in place,

@@ -7,7 +7,8 @@ import { publish, type PublishOptions, type PublishReport } from '../../src/publ
 import { buildTo } from '../helpers/build.js';
 import { publishedFiles } from '../helpers/output.js';
 import { makeStore } from '../faults/helpers.js';
-import { CREDENTIALS, readBucket, type S3Server, type StoredObject } from '../helpers/s3.js';
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { clientFor, CREDENTIALS, readBucket, type S3Server, type StoredObject } from '../helpers/s3.js';
 
 export const PREFIX = 'site/v1';
 export const CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -52,8 +53,8 @@ export const publicObjects = (objects: Map<string, StoredObject>) =>
   new Map([...objects].filter(([key]) => !key.startsWith('.profile-snapshot/')));
 
 /** The bucket holds exactly the tree: the same keys, the same bytes, the contract's headers. */
-export async function expectExact(site: Site): Promise<Map<string, StoredObject>> {
-  const objects = await readBucket(site.endpoint, site.bucket, PREFIX);
+export async function expectExact(site: Site, prefix = PREFIX, leases = ['lock']): Promise<Map<string, StoredObject>> {
+  const objects = await readBucket(site.endpoint, site.bucket, prefix);
   const files = publishedFiles(site.out);
   const live = publicObjects(objects);
   expect([...live.keys()].sort()).toEqual(files);
@@ -63,12 +64,10 @@ export async function expectExact(site: Site): Promise<Map<string, StoredObject>
     expect(object.contentType, file).toBe(CONTENT_TYPE);
     expect(object.cacheControl, file).toBe(CACHE_CONTROL);
   }
-  // The record, and the lock lease every writing publish takes (released, not deleted).
-  expect([...objects.keys()].filter((key) => key.startsWith('.profile-snapshot/')).sort()).toEqual([
-    '.profile-snapshot/lock',
-    '.profile-snapshot/remote-intent',
-    '.profile-snapshot/remote-state',
-  ]);
+  // The record, and the leases: the lock every writing publish takes (released, not deleted), and
+  // the watchers' leadership.
+  const bookkeeping = [...leases, 'remote-intent', 'remote-state'].map((name) => `.profile-snapshot/${name}`).sort();
+  expect([...objects.keys()].filter((key) => key.startsWith('.profile-snapshot/')).sort()).toEqual(bookkeeping);
   return objects;
 }
 
@@ -84,6 +83,37 @@ export function expectListCovered(objects: Map<string, { bytes: string }>): numb
     expect(objects.has(`service-api/v1/users/${name}`), name).toBe(true);
   }
   return names.length;
+}
+
+/**
+ * A reader's view: the creators list, then both profile objects of every name in it. True when the
+ * list was the same before and after the profiles were read (else the sample says nothing), and there was one.
+ */
+export async function listCoveredWhileReading(endpoint: string, bucket: string, prefix = PREFIX): Promise<boolean> {
+  const client = clientFor(endpoint);
+  const read = async (path: string) => {
+    try {
+      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${prefix}/${path}` }));
+      return Buffer.from(await object.Body!.transformToByteArray()).toString('utf8');
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+      throw error;
+    }
+  };
+  try {
+    const before = await read('service-api/v1/creators');
+    if (before === undefined) return false; // nothing published yet
+    const names = (JSON.parse(before).data as { username: string }[]).map((c) => c.username.toLowerCase());
+    const missing: string[] = [];
+    for (const name of names)
+      for (const dir of ['api/v1/users', 'service-api/v1/users'])
+        if ((await read(`${dir}/${name}`)) === undefined) missing.push(`${dir}/${name}`);
+    if ((await read('service-api/v1/creators')) !== before) return false;
+    expect(missing).toEqual([]);
+    return true;
+  } finally {
+    client.destroy();
+  }
 }
 
 /**

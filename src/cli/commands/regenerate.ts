@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { SnapshotError, type SnapshotErrorKind } from '../../core/errors.js';
-import { formatCycle } from '../../watch/format.js';
+import { formatCycle, formatRole } from '../../watch/format.js';
 import { regenerate } from '../../watch/regenerate.js';
 import type { CliState, Io } from '../io.js';
 import { parseNumber } from '../numbers.js';
@@ -41,5 +41,6 @@ export function regenerateCommand(io: Io, state: CliState): Command {
       }
       if (!cycle.ok) throw new Error(`watcher pid ${result.holder.pid}: ${formatCycle(cycle, result.consecutiveFailures)}`);
       io.stderr.write(`profile-snapshot: watcher pid ${result.holder.pid}: ${formatCycle(cycle, result.consecutiveFailures)}\n`);
+      if (result.publish) io.stderr.write(`profile-snapshot: watcher pid ${result.holder.pid}: publish: ${formatRole(result.publish)}\n`);
     });
 }

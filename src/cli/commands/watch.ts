@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import { snapshotTime } from '../../core/config.js';
 import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
-import { failureText, formatCycle, streak } from '../../watch/format.js';
+import { failureText, formatCycle, formatRole, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
@@ -21,12 +21,17 @@ import {
 } from '../remote-options.js';
 import { describeRemote } from '../../publish/target.js';
 import { count } from '../../core/text.js';
+import { usageError } from '../../core/errors.js';
+import { WatchMetrics } from '../../watch/metrics.js';
+import { hostPort, listenAddress, type ListenAddress } from '../address.js';
 
 interface WatchFlags extends BuildFlags, RemoteFlags {
   interval: string;
   exec?: string;
   execMinInterval: string;
   publish?: string;
+  metrics?: string;
+  healthMaxAge?: string;
 }
 
 export function watchCommand(io: Io, state: CliState): Command {
@@ -66,6 +71,18 @@ function defineWatch(): Command {
           '--publish <s3-url>',
           'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; a failed publish is retried next cycle',
         ),
+      )
+      .addOption(
+        new Option(
+          '--metrics <[host:]port>',
+          'serve Prometheus metrics on http://<host>:<port>/metrics and a health check on /healthz (host 127.0.0.1 unless given, e.g. 9464 or 0.0.0.0:9464; port 0: any free one)',
+        ),
+      )
+      .addOption(
+        new Option(
+          '--health-max-age <seconds>',
+          '/healthz answers 503 once the tree (for the publishing leader: the bucket) is older than this (default: 3 x --interval)',
+        ),
       ),
   ).addHelpText(
     'after',
@@ -84,6 +101,7 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
   const execMinIntervalMs = seconds(flags.execMinInterval, '--exec-min-interval', true);
   const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);
   const publish = flags.publish === undefined ? undefined : publishOptions(flags.publish, flags, io);
+  const served = metricsOptions(flags, intervalMs, publish !== undefined);
 
   // Handlers first: a SIGHUP from `regenerate` must never kill a process that holds the lock.
   let watcher: Watcher | undefined;
@@ -102,18 +120,52 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
           ? undefined
           : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr, minIntervalMs: execMinIntervalMs },
       publish,
-      onEvent: (event) => report(event, io, log, state.json),
+      onEvent: (event) => {
+        served?.metrics.observe(event);
+        report(event, io, log, state.json);
+      },
     });
     log(
       `watching ${options.db} -> ${watcher.lock.outDir} every ${intervalMs / 1000} s (pid ${process.pid}); ` +
         'SIGHUP or "profile-snapshot regenerate" rebuilds now; SIGINT/SIGTERM stop after the current cycle',
     );
+    if (served) await serveMetrics(served, watcher, log);
     await watcher.done;
     log('stopped');
   } finally {
+    await served?.metrics.close();
     process.off('SIGHUP', onHup);
     process.off('SIGINT', onStop);
     process.off('SIGTERM', onStop);
+  }
+}
+
+interface ServedMetrics {
+  metrics: WatchMetrics;
+  at: ListenAddress;
+}
+
+/** --metrics and --health-max-age, checked before the watcher starts: a typo is exit 2, not a watcher without metrics. */
+function metricsOptions(flags: WatchFlags, intervalMs: number, publishes: boolean): ServedMetrics | undefined {
+  if (flags.metrics === undefined) {
+    if (flags.healthMaxAge !== undefined) throw usageError("--health-max-age is the limit of --metrics' /healthz", 'add --metrics');
+    return undefined;
+  }
+  const at = listenAddress(flags.metrics, '--metrics', '127.0.0.1');
+  // Three intervals: one late or failed cycle is no outage yet, three in a row are.
+  const healthMaxAgeMs = flags.healthMaxAge === undefined ? 3 * intervalMs : seconds(flags.healthMaxAge, '--health-max-age', false);
+  return { metrics: new WatchMetrics({ publishes, healthMaxAgeMs }), at };
+}
+
+/** Serves --metrics once the watcher holds the lock; if it cannot listen, stops the watcher (releasing the lock) and fails. */
+async function serveMetrics({ metrics, at }: ServedMetrics, watcher: Watcher, log: (line: string) => void): Promise<void> {
+  try {
+    const bound = await metrics.listen(at.host, at.port, () => watcher.status());
+    log(`metrics on http://${hostPort(bound)}/metrics`);
+  } catch (cause) {
+    watcher.stop();
+    await watcher.done;
+    throw usageError(`--metrics cannot listen on ${hostPort(at)}`, 'pick another port or host for --metrics', cause);
   }
 }
 
@@ -149,6 +201,8 @@ function eventLine(event: Exclude<WatchEvent, CycleEvent>): string {
       return execLine(event);
     case 'publish-finish':
       return publishLine(event);
+    case 'publish-role':
+      return `publish: ${formatRole(event.status)}`;
     case 'status-failed':
       return `cannot write the health status: ${event.message}`;
     case 'stopping':

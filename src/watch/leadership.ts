@@ -1,0 +1,84 @@
+/**
+ * Which of several `watch --publish` processes on one prefix publishes: the holder of the prefix's
+ * leadership lease (publish/lease.ts, `leader`). The others stand by: they keep building their own
+ * trees, look at the lease once a cycle, and take it when its holder releases it (SIGTERM) or it
+ * expires (kill -9, a lost network): within the TTL plus one cycle. The leader renews the lease every
+ * quarter TTL; a leader whose lease lapsed (a build that blocked longer than the lease allows) finds
+ * it still its own at the next look and retakes it, unless another watcher took over meanwhile.
+ */
+import type { Remote, RemoteOptions } from '../publish/client.js';
+import type { Lease, LeaseHolder, LeaseView } from '../publish/lease.js';
+import type { LeaseHolderStatus, PublishStatus } from './status.js';
+
+export type Role = PublishStatus['role'];
+
+export interface LeadershipOptions {
+  remote: RemoteOptions;
+  ttlMs: number;
+  singleWriter: boolean;
+}
+
+export class Leadership {
+  private lease: Lease | undefined;
+  /** The holder as last seen, and when (ours while leader). */
+  private seen: { holder: LeaseHolder; ageMs: number | undefined; at: number } | undefined;
+  private holder: LeaseHolder | undefined;
+  private closed = false;
+  private remote: Remote | undefined;
+  /** Since when each version of the lease was seen unchanged (a waiter's own clock, see lease.ts). */
+  private readonly unchangedSince = new Map<string, number>();
+
+  constructor(private readonly options: LeadershipOptions) {}
+
+  get role(): Role {
+    return this.lease?.held ? 'leader' : 'standby';
+  }
+
+  /** Leader or standby as of now: takes the lease when it is free. Throws when the bucket cannot be read. */
+  async check(): Promise<Role> {
+    if (this.closed) return 'standby';
+    if (this.lease?.held) return 'leader';
+    // Loaded on first use: the AWS SDK is only for watchers that publish.
+    const { Lease, thisHolder } = await import('../publish/lease.js');
+    this.remote ??= await (await import('../publish/client.js')).Remote.open(this.options.remote);
+    this.holder ??= thisHolder();
+    const options = { ttlMs: this.options.ttlMs, singleWriter: this.options.singleWriter, holder: this.holder };
+    const result = await Lease.tryAcquire(this.remote, 'leader', options, this.unchangedSince);
+    if (result instanceof Lease) {
+      this.lease = result;
+      result.keepRenewing();
+      this.seen = { holder: result.holder, ageMs: 0, at: Date.now() };
+      return 'leader';
+    }
+    this.lease = undefined;
+    this.see(result);
+    return 'standby';
+  }
+
+  /** The role, the holder and the lease's age, for the status file. */
+  status(): Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'> {
+    const seen = this.seen;
+    if (seen === undefined) return { role: this.role, leader: null, leaseAgeSeconds: null };
+    const age = this.role === 'leader' ? 0 : seen.ageMs === undefined ? undefined : seen.ageMs + (Date.now() - seen.at);
+    return { role: this.role, leader: holderStatus(seen.holder), leaseAgeSeconds: age === undefined ? null : Math.round(age / 100) / 10 };
+  }
+
+  /** At the watcher's end: gives the lead up at once, so a standby takes over at its next cycle. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.lease?.release();
+    this.lease = undefined;
+    this.remote?.close();
+  }
+
+  private see(view: LeaseView): void {
+    this.seen = { holder: view.body.holder, ageMs: view.ageMs, at: Date.now() };
+  }
+}
+
+const holderStatus = (holder: LeaseHolder): LeaseHolderStatus => ({
+  host: holder.host,
+  pid: holder.pid,
+  id: holder.id,
+  startedAt: holder.startedAt,
+});

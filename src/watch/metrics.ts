@@ -1,0 +1,247 @@
+/**
+ * `watch --metrics`: the watcher's figures in the Prometheus text format (`GET /metrics`) and a
+ * health check for a load balancer or an orchestrator (`GET|HEAD /healthz`), on a small HTTP server
+ * of its own. Counters and the cycle histogram are fed by the watcher's events; the gauges are read
+ * from its status at each scrape, so they are as fresh as the request.
+ *
+ * The registry is this watcher's own (not prom-client's global one): nothing else in the process can
+ * add to it, and two watchers in one process (tests) never share figures. Labels take values from
+ * fixed small sets only: a path, bucket, endpoint or holder name would be private, and an open set
+ * of label values would grow the registry without end.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { WatchEvent } from './loop.js';
+import type { PublishResult } from './publisher.js';
+import type { CycleStatus, WatchStatus } from './status.js';
+
+export interface MetricsOptions {
+  /** The watcher publishes (--publish): the publish metrics exist only then. */
+  publishes: boolean;
+  /** /healthz fails once what it watches (the tree, or the leader's bucket) is older than this. */
+  healthMaxAgeMs: number;
+}
+
+/** The body of /healthz. Ages in seconds; null when never. */
+export interface Health {
+  ok: boolean;
+  /** null: a watcher without --publish. */
+  role: 'leader' | 'standby' | null;
+  lastCycleAgeSeconds: number | null;
+  lastPublishAgeSeconds?: number | null;
+  /** How long the bucket has lagged behind the tree (0 when current). */
+  behindSeconds?: number;
+  consecutiveFailures: number;
+}
+
+/** From 50 ms (an idle cycle of a small store) to 2 minutes (a full rebuild of a large one). */
+const CYCLE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
+
+type PublishGauges = Record<'sinceLastPublish' | 'behind' | 'leader', Gauge>;
+
+export class WatchMetrics {
+  readonly registry = new Registry();
+  private readonly cycleSeconds: Histogram<'outcome'>;
+  private readonly rowsRead: Counter;
+  private readonly filesWritten: Counter;
+  private readonly sinceLastCycle: Gauge;
+  private readonly consecutiveFailures: Gauge;
+  private readonly publishes: Counter<'outcome'> | undefined;
+  private readonly publishGauges: PublishGauges | undefined;
+  /**
+   * When the bucket started to lag behind the tree: the first change no successful publish has
+   * carried yet (status.publish.behind says whether it lags; this says since when). A new watcher
+   * cannot know the bucket is current, so it counts from its start, as the publisher does.
+   */
+  private behindSinceMs: number | null = Date.now();
+  private lastChangedCycle = 0;
+  private server: Server | undefined;
+  /** The watcher's status (Watcher.status), read at each scrape and health check; set by listen(). */
+  private status: (() => WatchStatus) | undefined;
+
+  constructor(private readonly options: MetricsOptions) {
+    const registers = [this.registry];
+    this.cycleSeconds = new Histogram({
+      name: 'profile_snapshot_cycle_duration_seconds',
+      help: 'Duration of watch cycles (a build each), by outcome (ok or failed).',
+      labelNames: ['outcome'],
+      buckets: CYCLE_BUCKETS,
+      registers,
+    });
+    // Both series from the start: a rate() over a series that appears late misses its first values.
+    for (const outcome of ['ok', 'failed']) this.cycleSeconds.zero({ outcome });
+    this.rowsRead = counter('profile_snapshot_rows_read_total', 'Users read from the store by successful cycles.', registers);
+    this.filesWritten = counter('profile_snapshot_files_written_total', 'Files written to the tree by successful cycles.', registers);
+    this.sinceLastCycle = gauge(
+      'profile_snapshot_seconds_since_last_cycle',
+      'Seconds since the last successful cycle finished: how old the tree is. -1 before the first.',
+      registers,
+    );
+    this.consecutiveFailures = gauge('profile_snapshot_consecutive_failures', 'Cycles failed in a row (0 after a success).', registers);
+    if (options.publishes) {
+      this.publishes = new Counter({
+        name: 'profile_snapshot_publishes_total',
+        help: 'Publishes to the bucket, by outcome (success or failure).',
+        labelNames: ['outcome'],
+        registers,
+      });
+      for (const outcome of ['success', 'failure']) this.publishes.inc({ outcome }, 0);
+      this.publishGauges = publishGauges(registers);
+    }
+  }
+
+  /** Counts one of the watcher's events (the CLI passes it every one). */
+  observe(event: WatchEvent): void {
+    if (event.type === 'cycle') this.countCycle(event.cycle);
+    else if (event.type === 'publish-finish') this.countPublish(event.result);
+    // A standby that takes over answers for the bucket from now on: the lag before was the old leader's.
+    else if (event.type === 'publish-role' && event.status.role === 'leader')
+      this.behindSinceMs = Math.max(this.behindSinceMs ?? 0, Date.now());
+  }
+
+  /** The metrics in the Prometheus text format, the gauges read from `status` now. */
+  async text(status: WatchStatus): Promise<string> {
+    this.refresh(status, Date.now());
+    return this.registry.metrics();
+  }
+
+  health(status: WatchStatus): Health {
+    return assessHealth(status, this.behindSinceMs, this.options.healthMaxAgeMs, Date.now());
+  }
+
+  /**
+   * Serves /metrics and /healthz on `host:port` (port 0: any free one), reading the watcher's
+   * `status` at each request; returns the bound address.
+   */
+  async listen(host: string, port: number, status: () => WatchStatus): Promise<{ host: string; port: number }> {
+    this.status = status;
+    const server = createServer((request, response) => void this.respond(request, response));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host, port }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    // A failed accept (EMFILE) must not end the watcher: the scraper just retries.
+    server.on('error', () => {});
+    this.server = server;
+    const address = server.address() as AddressInfo;
+    return { host: address.address, port: address.port };
+  }
+
+  /** Stops the server, ending keep-alive connections (a scraper holds one open between scrapes). */
+  close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return Promise.resolve();
+    return new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+
+  private countCycle(cycle: CycleStatus): void {
+    this.cycleSeconds.observe({ outcome: cycle.ok ? 'ok' : 'failed' }, cycle.durationMs / 1000);
+    if (!cycle.ok) return;
+    this.rowsRead.inc(cycle.rowsRead ?? 0);
+    this.filesWritten.inc(cycle.files?.written ?? 0);
+    if (!cycle.changed) return;
+    this.lastChangedCycle = cycle.number;
+    this.behindSinceMs ??= Date.parse(cycle.finishedAt);
+  }
+
+  private countPublish(result: PublishResult): void {
+    this.publishes?.inc({ outcome: result.report ? 'success' : 'failure' });
+    if (!result.report) return;
+    // The bucket now holds the tree of cycle `result.cycle`. A change made while the publish ran is
+    // no older than the run: counting from its start overstates the lag by less than one publish.
+    this.behindSinceMs = this.lastChangedCycle > result.cycle ? Date.now() - result.durationMs : null;
+  }
+
+  private refresh(status: WatchStatus, nowMs: number): void {
+    this.sinceLastCycle.set(secondsOrMinusOne(ageMs(status.lastSuccessAt, nowMs)));
+    this.consecutiveFailures.set(status.consecutiveFailures);
+    const publish = status.publish;
+    if (!publish || !this.publishGauges) return;
+    this.publishGauges.sinceLastPublish.set(secondsOrMinusOne(ageMs(publish.lastSuccessAt, nowMs)));
+    this.publishGauges.behind.set(publish.behind ? 1 : 0);
+    this.publishGauges.leader.set(publish.role === 'leader' ? 1 : 0);
+  }
+
+  private async respond(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = (request.url ?? '').split('?')[0];
+    const status = this.status;
+    const read = (request.method === 'GET' || request.method === 'HEAD') && status !== undefined;
+    try {
+      if (read && path === '/metrics') send(response, 200, this.registry.contentType, await this.text(status()));
+      else if (read && path === '/healthz') sendHealth(response, this.health(status()));
+      else send(response, 404, 'text/plain; charset=utf-8', 'not found: try /metrics or /healthz\n');
+    } catch {
+      // A status that cannot be read is a bug elsewhere; the scraper sees a failed scrape, the watcher goes on.
+      send(response, 500, 'text/plain; charset=utf-8', 'internal error\n');
+    }
+  }
+}
+
+/**
+ * Healthy while what this watcher answers for is fresh. The leader answers for the bucket: stale
+ * once it has lagged behind the tree (a change no publish carried) for longer than `maxAgeMs`, or
+ * once the tree itself is that old. Not the age of the last publish: a watcher publishes only after
+ * changes, so an idle store would fail a healthy leader. A standby, or a watcher that only builds,
+ * answers for its tree: stale once the last successful cycle is older than `maxAgeMs`. Before any
+ * success, the watcher's own age counts (its first cycle is under way).
+ */
+export function assessHealth(status: WatchStatus, behindSinceMs: number | null, maxAgeMs: number, nowMs: number): Health {
+  const uptimeMs = ageMs(status.startedAt, nowMs) ?? 0;
+  const cycleMs = ageMs(status.lastSuccessAt, nowMs);
+  const base = { lastCycleAgeSeconds: seconds(cycleMs), consecutiveFailures: status.consecutiveFailures };
+  const publish = status.publish;
+  const treeMs = cycleMs ?? uptimeMs;
+  if (!publish) return { ok: treeMs <= maxAgeMs, role: null, ...base };
+  const lastPublishAgeSeconds = seconds(ageMs(publish.lastSuccessAt, nowMs));
+  // A standby publishes nothing: the bucket's lag is the leader's to report.
+  if (publish.role !== 'leader') return { ok: treeMs <= maxAgeMs, role: publish.role, ...base, lastPublishAgeSeconds };
+  const behindMs = publish.behind ? Math.max(0, nowMs - (behindSinceMs ?? nowMs - uptimeMs)) : 0;
+  const ok = Math.max(treeMs, behindMs) <= maxAgeMs;
+  return { ok, role: 'leader', ...base, lastPublishAgeSeconds, behindSeconds: Math.round(behindMs) / 1000 };
+}
+
+function publishGauges(registers: Registry[]): PublishGauges {
+  return {
+    sinceLastPublish: gauge(
+      'profile_snapshot_seconds_since_last_publish',
+      'Seconds since the last successful publish; -1 before the first. Grows while the store is idle (a publish follows changes only): alert on profile_snapshot_publish_behind or /healthz.',
+      registers,
+    ),
+    behind: gauge(
+      'profile_snapshot_publish_behind',
+      '1 while the bucket may lag behind the tree (a change not yet published), else 0.',
+      registers,
+    ),
+    leader: gauge('profile_snapshot_leader', '1 while this watcher holds the leadership lease and publishes, 0 on standby.', registers),
+  };
+}
+
+const counter = (name: string, help: string, registers: Registry[]) => new Counter({ name, help, registers });
+const gauge = (name: string, help: string, registers: Registry[]) => new Gauge({ name, help, registers });
+
+function send(response: ServerResponse, code: number, type: string, body: string): void {
+  // Figures and health are for now: a cache between the watcher and its monitor would lie.
+  response.writeHead(code, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
+  response.end(body);
+}
+
+function sendHealth(response: ServerResponse, health: Health): void {
+  send(response, health.ok ? 200 : 503, 'application/json; charset=utf-8', `${JSON.stringify(health)}\n`);
+}
+
+function ageMs(iso: string | null, nowMs: number): number | null {
+  const at = iso === null ? NaN : Date.parse(iso);
+  // A clock stepped back must not make an age negative.
+  return Number.isNaN(at) ? null : Math.max(0, nowMs - at);
+}
+
+const seconds = (ms: number | null): number | null => (ms === null ? null : Math.round(ms) / 1000);
+const secondsOrMinusOne = (ms: number | null): number => seconds(ms) ?? -1;

@@ -33,16 +33,22 @@ export interface RemoteOptions extends RemoteTarget {
 
 export const DEFAULT_MAX_ATTEMPTS = 6;
 
-/** The SDK's HTTP handler, counting each request it sends. */
+/**
+ * The SDK's HTTP handler, counting each request it sends, and checking the fence (see Remote.fence)
+ * right before: after it, nothing asynchronous stands between a request and its socket (the agent
+ * has no limit to queue behind; the pools bound what is in flight).
+ */
 class CountingHandler extends NodeHttpHandler {
   constructor(
     options: ConstructorParameters<typeof NodeHttpHandler>[0],
     private readonly counts: RequestCounts,
+    private readonly fence: () => void,
   ) {
     super(options);
   }
 
   override handle(request: Parameters<NodeHttpHandler['handle']>[0], options?: Parameters<NodeHttpHandler['handle']>[1]) {
+    this.fence();
     const list = request.method === 'GET' && request.query?.['list-type'] !== undefined;
     const kind = list ? 'LIST' : (request.method as keyof RequestCounts);
     if (kind in this.counts) this.counts[kind]++;
@@ -57,8 +63,8 @@ export class Remote {
   retries = 0;
   readonly where: string;
   /**
-   * Checked before every attempt of every request (lib-storage's part uploads and the SDK's retries
-   * included): a publisher whose lease ran out must not write another byte (see lease.ts).
+   * Checked right before every attempt of every request is sent (lib-storage's part uploads and the
+   * SDK's retries included): a publisher whose lease ran out must not write another byte (lease.ts).
    */
   fence: (() => void) | undefined;
   /** The server's clock minus ours, from the Date header of its last answer: lease ages are read on it. */
@@ -68,7 +74,9 @@ export class Remote {
     readonly options: RemoteOptions,
     region: string,
   ) {
-    const sockets = { keepAlive: true, maxSockets: options.concurrency };
+    // No socket limit: a request queued in the agent would have passed the fence long before it is
+    // sent. The upload and delete pools bound the requests in flight to about --concurrency.
+    const sockets = { keepAlive: true, maxSockets: Infinity };
     this.client = new S3Client({
       region,
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
@@ -87,16 +95,10 @@ export class Remote {
           httpsAgent: new HttpsAgent(sockets),
         },
         this.counts,
+        () => this.fence?.(),
       ),
     });
     this.where = describeRemote({ ...options, region });
-    this.client.middlewareStack.add(
-      (next) => (args) => {
-        this.fence?.();
-        return next(args);
-      },
-      { step: 'finalizeRequest', priority: 'low', name: 'profileSnapshotLeaseFence' },
-    );
     this.client.middlewareStack.add(
       (next) => async (args) => {
         const result = await next(args);

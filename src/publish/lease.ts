@@ -163,17 +163,34 @@ export class Lease {
     return this.lost === undefined && performance.now() <= this.validUntil;
   }
 
-  /** Renews every quarter TTL until released; `onLost` hears of a lease taken over or not renewed in time. */
+  /**
+   * Renews every quarter TTL until released. `onLost` hears, once, of a lease taken over or not
+   * renewed in time: by then at least a quarter TTL is left before anyone may take over, time for the
+   * holder to cut its requests in flight.
+   */
   keepRenewing(onLost: (error: SnapshotError) => void = () => undefined): void {
     const every = Math.max(50, this.options.ttlMs / 4);
+    const lose = () => {
+      clearInterval(this.timer);
+      onLost(this.lost!);
+    };
     this.timer = setInterval(() => {
-      this.renewing ??= this.renew()
-        .catch((error: unknown) => {
-          if (error instanceof SnapshotError && this.lost === error) onLost(error);
-        })
+      if (this.renewing !== undefined) return;
+      if (!this.held) return this.lost === undefined ? this.expire(lose) : lose();
+      this.renewing = this.renew()
+        .catch(() => (this.lost !== undefined ? lose() : undefined)) // else: tried again next tick, while still valid
         .finally(() => (this.renewing = undefined));
     }, every);
     this.timer.unref();
+  }
+
+  /** The validity ran out unrenewed: marks the lease lost (assertHeld says why) and tells `lose`. */
+  private expire(lose: () => void): void {
+    try {
+      this.assertHeld();
+    } catch {
+      lose();
+    }
   }
 
   /** Replaces the lease over its own last version: refused means another holder took it. */

@@ -136,7 +136,9 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
   }
   const lock = await Lease.acquire(remote, 'lock', leaseOptions(options), options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
   try {
-    lock.keepRenewing();
+    // A lease lost mid-publish: cut the requests in flight (their retries meet the fence), so none
+    // lands after another publisher has taken over.
+    lock.keepRenewing(() => remote.client.destroy());
     remote.fence = () => lock.assertHeld();
     const outcome = await publishHeld(remote, tree, options, await readRecord(remote, first));
     if (lock.unfenced) outcome.notices = [unfencedNotice(remote)];

@@ -6,7 +6,7 @@
  * conditional writes, is detected and refused unless --single-writer accepts the risk.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import { cpSync } from 'node:fs';
+import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -113,6 +113,44 @@ describe.skipIf(!hasMoto)('the publish lease (moto_server)', () => {
     // What the killed publish touched was re-checked from its intent: the bucket is the tree again.
     await expectExact(site);
   }, 60_000);
+
+  it('a holder paused past its TTL (SIGSTOP) writes nothing more once resumed: the one that took over wins', async () => {
+    // Paused at three points of its uploads, a round each.
+    for (const pauseAfter of [6, 20, 40]) {
+      const round = join(workspace.dir, `round-${pauseAfter}`);
+      mkdirSync(round);
+      const site = await newSite(workspace.server, round, 120);
+      await publishSite(site);
+      const other = join(workspace.dir, `other-${pauseAfter}`);
+      cpSync(site.db, `${other}.db`);
+      sql(`${other}.db`, "UPDATE users SET display_name = 'Paused ' || id;");
+      buildTo(`${other}.db`, other);
+      sql(site.db, "UPDATE users SET bio = 'The winner' WHERE id % 2 = 0;");
+      buildTo(site.db, site.out);
+      const proxy = await startProxy(site.endpoint, { delayMs: 20 });
+      const paused = startCli(publishArgs({ ...site, out: other }, proxy.endpoint, '--lease-ttl', '2', '--concurrency', '2'), {
+        env: env(),
+      });
+      const puts = () => proxy.log.filter((r) => r.method === 'PUT' && r.path.includes('/api/v1/users/')).length;
+      for (let i = 0; puts() < pauseAfter; i++) {
+        if (i > 400) throw new Error(`the publish to pause did not get going: ${paused.stderr()}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      paused.child.kill('SIGSTOP');
+      try {
+        const winner = await runCliAsync(publishArgs(site, site.endpoint, '--lock-timeout', '30'), { env: env() });
+        expect(winner.code, winner.stderr).toBe(0);
+      } finally {
+        paused.child.kill('SIGCONT');
+      }
+      const resumed = await paused.exit;
+      await proxy.close();
+      // It found its lease gone (not renewed in time, or taken over) and stopped before writing again.
+      expect([6, 8]).toContain(resumed.code);
+      expect(paused.stderr()).toMatch(/lease on .* (was not renewed in time|was taken over)/);
+      await expectExact(site);
+    }
+  }, 90_000);
 
   it('does not trust a record another writer left: an intent over another state makes it list and re-check', async () => {
     const site = await newSite(workspace.server, workspace.dir, 30);

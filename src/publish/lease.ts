@@ -86,6 +86,8 @@ export class Lease {
   private validUntil: number;
   private lost: SnapshotError | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private onLost: ((error: SnapshotError) => void) | undefined;
   private renewing: Promise<void> | undefined;
 
   private constructor(
@@ -165,32 +167,49 @@ export class Lease {
 
   /**
    * Renews every quarter TTL until released. `onLost` hears, once, of a lease taken over or not
-   * renewed in time: by then at least a quarter TTL is left before anyone may take over, time for the
-   * holder to cut its requests in flight.
+   * renewed in time, the moment its validity ends: a quarter TTL before anyone may take over, time
+   * for the holder to cut its requests in flight.
    */
   keepRenewing(onLost: (error: SnapshotError) => void = () => undefined): void {
-    const every = Math.max(50, this.options.ttlMs / 4);
-    const lose = () => {
-      clearInterval(this.timer);
-      onLost(this.lost!);
-    };
-    this.timer = setInterval(() => {
-      if (this.renewing !== undefined) return;
-      if (!this.held) return this.lost === undefined ? this.expire(lose) : lose();
-      this.renewing = this.renew()
-        .catch(() => (this.lost !== undefined ? lose() : undefined)) // else: tried again next tick, while still valid
-        .finally(() => (this.renewing = undefined));
-    }, every);
+    this.onLost = onLost;
+    this.timer = setInterval(
+      () => {
+        if (this.renewing !== undefined || !this.held) return;
+        this.renewing = this.renew()
+          .catch(() => (this.lost !== undefined ? this.lose() : undefined)) // else: tried again next tick, while still valid
+          .finally(() => (this.renewing = undefined));
+      },
+      Math.max(50, this.options.ttlMs / 4),
+    );
     this.timer.unref();
+    this.armDeadline();
   }
 
-  /** The validity ran out unrenewed: marks the lease lost (assertHeld says why) and tells `lose`. */
-  private expire(lose: () => void): void {
-    try {
-      this.assertHeld();
-    } catch {
-      lose();
-    }
+  /** Calls `lose` when the validity ends unrenewed (re-armed by each renewal). */
+  private armDeadline(): void {
+    clearTimeout(this.deadline);
+    if (this.onLost === undefined) return;
+    this.deadline = setTimeout(
+      () => {
+        if (this.held) return this.armDeadline();
+        try {
+          this.assertHeld();
+        } catch {
+          this.lose();
+        }
+      },
+      this.validUntil - performance.now() + 1,
+    );
+    this.deadline.unref();
+  }
+
+  /** Stops renewing, and tells the holder (once) that the lease is gone. */
+  private lose(): void {
+    clearInterval(this.timer);
+    clearTimeout(this.deadline);
+    const onLost = this.onLost;
+    this.onLost = undefined;
+    onLost?.(this.lost!);
   }
 
   /** Replaces the lease over its own last version: refused means another holder took it. */
@@ -212,11 +231,14 @@ export class Lease {
     this.etag = etag;
     this.body = body;
     this.validUntil = sentAt + validityMs(this.options.ttlMs);
+    this.armDeadline();
   }
 
   /** Gives the lease up at once (a waiter takes it without waiting out the TTL); never throws. */
   async release(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    clearInterval(this.timer);
+    clearTimeout(this.deadline);
+    this.onLost = undefined;
     await this.renewing;
     if (!this.held) return;
     this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);

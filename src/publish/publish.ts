@@ -18,14 +18,14 @@
 import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { outputError } from '../core/errors.js';
+import { outputError, SnapshotError } from '../core/errors.js';
 import { CREATORS_FILE } from '../core/layout.js';
 import { entryHash, manifestStamp } from '../output/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
-import { DeletionGuardError, deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
+import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
 import { newPublishId, NO_BASE, type RemoteIntent } from './state.js';
@@ -98,7 +98,6 @@ export async function publish(options: PublishOptions): Promise<PublishReport> {
         const report = await publishOnce(remote, options);
         return {
           ...report,
-          notices: report.notices ?? [],
           attempts: attempt,
           requests: { ...remote.counts },
           retries: remote.retries,
@@ -119,7 +118,7 @@ export async function publish(options: PublishOptions): Promise<PublishReport> {
   }
 }
 
-type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds' | 'notices'> & { notices?: string[] };
+type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds'>;
 
 async function publishOnce(remote: Remote, options: PublishOptions): Promise<Outcome> {
   const tree = readLocalTree(options.out, options.waitMs ?? 30_000);
@@ -141,11 +140,11 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
     lock.keepRenewing(() => remote.client.destroy());
     remote.fence = () => lock.assertHeld();
     const outcome = await publishHeld(remote, tree, options, await readRecord(remote, first));
-    if (lock.unfenced) outcome.notices = [unfencedNotice(remote)];
+    if (lock.unfenced) outcome.notices.push(unfencedNotice(remote));
     return outcome;
   } catch (error) {
     // Requests cut short by a lost lease fail in many ways; the loss is what to report.
-    if (!lock.held && !(error instanceof DeletionGuardError)) lock.assertHeld();
+    if (!lock.held && !(error instanceof SnapshotError && error.kind !== 'remote')) lock.assertHeld();
     throw error;
   } finally {
     remote.fence = undefined;
@@ -194,6 +193,7 @@ function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared:
     objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
     list: plan.list,
     bytes: 0,
+    notices: [],
   };
 }
 

@@ -146,7 +146,7 @@ describe.skipIf(!hasMoto)('the publish lease (moto_server)', () => {
       const resumed = await paused.exit;
       await proxy.close();
       // It found its lease gone (not renewed in time, or taken over) and stopped before writing again.
-      expect([6, 8]).toContain(resumed.code);
+      expect([6, 8], `exit ${resumed.code}: ${paused.stderr()}`).toContain(resumed.code);
       expect(paused.stderr()).toMatch(/lease on .* (was not renewed in time|was taken over)/);
       await expectExact(site);
     }

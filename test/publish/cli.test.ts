@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { freePort, s3Env, startS3rver } from '../helpers/s3.js';
 import { runCliAsync } from '../helpers/process.js';
-import { expectExact, newSite, PREFIX, s3Workspace, sql, type Site } from './helpers.js';
+import { expectExact, newSite, PREFIX, publishArgs, s3Workspace, sql, type Site } from './helpers.js';
 import { buildTo } from '../helpers/build.js';
 
 const SECRET = 'wJalrXUtnFEMI-this-secret-must-never-show';
@@ -19,17 +19,8 @@ describe('publish CLI', () => {
     site = await newSite(workspace.server, workspace.dir, 20);
   });
 
-  const publishArgs = (...more: string[]) => [
-    'publish',
-    '--out',
-    site.out,
-    '--to',
-    `s3://${site.bucket}/${PREFIX}`,
-    '--endpoint',
-    site.endpoint,
-    '--single-writer',
-    ...more,
-  ];
+  // s3rver ignores conditional writes: accepted, as a user would.
+  const args = (...more: string[]) => publishArgs(site, site.endpoint, '--single-writer', ...more);
 
   it('publishes with the target and endpoint from the environment, and says what it did', async () => {
     const run = await runCliAsync(['publish', '--out', site.out, '--json', '--single-writer'], {
@@ -46,7 +37,7 @@ describe('publish CLI', () => {
     expect(report.requests.PUT).toBe(48 + 3 + 3);
     expect(run.stderr).toMatch(/warning: .* ignores conditional writes \(accepted with --single-writer\)/);
     await expectExact(site);
-    const again = await runCliAsync(publishArgs(), { env: s3Env() });
+    const again = await runCliAsync(args(), { env: s3Env() });
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/is up to date \(46 objects\); 2 requests/);
   });
@@ -54,7 +45,7 @@ describe('publish CLI', () => {
   it('takes flags over the environment, and path-style URLs for a host name endpoint', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const localhost = site.endpoint.replace('127.0.0.1', 'localhost');
-    const run = await runCliAsync(publishArgs('--endpoint', localhost, '--path-style'), {
+    const run = await runCliAsync(args('--endpoint', localhost, '--path-style'), {
       env: s3Env({ AWS_ENDPOINT_URL_S3: closed, AWS_ENDPOINT_URL: closed }),
     });
     expect(run.stderr).toMatch(/published .* at http:\/\/localhost:\d+/);
@@ -76,12 +67,12 @@ describe('publish CLI', () => {
   });
 
   it('exits 5 for a tree that is not publishable, writing nothing', async () => {
-    const empty = await runCliAsync(publishArgs('--out', join(workspace.dir, 'nothing-here')), { env: s3Env() });
+    const empty = await runCliAsync(args('--out', join(workspace.dir, 'nothing-here')), { env: s3Env() });
     expect(empty.code).toBe(5);
     expect(empty.stderr).toMatch(/holds no snapshot.*Fix: run profile-snapshot build/);
     // An interrupted build: entries claimed, never settled.
     appendFileSync(join(site.out, '.profile-snapshot/manifest'), '\nu\tuser00001\t-\n');
-    const pending = await runCliAsync(publishArgs('--wait', '100'), { env: s3Env() });
+    const pending = await runCliAsync(args('--wait', '100'), { env: s3Env() });
     expect(pending.code).toBe(5);
     expect(pending.stderr).toMatch(/not publishable: 1 entries of its manifest are pending/);
     const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
@@ -90,13 +81,13 @@ describe('publish CLI', () => {
 
   it('exits 5 for a tree missing a document, before writing anything', async () => {
     rmSync(join(site.out, '_errors/not-found.json'));
-    const errorDocument = await runCliAsync(publishArgs(), { env: s3Env() });
+    const errorDocument = await runCliAsync(args(), { env: s3Env() });
     expect(errorDocument.code).toBe(5);
     expect(errorDocument.stderr).toMatch(/is not publishable: _errors\/not-found\.json missing/);
     rmSync(site.out, { recursive: true });
     buildTo(site.db, site.out);
     rmSync(join(site.out, 'api/v1/users/user00003'));
-    const profile = await runCliAsync(publishArgs(), { env: s3Env() });
+    const profile = await runCliAsync(args(), { env: s3Env() });
     expect(profile.code).toBe(5);
     expect(profile.stderr).toMatch(/is not publishable: api\/v1\/users\/user00003 is missing although the manifest lists it/);
     const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
@@ -108,21 +99,17 @@ describe('publish CLI', () => {
     const env = s3Env({ AWS_SECRET_ACCESS_KEY: SECRET });
     const cases: [string[], Record<string, string>, RegExp][] = [
       [
-        publishArgs('--endpoint', closed, '--json'),
+        args('--endpoint', closed, '--json'),
         env,
         /s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+\): the endpoint did not answer \(ECONNREFUSED\)/,
       ],
-      [publishArgs('--to', 's3://no-such-bucket', '--json'), env, /s3:\/\/no-such-bucket at .*: the bucket does not exist/],
+      [args('--to', 's3://no-such-bucket', '--json'), env, /s3:\/\/no-such-bucket at .*: the bucket does not exist/],
       [
-        publishArgs('--json'),
+        args('--json'),
         { ...env, AWS_ACCESS_KEY_ID: 'AKIAWRONGWRONGWRONG' },
         /access denied \(InvalidAccessKeyId\).*Fix: check the credentials/,
       ],
-      [
-        publishArgs('--endpoint', `http://user:${SECRET}@127.0.0.1:1`, '--json'),
-        env,
-        /at http:\/\/127\.0\.0\.1:1\): the endpoint did not answer/,
-      ],
+      [args('--endpoint', `http://user:${SECRET}@127.0.0.1:1`, '--json'), env, /at http:\/\/127\.0\.0\.1:1\): the endpoint did not answer/],
     ];
     for (const [args, caseEnv, message] of cases) {
       const run = await runCliAsync(args, { env: caseEnv });
@@ -138,15 +125,15 @@ describe('publish CLI', () => {
 
   it('exits 7 when the deletion guard refuses, and --force overrides it', async () => {
     site = await newSite(workspace.server, workspace.dir, 150);
-    expect((await runCliAsync(publishArgs(), { env: s3Env() })).code).toBe(0);
+    expect((await runCliAsync(args(), { env: s3Env() })).code).toBe(0);
     sql(site.db, 'DELETE FROM socials; DELETE FROM bans; DELETE FROM users WHERE id > 20;');
     buildTo(site.db, site.out);
-    const refused = await runCliAsync(publishArgs(), { env: s3Env() });
+    const refused = await runCliAsync(args(), { env: s3Env() });
     expect(refused.code).toBe(7);
     expect(refused.stderr).toMatch(
       /refused to publish .* it would delete 260 objects \(87% of the 300 live profile objects\), more than the 100 allowed; nothing was changed\. Fix: .*--max-deletes 260 \(or --force\)/,
     );
-    const forced = await runCliAsync(publishArgs('--force'), { env: s3Env() });
+    const forced = await runCliAsync(args('--force'), { env: s3Env() });
     expect(forced.code).toBe(0);
     await expectExact(site);
   });

@@ -13,6 +13,7 @@ import {
   newSite,
   PREFIX,
   publicObjects,
+  publishArgs,
   publishSite,
   s3Workspace,
   sql,
@@ -88,19 +89,7 @@ describe('publish under faults', () => {
     // fast machine, so most rounds are killed mid-publish, not after it ended.
     const proxy = await startProxy(site.endpoint, { delayMs: 15 });
     const random = prng(7);
-    const args = [
-      'publish',
-      '--out',
-      site.out,
-      '--to',
-      `s3://${site.bucket}/${PREFIX}`,
-      '--endpoint',
-      proxy.endpoint,
-      '--concurrency',
-      '4',
-      '--force',
-      ...(hasMoto ? [] : ['--single-writer']),
-    ];
+    const args = publishArgs(site, proxy.endpoint, '--concurrency', '4', '--force', ...(hasMoto ? [] : ['--single-writer']));
     let killed = 0;
     for (let round = 1; round <= 6; round++) {
       // Each round changes a different part of the store: updates, removals, arrivals.

@@ -32,6 +32,13 @@ export async function newSite(server: S3Server, dir: string, users: number, bioB
   return { db, out, server, endpoint: server.endpoint, bucket: await server.bucket() };
 }
 
+/** The CLI's arguments to publish the site's tree to its bucket under PREFIX, through `endpoint`. */
+export const publishArgs = (site: Site, endpoint = site.endpoint, ...more: string[]): string[] => [
+  'publish',
+  ...['--out', site.out, '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', endpoint],
+  ...more,
+];
+
 /** Publishes through the library, as the CLI does, with the test's credentials. */
 export async function publishSite(site: Site, options: Partial<PublishOptions> = {}, endpoint = site.endpoint): Promise<PublishReport> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

@@ -16,21 +16,9 @@ import { NO_BASE, REMOTE_INTENT, serializeIntent } from '../../src/publish/state
 import { buildTo } from '../helpers/build.js';
 import { runCliAsync, startCli } from '../helpers/process.js';
 import { clientFor, CREDENTIALS, hasMoto, readBucket, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
-import { expectExact, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql, type Site } from './helpers.js';
+import { expectExact, newSite, PREFIX, publicObjects, publishArgs, publishSite, s3Workspace, sql, type Site } from './helpers.js';
 
 const SECRET = 'lease-test-secret-never-printed';
-
-const publishArgs = (site: Site, endpoint = site.endpoint, ...more: string[]) => [
-  'publish',
-  '--out',
-  site.out,
-  '--to',
-  `s3://${site.bucket}/${PREFIX}`,
-  '--endpoint',
-  endpoint,
-  '--path-style',
-  ...more,
-];
 
 const env = () => s3Env({ AWS_SECRET_ACCESS_KEY: SECRET });
 

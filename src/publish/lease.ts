@@ -298,8 +298,12 @@ function isFree(view: LeaseView, holder: LeaseHolder, seen: Map<string, number>)
   if (view.body.released || view.body.holder.id === holder.id) return true;
   const ttlMs = view.body.ttlSeconds * 1000;
   if (view.ageMs !== undefined && view.ageMs > ttlMs + DATE_SLACK_MS) return true;
-  const firstSeen = seen.get(view.etag) ?? performance.now();
-  seen.set(view.etag, firstSeen);
+  let firstSeen = seen.get(view.etag);
+  if (firstSeen === undefined) {
+    // A new version: the holder is alive. Only the latest is remembered (a standby looks for days).
+    seen.clear();
+    seen.set(view.etag, (firstSeen = performance.now()));
+  }
   return performance.now() - firstSeen > ttlMs + DATE_SLACK_MS;
 }
 

@@ -69,7 +69,8 @@ function defineWatch(): Command {
       .addOption(
         new Option(
           '--publish <s3-url>',
-          'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; a failed publish is retried next cycle',
+          'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; a failed publish is retried next cycle. ' +
+            'Several watchers on one prefix: one leads and publishes, the others build and stand by, taking over when it stops (--lease-ttl)',
         ),
       )
       .addOption(

@@ -13,7 +13,7 @@ import { ensureCompiled, makeStore, runCliAsync, sql, startCli, status, tempDir,
 
 const SECRET = 'standby-secret-never-printed';
 const PREFIX = 'snap';
-const TTL_S = 2;
+const TTL_S = 4;
 const INTERVAL_S = 0.5;
 
 describe.skipIf(!hasMoto)('two watchers on one prefix (moto_server)', () => {
@@ -76,6 +76,8 @@ describe.skipIf(!hasMoto)('two watchers on one prefix (moto_server)', () => {
       const takeover = (Date.parse(publish('b')!.lastSuccessAt!) - killedAt) / 1000;
       // The TTL (whole-second HTTP dates add up to one), then the next cycle, then its publish.
       expect(takeover).toBeLessThan(TTL_S + 1 + INTERVAL_S + 3);
+      // ...and not before: the dead leader's last renewal was at most a quarter TTL before the kill.
+      expect(takeover).toBeGreaterThan(TTL_S * 0.75);
 
       const c = watch('c');
       await waitFor('watcher c to stand by under b', () => standsBy('c', b), 15_000);

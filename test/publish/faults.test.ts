@@ -89,8 +89,20 @@ describe('publish under faults', () => {
     // fast machine, so most rounds are killed mid-publish, not after it ended.
     const proxy = await startProxy(site.endpoint, { delayMs: 15 });
     const random = prng(7);
-    const args = publishArgs(site, proxy.endpoint, '--concurrency', '4', '--force', ...(hasMoto ? [] : ['--single-writer']));
-    let killed = 0;
+    // A killed publish leaves its lock lease to expire: a 1 s TTL, waited out after each kill (whole-
+    // second HTTP dates: 4 s at most), so every round's publish gets to work before its kill.
+    const args = publishArgs(
+      site,
+      proxy.endpoint,
+      '--concurrency',
+      '4',
+      '--force',
+      '--lease-ttl',
+      '1',
+      ...(hasMoto ? [] : ['--single-writer']),
+    );
+    let killed = 0,
+      killedUploading = 0;
     for (let round = 1; round <= 6; round++) {
       // Each round changes a different part of the store: updates, removals, arrivals.
       sql(
@@ -100,12 +112,18 @@ describe('publish under faults', () => {
       );
       buildTo(site.db, site.out);
       const delay = 100 + Math.floor(random() * 900);
+      const before = proxy.log.length;
       const run = await runCliAsync(args, { env: s3Env(), onSpawn: (child) => setTimeout(() => child.kill('SIGKILL'), delay) });
-      if (run.signal === 'SIGKILL') killed++;
-      else expect(run.code, run.stderr).toBe(0);
+      if (run.signal === 'SIGKILL') {
+        // Killed mid-publish: some profile went up (it got past the lock and its intent).
+        if (proxy.log.slice(before).some((r) => r.method === 'PUT' && r.path.includes('/v1/users/'))) killedUploading++;
+        killed++;
+        await new Promise((r) => setTimeout(r, 4000));
+      } else expect(run.code, run.stderr).toBe(0);
       expectListCovered(publicObjects(await readBucket(site.endpoint, site.bucket, PREFIX)));
     }
     expect(killed).toBeGreaterThan(2);
+    expect(killedUploading).toBeGreaterThan(1);
     const final = await runCliAsync(args, { env: s3Env() });
     expect(final.code, final.stderr).toBe(0);
     await proxy.close();

@@ -24,6 +24,18 @@ export const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
 export const PROFILE_DIRS = ['api/v1/users', 'service-api/v1/users'] as const;
 
 export const CREATORS_FILE = 'service-api/v1/creators';
+/**
+ * The creators list compressed (gzip), for hosts to send to clients that accept it. A dot file, so
+ * no host ever serves it under a path of its own: the route table never resolves to it, the origin
+ * server refuses dot paths, and Netlify's deploy skips dot files (Netlify compresses by itself).
+ */
+export const CREATORS_GZIP_FILE = gzipVariantPath(CREATORS_FILE);
+
+/** Where a document's gzip variant is kept: beside it, as a dot file (`x` -> `.x.gz`). */
+export function gzipVariantPath(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return `${path.slice(0, slash + 1)}.${path.slice(slash + 1)}.gz`;
+}
 
 /** Where `build` publishes the contract (contract/openapi.json), served at /api/v1/openapi.json. */
 export const OPENAPI_FILE = 'api/v1/openapi.json';
@@ -46,5 +58,7 @@ export const STAGING_DIR = `${STATE_DIR}/staging`;
 export const LOCK_FILE = `${STATE_DIR}/lock`;
 /** The record of the last pass (incremental/last-pass.ts). */
 export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
+/** Where each piece of the creators list's gzip variant sits in it (output/creators-gzip.ts). */
+export const CREATORS_GZIP_INDEX_FILE = `${STATE_DIR}/creators-gzip-index`;
 /** The watcher's health status (watch/status.ts). */
 export const STATUS_FILE = `${STATE_DIR}/status.json`;

@@ -12,10 +12,11 @@
  * The list's change hash is taken over the members' own hashes in order, so an unchanged list costs
  * no rewrite and no assembly.
  */
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { Fingerprint } from '../core/hash.js';
+import { stageCreatorsGzip, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './manifest.js';
+import { PositionedReader } from './positioned-reader.js';
 import { positionsAmong, type OutputShare, type OutputTransaction } from './tree.js';
 
 /**
@@ -152,13 +153,15 @@ export class CreatorsList {
 
   /**
    * Publishes the list as `head` + JSON array + `tail()` (the envelope), rewriting it only when its
-   * members or their data changed, and gives the transaction the members in list order.
+   * members or their data changed, and gives the transaction the members in list order. Then its
+   * gzip variant (creators-gzip.ts); returns what that cost, when it was staged.
    */
-  finish(head: string, tail: () => string): void {
+  finish(head: string, tail: () => string): GzipPieces | undefined {
     this.scratch.close();
     const order = this.listOrder();
     const headLength = Buffer.byteLength(head);
-    const rewritten = this.tx.streamedFile(this.path, this.membersDigest(order), (sink) => {
+    const digest = this.membersDigest(order);
+    const rewritten = this.tx.streamedFile(this.path, digest, (sink) => {
       sink.write(`${head}[`);
       this.writeMembers(sink, order, headLength);
       sink.write(`]${tail()}`);
@@ -166,6 +169,8 @@ export class CreatorsList {
     const listed = { names: order.map((i) => this.names[i]!), lengths: order.map((i) => this.lengths[i]!) };
     this.tx.setList(listed);
     if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
+    const layout = { headLength, ...listed, hashes: order.map((i) => this.hashes[i]!) };
+    return stageCreatorsGzip(this.tx, { path: this.path, hash: digest, rewritten }, layout);
   }
 
   /** Member indexes in list order. Lower-case ASCII names: code-unit order is "lower case, ascending". */
@@ -265,9 +270,6 @@ const HASH_LENGTH = 16;
 /** The offset of a member kept from the last list (found there in `finish`). */
 const KEPT = -1;
 
-/** The largest piece copied at once: a run of unchanged members may be most of a list of hundreds of megabytes. */
-const COPY_CHUNK = 1 << 20;
-
 /**
  * Finds kept members in the last list by walking it alongside the new one: both are in name order,
  * so each lookup moves forward only.
@@ -298,46 +300,5 @@ class LastListCursor {
   /** Whether the member `ahead` places after the located one in the last list is `name`. */
   isFollowedBy(ahead: number, name: string): boolean {
     return this.members?.names[this.index + ahead] === name;
-  }
-}
-
-/** Byte ranges of one file: from memory when it was read whole, else by positioned reads. */
-class PositionedReader {
-  private readonly fd: number;
-  private readonly whole: Buffer | undefined;
-  private buffer = Buffer.alloc(64 * 1024);
-
-  constructor(
-    private readonly path: string,
-    readWhole: boolean,
-  ) {
-    this.fd = openSync(path, 'r');
-    this.whole = readWhole ? readFileSync(this.fd) : undefined;
-  }
-
-  /** The bytes at [offset, offset + length): valid until the next read. */
-  read(offset: number, length: number): Buffer {
-    if (this.whole) return this.whole.subarray(offset, offset + length);
-    if (this.buffer.length < length) this.buffer = Buffer.alloc(Math.max(length, this.buffer.length * 2));
-    for (let done = 0; done < length;) {
-      const read = readSync(this.fd, this.buffer, done, length - done, offset + done);
-      // The manifest said these bytes are there: a shorter file was changed behind the tool's back.
-      if (read === 0) throw new Error(`${this.path} ends at ${offset + done}, before the data the manifest places there`);
-      done += read;
-    }
-    return this.buffer.subarray(0, length);
-  }
-
-  /** Streams [offset, offset + length) into `sink`, a bounded piece at a time. */
-  copy(offset: number, length: number, sink: BufferedFileWriter): void {
-    for (let done = 0; done < length;) {
-      const piece = Math.min(COPY_CHUNK, length - done);
-      sink.write(this.read(offset + done, piece));
-      done += piece;
-    }
-  }
-
-  close(): void {
-    closeSync(this.fd);
   }
 }

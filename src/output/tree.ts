@@ -125,6 +125,7 @@ export class OutputTransaction {
    */
   private manifestChanged = false;
   private finished = false;
+  private readonly committed: ((stampOf: (path: string) => string | undefined) => void)[] = [];
   /** A share's view (`join`): it stages into the owner's folder and never commits or clears it. */
   private readonly share: Partition | undefined;
   /** In a shared pass, the owner's own share: the only one whose last entries it read. */
@@ -339,18 +340,17 @@ export class OutputTransaction {
 
   /** Any other document (creators list, error documents), at a path relative to the out dir. */
   file(path: string, hash: string, render: () => string): void {
-    const previousHash = this.takePreviousFile(path, hash);
-    if (previousHash === hash) return;
+    if (this.takePreviousFile(path, hash)) return;
     this.stagedFiles.push({ path, hash, staged: this.stage(render()) });
   }
 
   /**
    * A document too large to hold as one string (the creators list at a million profiles): `write`
-   * streams it to the staging folder, and is only called when `hash` differs from the last build's.
+   * streams it to the staging folder, and is only called when `hash` differs from the last build's,
+   * or `always` (a file derived from another that this build rewrites). Returns whether it was.
    */
-  streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void): boolean {
-    const previousHash = this.takePreviousFile(path, hash);
-    if (previousHash === hash) return false;
+  streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void, always = false): boolean {
+    if (this.takePreviousFile(path, hash, always)) return false;
     const sink = this.scratchFile();
     try {
       write(sink);
@@ -382,16 +382,39 @@ export class OutputTransaction {
 
   /**
    * The last build's creators list, to copy unchanged members from: its file, when it is exactly the
-   * one that build wrote (same inode, size and mtime as recorded), and its members in list order with
-   * their lengths, when row signatures hold. Undefined otherwise.
+   * one that build wrote, and its members in list order with their lengths, when row signatures hold.
+   * Undefined otherwise.
    */
   previousList(path: string): { file: string; members: ListOrder } | undefined {
-    const entry = this.previous.files.get(path);
     const members = this.previous.list;
-    if (!this.signaturesHold || members === undefined || entry === undefined || entry === PENDING) return undefined;
+    const file = this.intactPreviousFile(path);
+    return !this.signaturesHold || members === undefined || file === undefined ? undefined : { file: file.file, members };
+  }
+
+  /**
+   * A file the last build wrote, when it is still exactly as written (same inode, size and mtime as
+   * the manifest records): its path and that stamp. Undefined otherwise.
+   */
+  intactPreviousFile(path: string): { file: string; stamp: string } | undefined {
+    const entry = this.previous.files.get(path);
+    if (entry === undefined || entry === PENDING) return undefined;
     const stamp = fileEntryStamp(entry);
     const file = join(this.outDir, path);
-    return stamp !== undefined && stamp === fileStamp(file) ? { file, members } : undefined;
+    return stamp !== undefined && stamp === fileStamp(file) ? { file, stamp } : undefined;
+  }
+
+  /** The file `path` will be once committed: the staged one when this build rewrites it, else the published one. */
+  fileToPublish(path: string): string {
+    return this.stagedFiles.find((s) => s.path === path)?.staged ?? join(this.outDir, path);
+  }
+
+  /**
+   * Runs `callback` once a commit has put every file in place, with each file's final stamp: for
+   * bookkeeping that describes published files (a shortcut for the next build, which must not fail
+   * this one: its errors are ignored).
+   */
+  onCommitted(callback: (stampOf: (path: string) => string | undefined) => void): void {
+    this.committed.push(callback);
   }
 
   /** This build's creators list members in list order, with their lengths (the manifest lists them so). */
@@ -436,6 +459,7 @@ export class OutputTransaction {
       throw asOutputError(cause, `cannot publish into ${outDir}`);
     }
     ManifestCache.keep(outDir, next);
+    this.runCommitted();
     return counts;
   }
 
@@ -521,6 +545,20 @@ export class OutputTransaction {
     ManifestCache.forget();
   }
 
+  private runCommitted(): void {
+    const stampOf = (path: string) => {
+      const entry = this.next.files.get(path);
+      return entry === undefined || entry === PENDING ? undefined : fileEntryStamp(entry);
+    };
+    for (const callback of this.committed) {
+      try {
+        callback(stampOf);
+      } catch {
+        // a shortcut lost: the next build does the work again
+      }
+    }
+  }
+
   private stagingPath(): string {
     this.assertOpen();
     return `${this.stagingDir}/${this.stagedCount++}`;
@@ -547,15 +585,17 @@ export class OutputTransaction {
     renameSync(staged, `${this.outDir}/${first}/${name}`);
   }
 
-  private takePreviousFile(path: string, hash: string): string | undefined {
+  /** Whether the last build's file at `path` has this hash and is kept (unless `rewrite`); its entry moves to `next`. */
+  private takePreviousFile(path: string, hash: string, rewrite = false): boolean {
     const previousEntry = this.previous.files.get(path);
     const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
     this.previous.files.delete(path);
+    const kept = previousHash === hash && !rewrite;
     // An unchanged file keeps its entry, stamp included; a rewritten one gets its stamp at commit.
-    this.next.files.set(path, previousHash === hash ? previousEntry! : hash);
-    if (previousHash === hash) this.unchangedFiles += 1;
+    this.next.files.set(path, kept ? previousEntry! : hash);
+    if (kept) this.unchangedFiles += 1;
     else if (previousHash === undefined) this.refuseForeign(path);
-    return previousHash;
+    return kept;
   }
 
   private refuseForeign(relativePath: string): void {

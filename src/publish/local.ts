@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
-import { MANIFEST_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
 import { OutDirLock, sleepSync } from '../output/lock.js';
 import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../output/manifest.js';
 
@@ -22,8 +22,12 @@ export interface LocalTree {
   manifestStamp: string | undefined;
 }
 
-/** Documents every snapshot has besides the profiles: the route table's files and error documents. */
-export const REQUIRED_FILES = [...ROUTES.files.map((route) => route.file), ...Object.values(ROUTES.errors).map((error) => error.file)];
+/** Documents every snapshot has besides the profiles: the route table's files, the list's gzip variant and error documents. */
+export const REQUIRED_FILES = [
+  ...ROUTES.files.map((route) => route.file),
+  CREATORS_GZIP_FILE,
+  ...Object.values(ROUTES.errors).map((error) => error.file),
+];
 
 const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
 
@@ -62,6 +66,12 @@ function countPending(manifest: Manifest): number {
 function checked(tree: LocalTree): LocalTree {
   const missing = REQUIRED_FILES.filter((path) => !tree.files.has(path) || !existsSync(join(tree.outDir, path)));
   if (missing.length > 0) throw outputError(`${tree.outDir} is not publishable: ${missing.join(', ')} missing`, REBUILD);
+  // Both carry the hash of the list's members: a variant made from another list would serve it to gzip clients.
+  if (fileHash(tree, CREATORS_GZIP_FILE) !== fileHash(tree, CREATORS_FILE))
+    throw outputError(
+      `${tree.outDir} is not publishable: ${CREATORS_GZIP_FILE} was made from another creators list than ${CREATORS_FILE}`,
+      REBUILD,
+    );
   return tree;
 }
 

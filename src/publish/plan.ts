@@ -3,7 +3,7 @@
  * The deletion guard is applied here too, so a refused publish changes nothing.
  */
 import { SnapshotError } from '../core/errors.js';
-import { CREATORS_FILE, PROFILE_DIRS } from '../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { profileHash, fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './state.js';
 import { count } from '../core/text.js';
@@ -11,10 +11,10 @@ import { count } from '../core/text.js';
 export interface PublishPlan {
   /** Profiles to upload (each under every alias), new or changed. */
   profiles: string[];
-  /** Other documents to upload, new or changed, the creators list apart. */
+  /** Other documents to upload, new or changed, the creators list and its variant apart. */
   files: string[];
-  /** Whether the creators list is new or changed. */
-  list: boolean;
+  /** The creators list and its gzip variant (LIST_FILES), those new or changed: uploaded after every profile. */
+  listFiles: string[];
   /** Profiles to delete (every alias), no longer in the tree. */
   deleteProfiles: string[];
   /** Documents to delete and stray keys, relative to the prefix. */
@@ -27,11 +27,14 @@ export interface PublishPlan {
 
 const ALIASES = PROFILE_DIRS.length;
 
+/** The creators list and its gzip variant: one step of a publish, after the profiles they name. */
+export const LIST_FILES: readonly string[] = [CREATORS_FILE, CREATORS_GZIP_FILE];
+
 export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
   const plan: PublishPlan = {
     profiles: [],
     files: [],
-    list: false,
+    listFiles: [],
     deleteProfiles: [],
     deleteKeys: [],
     unchanged: 0,
@@ -43,7 +46,7 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
   }
   for (const path of tree.files.keys()) {
     if (live.files.get(path) === fileHash(tree, path)) plan.unchanged++;
-    else if (path === CREATORS_FILE) plan.list = true;
+    else if (LIST_FILES.includes(path)) plan.listFiles.push(path);
     else plan.files.push(path);
   }
   for (const name of live.profiles.keys()) if (!tree.profiles.has(name)) plan.deleteProfiles.push(name);
@@ -60,7 +63,7 @@ function isTreeKey(tree: LocalTree, key: string): boolean {
   );
 }
 
-export const uploadCount = (plan: PublishPlan) => plan.profiles.length * ALIASES + plan.files.length + (plan.list ? 1 : 0);
+export const uploadCount = (plan: PublishPlan) => plan.profiles.length * ALIASES + plan.files.length + plan.listFiles.length;
 export const deleteCount = (plan: PublishPlan) => plan.deleteProfiles.length * ALIASES + plan.deleteKeys.length;
 export const isEmptyPlan = (plan: PublishPlan) => uploadCount(plan) === 0 && deleteCount(plan) === 0;
 

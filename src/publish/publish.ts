@@ -19,7 +19,7 @@ import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
-import { CREATORS_FILE } from '../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../core/layout.js';
 import { entryHash, manifestStamp } from '../output/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions } from './lease.js';
@@ -191,7 +191,7 @@ function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared:
     changed: !isEmptyPlan(plan),
     profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
     objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
-    list: plan.list,
+    list: plan.listFiles.includes(CREATORS_FILE),
     bytes: 0,
     notices: [],
   };
@@ -213,7 +213,7 @@ function intentOf(id: string, base: string, plan: PublishPlan): RemoteIntent {
     id,
     base,
     profiles: new Set([...plan.profiles, ...plan.deleteProfiles]),
-    files: new Set(plan.list ? [...plan.files, CREATORS_FILE] : plan.files),
+    files: new Set([...plan.files, ...plan.listFiles]),
     strays: new Set(plan.deleteKeys),
   };
 }
@@ -237,7 +237,7 @@ function assertPresent(tree: LocalTree, plan: Pick<PublishPlan, 'profiles' | 'fi
   for (const path of plan.files) if (!existsSync(join(tree.outDir, path))) throw missing(tree, path);
 }
 
-/** Profiles and documents first, the creators list last. Returns the bytes uploaded. */
+/** Profiles and documents first, the creators list and its variant last. Returns the bytes uploaded. */
 async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, options: PublishOptions): Promise<number> {
   const total = uploadCount(plan);
   let done = 0,
@@ -256,29 +256,32 @@ async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, option
   const concurrency = remote.options.concurrency;
   await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), profilePaths(name)));
   await inPool(plan.files, concurrency, (path) => send(path, join(tree.outDir, path), [path]));
-  if (plan.list)
-    await sendList(remote, tree, (size) => {
+  for (const path of plan.listFiles)
+    await sendListFile(remote, tree, path, (size) => {
       bytes += size;
       progress(1);
     });
   return bytes;
 }
 
-/** The creators list, as the manifest describes it: a list written by a later build is not ours to send. */
-async function sendList(remote: Remote, tree: LocalTree, sent: (bytes: number) => void): Promise<void> {
-  const fd = openFile(join(tree.outDir, CREATORS_FILE));
-  if (fd === undefined) throw missing(tree, CREATORS_FILE);
+/**
+ * The creators list or its gzip variant (stored with `Content-Encoding: gzip`), as the manifest
+ * describes it: a file written by a later build is not ours to send.
+ */
+async function sendListFile(remote: Remote, tree: LocalTree, path: string, sent: (bytes: number) => void): Promise<void> {
+  const fd = openFile(join(tree.outDir, path));
+  if (fd === undefined) throw missing(tree, path);
   try {
-    const expected = fileStampOf(tree, CREATORS_FILE);
+    const expected = fileStampOf(tree, path);
     const stats = fstatSync(fd, { bigint: true });
     if (expected !== undefined && expected !== `${stats.ino}:${stats.size}:${stats.mtimeNs}`) {
       if (manifestStamp(tree.outDir) !== tree.manifestStamp) throw new TreeChanged();
       throw outputError(
-        `${join(tree.outDir, CREATORS_FILE)} was changed since the build wrote it`,
+        `${join(tree.outDir, path)} was changed since the build wrote it`,
         'rebuild (profile-snapshot build --full), then publish again',
       );
     }
-    sent(await putFile(remote, [CREATORS_FILE], fd));
+    sent(await putFile(remote, [path], fd, path === CREATORS_GZIP_FILE ? 'gzip' : undefined));
   } finally {
     closeFile(fd);
   }

@@ -23,6 +23,15 @@ export const OBJECT_HEADERS = {
   CacheControl: CONTRACT_HEADERS['Cache-Control'],
 } as const;
 
+/**
+ * How an object's bytes are encoded, stored with it (`Content-Encoding`): 'gzip' for the creators
+ * list's variant, which hosts send as it is to clients that accept gzip; undefined for plain bytes.
+ */
+export type StoredEncoding = 'gzip' | undefined;
+
+const headersFor = (encoding: StoredEncoding) =>
+  encoding === undefined ? OBJECT_HEADERS : { ...OBJECT_HEADERS, ContentEncoding: encoding };
+
 /** Runs `task` for every item, at most `concurrency` at once; the first failure stops the rest. */
 export async function inPool<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -41,10 +50,10 @@ export async function inPool<T>(items: readonly T[], concurrency: number, task: 
   if (failure !== undefined) throw failure.error;
 }
 
-export async function putObject(remote: Remote, path: string, body: Buffer): Promise<void> {
+export async function putObject(remote: Remote, path: string, body: Buffer, encoding?: StoredEncoding): Promise<void> {
   const { bucket, prefix } = remote.options;
   await remote.call(
-    () => remote.client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Body: body, ...OBJECT_HEADERS })),
+    () => remote.client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Body: body, ...headersFor(encoding) })),
     `upload ${path}`,
   );
 }
@@ -55,11 +64,11 @@ export async function putObject(remote: Remote, path: string, body: Buffer): Pro
  * up in parts, which S3 shows only once complete: readers see the old object or the new one, never
  * part of it. Returns the bytes sent.
  */
-export async function putFile(remote: Remote, paths: readonly string[], fd: number): Promise<number> {
+export async function putFile(remote: Remote, paths: readonly string[], fd: number, encoding?: StoredEncoding): Promise<number> {
   const size = fstatSync(fd).size;
   if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
     const body = readWhole(fd, size);
-    for (const path of paths) await putObject(remote, path, body);
+    for (const path of paths) await putObject(remote, path, body, encoding);
     return size * paths.length;
   }
   const { bucket, prefix } = remote.options;
@@ -72,7 +81,7 @@ export async function putFile(remote: Remote, paths: readonly string[], fd: numb
         Key: objectKey(prefix, path),
         Body: createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }),
         ContentLength: size,
-        ...OBJECT_HEADERS,
+        ...headersFor(encoding),
       },
       partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
       queueSize: 4,

@@ -11,6 +11,7 @@
 import { lstatSync } from 'node:fs';
 import { describeCause, outputError } from '../core/errors.js';
 import { checkCreatorsList } from './creators-check.js';
+import { startGzipCheck } from './gzip-check.js';
 import { Findings, type Defect } from './defects.js';
 import { checkContract, checkErrorDocuments } from './documents-check.js';
 import { checkManifest } from './manifest-check.js';
@@ -48,8 +49,10 @@ export function audit(out: string, options: AuditOptions = {}): AuditResult {
   checkIsFolder(out);
   const findings = new Findings();
   const tree = walkTree(out, options.writerActive, findings);
+  const gzip = startGzipCheck(out);
   const folders = checkProfileFolders(out, tree.users, options.parallel, findings);
   const creators = checkCreatorsList(out, folders.profiles, findings);
+  gzip.finish(findings);
   checkErrorDocuments(out, findings);
   checkContract(out, findings);
   const pending = checkManifest(out, folders, options.writerActive, findings);

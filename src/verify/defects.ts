@@ -12,6 +12,7 @@ export const DEFECT_KINDS = {
   'creators-order': 'a creators list entry out of order (lower-cased username, ascending) or repeated',
   'creators-differs': 'a creators list entry that differs from its profile',
   'creators-missing': 'an active profile that the creators list does not name',
+  'creators-gzip': "the creators list's gzip variant is missing or does not decode to exactly the list",
   unpublishable: 'a published profile whose username is not publishable',
   'file-name': 'a profile file whose name is not the lower-cased username inside it',
   missing: 'a document every snapshot must have (error documents, creators list, contract)',

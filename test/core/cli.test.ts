@@ -40,7 +40,7 @@ describe('exit 0', () => {
     expect(result.code).toBe(0);
     const summary = result.stderr.trim().split('\n').at(-1)!;
     expect(summary).toBe(
-      'profile-snapshot: 18 profiles published (14 creators), 6 skipped; files 42 written, 0 unchanged, 0 removed; 12 warnings; ' +
+      'profile-snapshot: 18 profiles published (14 creators), 6 skipped; files 43 written, 0 unchanged, 0 removed; 12 warnings; ' +
         summary.split('; ').at(-1),
     );
     expect(summary).toMatch(/; \d+\.\d\d s$/);
@@ -55,7 +55,7 @@ describe('exit 0', () => {
       profiles: 18,
       creators: 14,
       skipped: 6,
-      files: { written: 42, unchanged: 0, removed: 0 },
+      files: { written: 43, unchanged: 0, removed: 0 },
       snapshotTime: '2026-01-01T00:00:00.000Z',
     });
     expect(report.warnings).toHaveLength(12);

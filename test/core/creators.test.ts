@@ -1,7 +1,12 @@
-/** The creators list assembled from its scratch file, by whole read and by positioned reads. */
-import { readFileSync } from 'node:fs';
+/**
+ * The creators list assembled from its scratch file, by whole read and by positioned reads, and its
+ * gzip variant, pieces of which are copied from the last one when their members did not change.
+ */
+import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CREATORS_GZIP_INDEX_FILE } from '../../src/core/layout.js';
 import { CreatorsList } from '../../src/output/creators.js';
 import { OutputTransaction } from '../../src/output/tree.js';
 import { tempDir } from '../helpers/store.js';
@@ -35,6 +40,7 @@ describe.each([
     const text = readFileSync(join(dir.path, 'list'), 'utf8');
     expect(text).toBe(`{"head":[${['_under', 'a-b', 'b.c', 'zed'].map((n) => members.find(([m]) => m === n)![1]).join(',')}],"tail":1}`);
     expect(JSON.parse(text).head.map((u: { username: string }) => u.username)).toEqual(['_under', 'A-b', 'b.c', 'Zed']);
+    expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).toString('utf8')).toBe(text);
   });
 });
 
@@ -43,4 +49,54 @@ it('an empty list is an empty array', () => {
   new CreatorsList(tx, 'list').finish('{"data":', () => '}');
   tx.commit();
   expect(readFileSync(join(dir.path, 'list'), 'utf8')).toBe('{"data":[]}');
+  expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).toString('utf8')).toBe('{"data":[]}');
+});
+
+describe('the gzip variant', () => {
+  const member = (i: number, version = 0) => {
+    const name = `user${String(i).padStart(5, '0')}`;
+    const json = JSON.stringify({ username: name, bio: `bio ${i} ${'x'.repeat(i % 50)}`, views: version });
+    return { name, json, hash: `${String(i).padStart(10, '0')}v${String(version).padStart(5, '0')}` };
+  };
+  /** One build of the list from `users` (index -> version); what its variant cost. */
+  const buildList = (users: Map<number, number>) => {
+    const tx = OutputTransaction.begin(dir.path);
+    const list = new CreatorsList(tx, 'list');
+    for (const [i, version] of users) {
+      const { name, json, hash } = member(i, version);
+      tx.profile(name, hash, '', Buffer.byteLength(json), () => json);
+      list.add(name, json, hash);
+    }
+    const pieces = list.finish('{"data":', () => '}');
+    tx.commit();
+    expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).equals(readFileSync(join(dir.path, 'list')))).toBe(true);
+    return pieces!;
+  };
+  const users = new Map(Array.from({ length: 3000 }, (_, i) => [i, 0] as [number, number]));
+
+  it('deflates every piece once, then only those whose members (or the few before them) changed', () => {
+    const first = buildList(users);
+    expect(first.pieces).toBeGreaterThan(100);
+    expect(first.reused).toBe(0);
+    users.set(1500, 1); // changed
+    users.delete(700); // gone
+    users.set(5000, 0); // new, at the end
+    const second = buildList(users);
+    expect(second.reused).toBeLessThan(second.pieces);
+    // At most the piece of each change and the pieces whose dictionary it is in (a piece or two after).
+    expect(second.pieces - second.reused).toBeLessThanOrEqual(3 * 3);
+  });
+
+  it('deflates every piece again when the index or the variant is not the one the last build wrote', () => {
+    buildList(users);
+    writeFileSync(join(dir.path, CREATORS_GZIP_INDEX_FILE), 'not an index\n');
+    users.set(1, 1);
+    expect(buildList(users).reused).toBe(0);
+    users.set(1, 2);
+    expect(buildList(users).reused).toBeGreaterThan(0);
+    const later = new Date(Date.now() + 5000);
+    utimesSync(join(dir.path, '.list.gz'), later, later); // someone touched it
+    users.set(1, 3);
+    expect(buildList(users).reused).toBe(0);
+  });
 });

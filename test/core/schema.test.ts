@@ -23,7 +23,7 @@ afterAll(() => dir.cleanup());
 
 describe('contract schemas', () => {
   it('validate every file built from the sample store', () => {
-    expect(publishedFiles(out)).toHaveLength(42); // 18 profiles x 2 aliases, creators list, 4 error documents, contract
+    expect(publishedFiles(out)).toHaveLength(43); // 18 profiles x 2 aliases, creators list and its gzip variant, 4 error documents, contract
     expect(validateTree(out)).toEqual([]);
   });
 

@@ -40,9 +40,9 @@ describe('byte stability', () => {
     expect(profile(out, 'bob').meta.timestamp).toBe(new Date(later).toISOString());
     expect(readJson(out, 'service-api/v1/creators').meta.timestamp).toBe(new Date(later).toISOString());
     const changed = [...after.keys()].filter((f) => after.get(f)!.bytes !== before.get(f)!.bytes).sort();
-    expect(changed).toEqual(['api/v1/users/bob', 'service-api/v1/creators', 'service-api/v1/users/bob']);
+    expect(changed).toEqual(['api/v1/users/bob', 'service-api/v1/.creators.gz', 'service-api/v1/creators', 'service-api/v1/users/bob']);
     for (const [f, entry] of after) if (!changed.includes(f)) expect(entry).toEqual(before.get(f));
-    expect(report.files).toEqual({ written: 3, unchanged: before.size - 3, removed: 0 });
+    expect(report.files).toEqual({ written: 4, unchanged: before.size - 4, removed: 0 });
   });
 
   it("a commit's claim marks the files about to change pending on top of the last manifest; a build left there by a crash converges", () => {
@@ -57,7 +57,7 @@ describe('byte stability', () => {
     expect(claimedManifest.profiles.size).toBe(before.profiles.size);
     // A crash right after the claim: the next build rewrites what was claimed and ends as before.
     const report = buildTo(db, out);
-    expect(report.files.written).toBe(3); // the claimed profile under both aliases, and the list
+    expect(report.files.written).toBe(4); // the claimed profile under both aliases, the list and its variant
     expect(readManifest(out).profiles).toEqual(before.profiles);
   });
 
@@ -170,11 +170,14 @@ describe('nothing outside --out', () => {
     buildTo(db, out, { snapshotMs: SNAPSHOT_MS + HOUR });
     expect(siblings()).toEqual([...before, 'dist'].sort());
     expect(listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'))).toEqual([
+      '.profile-snapshot/creators-gzip-index',
       '.profile-snapshot/last-pass.json',
       '.profile-snapshot/manifest',
     ]);
     expect(
-      publishedFiles(out).every((f) => /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$)|_errors\/)/.test(f)),
+      publishedFiles(out).every((f) =>
+        /^(api\/v1\/(users\/|openapi\.json$)|service-api\/v1\/(users\/|creators$|\.creators\.gz$)|_errors\/)/.test(f),
+      ),
     ).toBe(true);
   });
 });

@@ -98,6 +98,7 @@ export interface StoredObject {
   bytes: string;
   contentType: string | undefined;
   cacheControl: string | undefined;
+  contentEncoding: string | undefined;
 }
 
 /** Every object under the prefix, by key relative to it, with its bytes and stored headers. */
@@ -114,6 +115,7 @@ export async function readBucket(endpoint: string, bucket: string, prefix = ''):
         bytes: Buffer.from(await object.Body!.transformToByteArray()).toString('latin1'),
         contentType: object.ContentType,
         cacheControl: object.CacheControl,
+        contentEncoding: object.ContentEncoding,
       });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;

@@ -5,8 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { contractText } from '../../src/core/contract.js';
-import { OPENAPI_FILE } from '../../src/core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, OPENAPI_FILE } from '../../src/core/layout.js';
 import { describeErrors, validator } from '../../src/verify/schemas.js';
 import { publishedFiles } from './output.js';
 
@@ -18,6 +19,7 @@ export function schemaFor(path: string): string {
   if (path === 'service-api/v1/creators') return 'CreatorsResponse';
   if (/^_errors\/[a-z-]+\.json$/.test(path)) return 'ErrorResponse';
   if (path === OPENAPI_FILE) return 'the contract';
+  if (path === CREATORS_GZIP_FILE) return 'the creators list, gzip';
   throw new Error(`unexpected published file ${path}`);
 }
 
@@ -25,6 +27,11 @@ export function schemaFor(path: string): string {
 export function validateTree(out: string): string[] {
   const problems: string[] = [];
   for (const path of publishedFiles(out)) {
+    if (path === CREATORS_GZIP_FILE) {
+      const list = readFileSync(join(out, CREATORS_FILE));
+      if (!gunzipSync(readFileSync(join(out, path))).equals(list)) problems.push(`${path}: does not decode to ${CREATORS_FILE}`);
+      continue;
+    }
     const text = readFileSync(join(out, path), 'utf8');
     if (path === OPENAPI_FILE) {
       if (text !== contractText()) problems.push(`${path}: differs from contract/openapi.json`);

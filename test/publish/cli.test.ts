@@ -2,8 +2,9 @@
  * `profile-snapshot publish` through the real CLI: exit codes, messages that name endpoint, bucket
  * and cause, and credentials that never show.
  */
-import { appendFileSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { freePort, s3Env, startS3rver } from '../helpers/s3.js';
 import { runCliAsync } from '../helpers/process.js';
@@ -27,19 +28,19 @@ describe('publish CLI', () => {
       env: s3Env({ PROFILE_PUBLISH_TO: `s3://${site.bucket}/${PREFIX}`, AWS_ENDPOINT_URL_S3: site.endpoint }),
     });
     expect(run.stderr).toMatch(
-      /published .* to s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+: 46 objects put \(20 profiles, the creators list\)/,
+      /published .* to s3:\/\/profiles-\d+-\d+\/site\/v1 at http:\/\/127\.0\.0\.1:\d+: 47 objects put \(20 profiles, the creators list\)/,
     );
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout);
-    expect(report.objects).toEqual({ put: 46, deleted: 0, unchanged: 0 });
-    // 46 objects, intent and state; the lock taken, marked (the store ignores conditional writes,
+    expect(report.objects).toEqual({ put: 47, deleted: 0, unchanged: 0 });
+    // 47 objects, intent and state; the lock taken, marked (the store ignores conditional writes,
     // accepted with --single-writer) and released; the three probe writes that found it out.
-    expect(report.requests.PUT).toBe(48 + 3 + 3);
+    expect(report.requests.PUT).toBe(49 + 3 + 3);
     expect(run.stderr).toMatch(/warning: .* ignores conditional writes \(accepted with --single-writer\)/);
     await expectExact(site);
     const again = await runCliAsync(args(), { env: s3Env() });
     expect(again.code).toBe(0);
-    expect(again.stderr).toMatch(/is up to date \(46 objects\); 2 requests/);
+    expect(again.stderr).toMatch(/is up to date \(47 objects\); 2 requests/);
   });
 
   it('takes flags over the environment, and path-style URLs for a host name endpoint', async () => {
@@ -90,6 +91,24 @@ describe('publish CLI', () => {
     const profile = await runCliAsync(args(), { env: s3Env() });
     expect(profile.code).toBe(5);
     expect(profile.stderr).toMatch(/is not publishable: api\/v1\/users\/user00003 is missing although the manifest lists it/);
+    const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
+    expect(await listing.text()).not.toMatch(/<Key>/);
+  });
+
+  it('exits 5 for a tree whose gzip variant of the list is missing or made from another list, writing nothing', async () => {
+    const variant = join(site.out, 'service-api/v1/.creators.gz');
+    const manifest = join(site.out, '.profile-snapshot/manifest');
+    const built = readFileSync(manifest, 'utf8');
+    rmSync(variant);
+    const gone = await runCliAsync(args(), { env: s3Env() });
+    expect(gone.code).toBe(5);
+    expect(gone.stderr).toMatch(/is not publishable: service-api\/v1\/\.creators\.gz missing/);
+    // An older tree (or a damaged manifest) whose variant entry does not carry the list's hash.
+    writeFileSync(variant, gzipSync('{}'));
+    writeFileSync(manifest, built.replace(/^(f\tservice-api\/v1\/\.creators\.gz\t)[^\t]+/m, '$1AAAAAAAAAAAAAAAA'));
+    const stale = await runCliAsync(args(), { env: s3Env() });
+    expect(stale.code).toBe(5);
+    expect(stale.stderr).toMatch(/\.creators\.gz was made from another creators list than service-api\/v1\/creators/);
     const listing = await fetch(`${site.endpoint}/${site.bucket}?list-type=2`);
     expect(await listing.text()).not.toMatch(/<Key>/);
   });

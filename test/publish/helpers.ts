@@ -2,6 +2,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CREATORS_GZIP_FILE } from '../../src/core/layout.js';
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { publish, type PublishOptions, type PublishReport } from '../../src/publish/publish.js';
 import { buildTo } from '../helpers/build.js';
@@ -70,6 +71,8 @@ export async function expectExact(site: Site, prefix = PREFIX, leases = ['lock']
     expect(object.bytes, file).toBe(readFileSync(join(site.out, file), 'latin1'));
     expect(object.contentType, file).toBe(CONTENT_TYPE);
     expect(object.cacheControl, file).toBe(CACHE_CONTROL);
+    // The list's variant is stored as what it is: the list, gzip-encoded (hosts pass it through as such).
+    expect(object.contentEncoding, file).toBe(file === CREATORS_GZIP_FILE ? 'gzip' : undefined);
   }
   // The record, and the leases: the lock every writing publish takes (released, not deleted), and
   // the watchers' leadership.

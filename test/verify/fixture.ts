@@ -4,6 +4,7 @@
  */
 import { readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { buildTo } from '../helpers/build.js';
 import { tempDir, TestStore } from '../helpers/store.js';
 
@@ -51,4 +52,6 @@ export function rewriteCreators(tree: Tree, edit: (data: any[]) => any[]): void 
   const list = tree.json('service-api/v1/creators');
   list.data = edit(list.data);
   tree.write('service-api/v1/creators', JSON.stringify(list));
+  // Its gzip variant follows, so each test sees only the defect it made in the list.
+  writeFileSync(join(tree.out, 'service-api/v1/.creators.gz'), gzipSync(JSON.stringify(list)));
 }

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
 import { OutDirLock } from '../../src/output/lock.js';
@@ -239,6 +240,26 @@ describe('one corrupted tree per defect class', () => {
         message: 'holds 404 "USER_NOT_FOUND", but this file answers 404 NOT_FOUND',
       },
     ]);
+  });
+
+  it('a gzip variant of the creators list that is missing, made from another list, or damaged', () => {
+    const t = fresh();
+    const variant = 'service-api/v1/.creators.gz';
+    const list = readFileSync(join(t.out, 'service-api/v1/creators'));
+    writeFileSync(join(t.out, variant), gzipSync(Buffer.concat([list, Buffer.from(' ')])));
+    expect(only(defectsOf(t), 'creators-gzip').map((d) => d.message)).toEqual([
+      expect.stringMatching(/stale or damaged: it decodes to more than the list's \d+ bytes|stale or damaged: its bytes differ/),
+    ]);
+    writeFileSync(join(t.out, variant), gzipSync(list).subarray(0, 40));
+    expect(only(defectsOf(t), 'creators-gzip').map((d) => d.message)).toEqual([
+      expect.stringMatching(/stale or damaged: it does not decode/),
+    ]);
+    t.remove(variant);
+    expect(only(defectsOf(t), 'creators-gzip').map((d) => d.message)).toEqual([
+      expect.stringMatching(/variant of the creators list is missing/),
+    ]);
+    writeFileSync(join(t.out, variant), gzipSync(list));
+    expect(defectsOf(t)).toEqual([]);
   });
 
   it('a missing creators list, and a missing or different contract', () => {

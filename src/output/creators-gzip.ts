@@ -1,0 +1,201 @@
+/**
+ * The creators list's gzip variant: the list's exact bytes as one gzip member, written in the same
+ * transaction as the list, for hosts to send to clients that accept gzip (CDNs do not compress a
+ * document this large themselves).
+ *
+ * Kept cheap to refresh: the members are cut into pieces of about PIECE_MEMBERS members each, and a
+ * piece whose members (and the few members before it, its dictionary) did not change is copied
+ * compressed from the last variant instead of being deflated again (gzip-member.ts). Piece
+ * boundaries fall where a member's name hashes to one, so a member added or removed moves no other
+ * boundary. Where each piece sits in the variant is kept beside the manifest (CREATORS_GZIP_INDEX_FILE),
+ * tied to the variant file it describes by that file's stamp.
+ */
+import { fstatSync } from 'node:fs';
+import { join } from 'node:path';
+import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
+import { Fingerprint } from '../core/hash.js';
+import type { BufferedFileWriter } from './file-writer.js';
+import { replaceFileWith } from './folders.js';
+import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
+import { readPieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
+import { PositionedReader } from './positioned-reader.js';
+import type { OutputTransaction } from './tree.js';
+
+/**
+ * Members per piece, on average (a boundary where a name's hash is 0 modulo this). Smaller pieces
+ * re-deflate less of the list when a few members change; each piece also compresses a little worse.
+ * BENCHMARKS.md ("The creators list, compressed") measures the trade.
+ */
+const PIECE_MEMBERS = 16;
+/** A piece ends after this many members whatever the names: bounds a piece's size. */
+const MAX_PIECE_MEMBERS = 4 * PIECE_MEMBERS;
+/** The members before a piece that are its dictionary: most of what deflate gains from a long window. */
+const DICTIONARY_MEMBERS = 4;
+/** Characters of a data hash at the start of each member's hash string (core/hash.ts). */
+const HASH_LENGTH = 16;
+
+/** The settings the pieces were cut and keyed with: an index made with others is not used. */
+export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS}`;
+
+/** The list as its members lie in its file, in list order. */
+export interface ListLayout {
+  /** Bytes before the array's "[". */
+  headLength: number;
+  names: readonly string[];
+  /** Each member's data hash, or a manifest entry that starts with it. */
+  hashes: readonly string[];
+  lengths: readonly number[];
+}
+
+/** What one variant cost: pieces in all, and those copied from the last variant. */
+export interface GzipPieces {
+  pieces: number;
+  reused: number;
+}
+
+/**
+ * Stages the variant whenever the list is (`listRewritten`: its envelope's meta may differ even when
+ * its members do not) or the last build left none; after the commit, records where its pieces are
+ * for the next build.
+ */
+export function stageCreatorsGzip(
+  tx: OutputTransaction,
+  list: { path: string; hash: string; rewritten: boolean },
+  layout: ListLayout,
+): GzipPieces | undefined {
+  const listPath = list.path;
+  const variantPath = gzipVariantPath(listPath);
+  const last = readPieceIndex(tx, variantPath, PIECE_SETTINGS);
+  let pieces: Piece[] = [];
+  let counts: GzipPieces | undefined;
+  const write = (sink: BufferedFileWriter) => {
+    pieces = assemble(sink, tx.fileToPublish(listPath), layout, last);
+    counts = { pieces: pieces.length, reused: pieces.filter((p) => p.reused).length };
+  };
+  const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
+  if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), pieces));
+  return counts;
+}
+
+function writePieceIndex(outDir: string, stamp: string | undefined, pieces: readonly Piece[]): void {
+  if (stamp === undefined) return;
+  const lines = pieces.map((p) => `${p.key}\t${p.offset}\t${p.compressed}\t${p.length}\t${p.crc}\n`);
+  replaceFileWith(outDir, join(outDir, CREATORS_GZIP_INDEX_FILE), `${PIECE_SETTINGS}\t${stamp}\n${lines.join('')}`);
+}
+
+/** Member i's first byte in the list file, for each member, and one past the array's members. */
+function memberOffsets(layout: ListLayout): Float64Array {
+  const offsets = new Float64Array(layout.lengths.length + 1);
+  offsets[0] = layout.headLength + 1; // after the head and its "["
+  for (let i = 0; i < layout.lengths.length; i++) offsets[i + 1] = offsets[i]! + layout.lengths[i]! + 1;
+  return offsets;
+}
+
+/** FNV-1a of a name: where pieces end depends on the names alone. */
+function endsPiece(name: string): boolean {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) % PIECE_MEMBERS === 0;
+}
+
+/** Each piece's first member, and the member count at the end. */
+function pieceStarts(names: readonly string[]): number[] {
+  const starts = names.length === 0 ? [] : [0];
+  for (let i = 1, since = 1; i < names.length; i++, since++) {
+    if (since >= MAX_PIECE_MEMBERS || endsPiece(names[i - 1]!)) {
+      starts.push(i);
+      since = 0;
+    }
+  }
+  starts.push(names.length);
+  return starts;
+}
+
+/** A piece's key: its members' hashes and its dictionary members' (which decide its compressed bytes). */
+function pieceKey(hashes: readonly string[], from: number, start: number, end: number): string {
+  const batch = Buffer.alloc((end - from) * HASH_LENGTH + 1);
+  let used = 0;
+  for (let i = from; i < end; i++) {
+    if (i === start) used += batch.write(start === 0 ? '^' : '|', used, 'latin1');
+    used += batch.write(hashes[i]!, used, HASH_LENGTH, 'latin1');
+  }
+  return new Fingerprint().update(batch.subarray(0, used)).digest();
+}
+
+/** Writes the variant of `listFile` into `sink`; returns its member pieces, where each now sits. */
+function assemble(sink: BufferedFileWriter, listFile: string, layout: ListLayout, last: PieceIndex | undefined): Piece[] {
+  const list = new PositionedReader(listFile, false);
+  const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
+  const member = memberOffsets(layout);
+  const pieces: Piece[] = [];
+  const out = new MemberWriter(sink);
+  try {
+    const arrayStart = member[0]!;
+    out.deflate(list.read(0, arrayStart), undefined, false);
+    const starts = pieceStarts(layout.names);
+    for (let p = 0; p + 1 < starts.length; p++) {
+      const start = starts[p]!;
+      const end = starts[p + 1]!;
+      const from = Math.max(0, start - DICTIONARY_MEMBERS);
+      const key = pieceKey(layout.hashes, from, start, end);
+      const byteStart = start === 0 ? arrayStart : member[start]! - 1; // the comma before it
+      const byteEnd = member[end]! - 1;
+      const kept = last?.pieces.get(key);
+      if (kept !== undefined && kept.length === byteEnd - byteStart) {
+        pieces.push({ ...kept, offset: out.copy(lastFile!, kept), reused: true });
+        continue;
+      }
+      const dictionaryStart = Math.max(start === 0 ? 0 : member[from]!, byteStart - WINDOW_BYTES);
+      const bytes = list.read(dictionaryStart, byteEnd - dictionaryStart);
+      const dictionary = bytes.subarray(0, byteStart - dictionaryStart);
+      pieces.push({ key, ...out.deflate(bytes.subarray(byteStart - dictionaryStart), dictionary, false), reused: false });
+    }
+    const tailStart = layout.names.length === 0 ? arrayStart : member[layout.names.length]! - 1;
+    const size = fstatSync(list.fd).size;
+    out.deflate(list.read(tailStart, size - tailStart), undefined, true);
+    out.finish(size);
+  } finally {
+    list.close();
+    lastFile?.close();
+  }
+  return pieces;
+}
+
+/** Writes a gzip member piece by piece: header, pieces, trailer, with the CRC-32 carried along. */
+class MemberWriter {
+  private crc = 0;
+  private length = 0;
+
+  constructor(private readonly sink: BufferedFileWriter) {
+    sink.write(GZIP_HEADER);
+  }
+
+  /** Deflates a piece of the data; returns where it went and what it holds. */
+  deflate(data: Buffer, dictionary: Buffer | undefined, last: boolean): Omit<Piece, 'key' | 'reused'> {
+    const offset = this.sink.bytesWritten;
+    const compressed = deflatePiece(data, dictionary, last);
+    const crc = crc32(data);
+    this.sink.write(compressed);
+    this.add(crc, data.length);
+    return { offset, compressed: compressed.length, length: data.length, crc };
+  }
+
+  /** Copies a piece compressed before from the last variant; returns its offset in this one. */
+  copy(from: PositionedReader, piece: Piece): number {
+    const offset = this.sink.bytesWritten;
+    from.copy(piece.offset, piece.compressed, this.sink);
+    this.add(piece.crc, piece.length);
+    return offset;
+  }
+
+  /** The trailer; `expected` is the list's size, which the pieces must add up to. */
+  finish(expected: number): void {
+    if (this.length !== expected) throw new Error(`bug: the gzip variant holds ${this.length} bytes of a ${expected}-byte list`);
+    this.sink.write(gzipTrailer(this.crc, this.length));
+  }
+
+  private add(crc: number, length: number): void {
+    this.crc = this.length === 0 ? crc : crc32Combine(this.crc, crc, length);
+    this.length += length;
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Where each piece of the last gzip variant of the creators list sits in it (creators-gzip.ts): one
+ * line per piece under a header naming the piece settings and the stamp of the variant file it
+ * describes. It is only a shortcut: when it does not match the variant on disk, every piece is
+ * deflated again.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CREATORS_GZIP_INDEX_FILE } from '../core/layout.js';
+import type { OutputTransaction } from './tree.js';
+
+export interface Piece {
+  /** Its members' and dictionary's hashes, digested (creators-gzip.ts pieceKey). */
+  key: string;
+  /** Where its compressed bytes start in the variant, and how many there are. */
+  offset: number;
+  compressed: number;
+  /** Its bytes of the list, and their CRC-32. */
+  length: number;
+  crc: number;
+  /** Whether this build copied it from the last variant. */
+  reused: boolean;
+}
+
+export interface PieceIndex {
+  /** The last variant's file, exactly as the index describes it. */
+  file: string;
+  pieces: Map<string, Piece>;
+}
+
+/**
+ * The last build's pieces of the variant at `variantPath`, when its file is still the one it wrote and the index was made
+ * for that file with `settings`. Undefined otherwise (first build, a damaged or foreign index).
+ */
+export function readPieceIndex(tx: OutputTransaction, variantPath: string, settings: string): PieceIndex | undefined {
+  const last = tx.intactPreviousFile(variantPath);
+  if (last === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(join(tx.outDir, CREATORS_GZIP_INDEX_FILE), 'latin1');
+  } catch {
+    return undefined;
+  }
+  const lines = text.split('\n');
+  if (lines[0] !== `${settings}\t${last.stamp}`) return undefined;
+  const pieces = new Map<string, Piece>();
+  for (let i = 1; i < lines.length; i++) {
+    const [key, offset, compressed, length, crc] = lines[i]!.split('\t');
+    if (key === undefined || crc === undefined) continue;
+    pieces.set(key, {
+      key,
+      offset: Number(offset),
+      compressed: Number(compressed),
+      length: Number(length),
+      crc: Number(crc),
+      reused: false,
+    });
+  }
+  return { file: last.file, pieces };
+}

@@ -1,0 +1,81 @@
+/**
+ * One gzip member (RFC 1952) assembled from pieces deflated apart, as pigz does: each piece is raw
+ * deflate ending in a sync flush (an empty stored block, so the next piece starts on a byte), the
+ * last one ending the stream; the member's CRC-32 is the pieces' CRCs combined. A piece may be
+ * deflated with the bytes just before it as its dictionary: those are exactly the window a decoder
+ * holds when it reaches the piece, so back-references into them decode right.
+ */
+import zlib from 'node:zlib';
+
+/** Deflate's window: a dictionary longer than this is cut to its end. */
+export const WINDOW_BYTES = 32 * 1024;
+
+/** zlib's default level: the one `gzip -6` and nginx's `gzip_static` files are made with. */
+const LEVEL = 6;
+
+/** Magic, deflate, no flags, no modification time, no extra flags, unknown OS: the same bytes for the same data. */
+export const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
+
+/** Raw deflate of `data`, ending in a sync flush (more pieces follow) or the stream's end (`last`). */
+export function deflatePiece(data: Uint8Array, dictionary: Uint8Array | undefined, last: boolean): Buffer {
+  return zlib.deflateRawSync(data, {
+    level: LEVEL,
+    finishFlush: last ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH,
+    ...(dictionary !== undefined && dictionary.length > 0 ? { dictionary: dictionary.subarray(-WINDOW_BYTES) } : {}),
+  });
+}
+
+/** CRC-32 (the gzip one) of `data`. */
+export function crc32(data: Uint8Array): number {
+  return zlib.crc32(data) >>> 0;
+}
+
+/** The member's last 8 bytes: CRC-32 and length modulo 2^32, little-endian. */
+export function gzipTrailer(crc: number, length: number): Buffer {
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(crc >>> 0, 0);
+  trailer.writeUInt32LE(length % 2 ** 32, 4);
+  return trailer;
+}
+
+const POLYNOMIAL = 0xedb88320;
+
+/** a(x) * b(x) modulo the CRC polynomial, in the reflected bit order CRC-32 uses (zlib's multmodp). */
+function multiplyModP(a: number, b: number): number {
+  let m = 0x80000000;
+  let product = 0;
+  for (;;) {
+    if ((a & m) !== 0) {
+      product ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = b & 1 ? (b >>> 1) ^ POLYNOMIAL : b >>> 1;
+  }
+  return product >>> 0;
+}
+
+/** x^(2^k) modulo the polynomial, for k = 0..31. */
+const X_TO_2_TO_K = ((): Uint32Array => {
+  const table = new Uint32Array(32);
+  let p = 0x40000000; // x^1
+  table[0] = p;
+  for (let k = 1; k < 32; k++) table[k] = p = multiplyModP(p, p);
+  return table;
+})();
+
+/** x^(n * 2^k) modulo the polynomial (zlib's x2nmodp). */
+function xPowerModP(n: number, k: number): number {
+  let p = 0x80000000; // x^0
+  while (n > 0) {
+    if (n % 2 === 1) p = multiplyModP(X_TO_2_TO_K[k & 31]!, p);
+    n = Math.floor(n / 2);
+    k++;
+  }
+  return p;
+}
+
+/** The CRC-32 of A followed by B, from A's CRC, B's CRC and B's length (zlib's crc32_combine). */
+export function crc32Combine(crcA: number, crcB: number, lengthB: number): number {
+  return (multiplyModP(xPowerModP(lengthB, 3), crcA) ^ crcB) >>> 0;
+}

@@ -3,7 +3,7 @@
 //
 // CloudFront Function, viewer request, runtime cloudfront-js-2.0 (see docs/hosting.md). ES 5.1 only.
 
-var ROUTES = {"prefixes":["/api/v1","/service-api/v1"],"profiles":[{"path":"/api/v1/users","dir":"api/v1/users"},{"path":"/service-api/v1/users","dir":"service-api/v1/users"}],"query":{"path":"/api/v1/users","param":"username","dir":"api/v1/users"},"files":[{"path":"/service-api/v1/creators","file":"service-api/v1/creators"},{"path":"/api/v1/openapi.json","file":"api/v1/openapi.json"}],"errors":{"USER_NOT_FOUND":{"status":404,"file":"_errors/user-not-found.json"},"USERNAME_REQUIRED":{"status":400,"file":"_errors/username-required.json"},"NOT_FOUND":{"status":404,"file":"_errors/not-found.json"},"METHOD_NOT_ALLOWED":{"status":405,"file":"_errors/method-not-allowed.json"}},"headers":{"Content-Type":"application/json; charset=utf-8","Access-Control-Allow-Origin":"*","Access-Control-Allow-Methods":"GET, OPTIONS","Cache-Control":"public, s-maxage=30, stale-while-revalidate=60","X-Content-Type-Options":"nosniff"}};
+var ROUTES = {"prefixes":["/api/v1","/service-api/v1"],"profiles":[{"path":"/api/v1/users","dir":"api/v1/users"},{"path":"/service-api/v1/users","dir":"service-api/v1/users"}],"query":{"path":"/api/v1/users","param":"username","dir":"api/v1/users"},"files":[{"path":"/service-api/v1/creators","file":"service-api/v1/creators","gzip":"service-api/v1/.creators.gz"},{"path":"/api/v1/openapi.json","file":"api/v1/openapi.json"}],"errors":{"USER_NOT_FOUND":{"status":404,"file":"_errors/user-not-found.json"},"USERNAME_REQUIRED":{"status":400,"file":"_errors/username-required.json"},"NOT_FOUND":{"status":404,"file":"_errors/not-found.json"},"METHOD_NOT_ALLOWED":{"status":405,"file":"_errors/method-not-allowed.json"}},"headers":{"Content-Type":"application/json; charset=utf-8","Access-Control-Allow-Origin":"*","Access-Control-Allow-Methods":"GET, OPTIONS","Cache-Control":"public, s-maxage=30, stale-while-revalidate=60","X-Content-Type-Options":"nosniff"}};
 var PREFLIGHT_HEADERS = {"Access-Control-Allow-Headers":"*","Access-Control-Max-Age":"86400"};
 var ALLOW_HEADER = "GET, HEAD, OPTIONS";
 var OUTSIDE_HEADERS = {"Content-Type":"text/plain; charset=utf-8","X-Content-Type-Options":"nosniff","Cache-Control":"public, s-maxage=30, stale-while-revalidate=60"};
@@ -19,12 +19,18 @@ function handler(event) {
   if (request.method === 'OPTIONS') return generated(request, 204, merged(ROUTES.headers, PREFLIGHT_HEADERS), '');
   if (request.method !== 'GET' && request.method !== 'HEAD') return errorResponse(request, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
   if (route.kind === 'error') return errorResponse(request, route.code, {});
-  // The one object the table names; no query (one cache entry per object) and no Range (a JSON
-  // document is always sent whole).
-  request.uri = '/' + route.file;
+  // The one object the table names (a file's gzip variant, its own object, if the viewer accepts
+  // gzip); no query (one cache entry per object) and no Range (a document is always sent whole).
+  request.uri = '/' + (route.gzip && acceptsGzip(headerValue(request, 'accept-encoding')) ? route.gzip : route.file);
   request.querystring = {};
   delete request.headers['range'];
   return request;
+}
+
+/** A request header's value (lower-case name), or undefined. */
+function headerValue(request, name) {
+  var header = request.headers[name];
+  return header ? header.value : undefined;
 }
 
 /** The path decoded once, as on every other host; a malformed escape is no route. */
@@ -39,10 +45,8 @@ function routeOfRequest(request) {
 }
 
 /**
- * The query as URLSearchParams reads it. From the raw query string when the runtime offers it
- * (`rawQueryString()`, cloudfront-js-2.0): exactly, whatever the spelling. Otherwise from the parsed
- * object, whose names and values are still encoded: exact too, except that the order between two
- * spellings of one name (`username=a&user%6Eame=b`) is lost there.
+ * The query as URLSearchParams reads it: from `rawQueryString()` (cloudfront-js-2.0) exactly; else
+ * from the parsed object, exact but for the order of two spellings of one name (`a=1&%61=2`).
  */
 function cloudFrontQuery(request) {
   var raw = typeof request.rawQueryString === 'function' ? request.rawQueryString() : undefined;
@@ -152,7 +156,7 @@ function resolveRoute(path, query, table) {
   var i;
   for (i = 0; i < routes.files.length; i++) {
     var entry = routes.files[i];
-    if (entry && path === entry.path) return { kind: 'file', file: entry.file };
+    if (entry && path === entry.path) return entry.gzip ? { kind: 'file', file: entry.file, gzip: entry.gzip } : { kind: 'file', file: entry.file };
   }
   // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
   for (var code in routes.errors) {
@@ -178,4 +182,27 @@ function resolveRoute(path, query, table) {
     if (prefix !== undefined && under(path, prefix)) return { kind: 'error', code: 'NOT_FOUND' };
   }
   return { kind: 'outside' };
+}
+
+/**
+ * Whether Accept-Encoding accepts gzip (RFC 9110 12.5.3): gzip with q > 0, else * with q > 0; no
+ * header, no encoding.
+ * @param {string | null | undefined} header
+ */
+function acceptsGzip(header) {
+  var parts = (header || '').split(',');
+  var gzip = -1;
+  var any = -1;
+  for (var i = 0; i < parts.length; i++) {
+    var params = (parts[i] || '').toLowerCase().split(';');
+    var coding = (params[0] || '').trim();
+    var q = 1;
+    for (var j = 1; j < params.length; j++) {
+      var param = (params[j] || '').trim();
+      if (param.indexOf('q=') === 0) q = Number(param.slice(2)) || 0;
+    }
+    if (coding === 'gzip' || coding === 'x-gzip') gzip = Math.max(gzip, q);
+    else if (coding === '*') any = Math.max(any, q);
+  }
+  return gzip !== -1 ? gzip > 0 : any > 0;
 }

@@ -29,7 +29,8 @@ const ROUTES = {
   "files": [
     {
       "path": "/service-api/v1/creators",
-      "file": "service-api/v1/creators"
+      "file": "service-api/v1/creators",
+      "gzip": "service-api/v1/.creators.gz"
     },
     {
       "path": "/api/v1/openapi.json",
@@ -67,6 +68,7 @@ const ALLOW_HEADER = "GET, HEAD, OPTIONS";
 const OUTSIDE_HEADERS = {"Content-Type":"text/plain; charset=utf-8","X-Content-Type-Options":"nosniff","Cache-Control":"public, s-maxage=30, stale-while-revalidate=60"};
 const OUTSIDE_BODY = "Not Found\n";
 const EDGE_CACHE_CONTROL = "public, s-maxage=30";
+const VARY_HEADER = {"Vary":"Accept-Encoding"};
 const ERROR_BODIES = {"USER_NOT_FOUND":"{\"status\":404,\"code\":\"USER_NOT_FOUND\",\"message\":\"No active or suspended profile has this username.\"}","USERNAME_REQUIRED":"{\"status\":400,\"code\":\"USERNAME_REQUIRED\",\"message\":\"The username query parameter is required and must not be empty.\"}","NOT_FOUND":"{\"status\":404,\"code\":\"NOT_FOUND\",\"message\":\"No API resource exists at this path.\"}","METHOD_NOT_ALLOWED":"{\"status\":405,\"code\":\"METHOD_NOT_ALLOWED\",\"message\":\"Only GET and OPTIONS are allowed.\"}"};
 /**
  * A whole error document produced at answer time (`meta.timestamp` is the answer's time), byte for
@@ -114,7 +116,7 @@ function resolveRoute(path, query, table) {
   var i;
   for (i = 0; i < routes.files.length; i++) {
     var entry = routes.files[i];
-    if (entry && path === entry.path) return { kind: 'file', file: entry.file };
+    if (entry && path === entry.path) return entry.gzip ? { kind: 'file', file: entry.file, gzip: entry.gzip } : { kind: 'file', file: entry.file };
   }
   // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
   for (var code in routes.errors) {
@@ -141,6 +143,29 @@ function resolveRoute(path, query, table) {
   }
   return { kind: 'outside' };
 }
+
+/**
+ * Whether Accept-Encoding accepts gzip (RFC 9110 12.5.3): gzip with q > 0, else * with q > 0; no
+ * header, no encoding.
+ * @param {string | null | undefined} header
+ */
+function acceptsGzip(header) {
+  var parts = (header || '').split(',');
+  var gzip = -1;
+  var any = -1;
+  for (var i = 0; i < parts.length; i++) {
+    var params = (parts[i] || '').toLowerCase().split(';');
+    var coding = (params[0] || '').trim();
+    var q = 1;
+    for (var j = 1; j < params.length; j++) {
+      var param = (params[j] || '').trim();
+      if (param.indexOf('q=') === 0) q = Number(param.slice(2)) || 0;
+    }
+    if (coding === 'gzip' || coding === 'x-gzip') gzip = Math.max(gzip, q);
+    else if (coding === '*') any = Math.max(any, q);
+  }
+  return gzip !== -1 ? gzip > 0 : any > 0;
+}
 async function handleRequest(request, env, ctx) {
   const url = new URL(request.url);
   const route = routeOf(url);
@@ -152,9 +177,27 @@ async function handleRequest(request, env, ctx) {
     return answerError(request, url, env, ctx, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
   }
   if (route.kind === 'error') return answerError(request, url, env, ctx, route.code);
+  if (route.kind === 'file' && route.gzip) return answerNegotiated(request, url, env, ctx, route);
   const found = await readDocument(request, url, env, ctx, route.file);
   if (found) return answerDocument(request, found, 200, true);
   return answerError(request, url, env, ctx, route.kind === 'profile' ? 'USER_NOT_FOUND' : 'NOT_FOUND');
+}
+
+/**
+ * A file with a gzip variant: the variant's bytes as stored, with `Content-Encoding: gzip`, to a
+ * client that accepts gzip; the file otherwise; `Vary: Accept-Encoding` on both. Each encoding is
+ * its own R2 object, so its ETag, length and cache entry are its own. The client's own
+ * Accept-Encoding is `request.cf.clientAcceptEncoding`: the runtime hands the Worker "br, gzip" in
+ * the header (and compresses a plain answer itself for a client that accepts it).
+ */
+async function answerNegotiated(request, url, env, ctx, route) {
+  if (acceptsGzip(request.cf?.clientAcceptEncoding ?? request.headers.get('Accept-Encoding'))) {
+    const encoded = await readDocument(request, url, env, ctx, route.gzip);
+    if (encoded) return answerDocument(request, encoded, 200, true, { ...VARY_HEADER, 'Content-Encoding': 'gzip' });
+  }
+  const found = await readDocument(request, url, env, ctx, route.file);
+  if (found) return answerDocument(request, found, 200, true, VARY_HEADER);
+  return answerError(request, url, env, ctx, 'NOT_FOUND');
 }
 
 /** The path decoded once, as Netlify's rule engine and the origin see it; a malformed escape is no route. */
@@ -181,18 +224,22 @@ async function answerError(request, url, env, ctx, code, extra = {}) {
 }
 
 /**
- * A document ({ etag, body }) with the contract headers. Only a 200 carries its ETag and may become
- * a 304: a conditional request never turns an error into "not modified".
+ * A document ({ etag, size, body }) with the contract headers. Only a 200 carries its ETag and may
+ * become a 304: a conditional request never turns an error into "not modified". A body already
+ * encoded (`Content-Encoding` in `extra`) goes out as it is: `encodeBody: 'manual'` keeps the
+ * runtime from compressing it again.
  */
 async function answerDocument(request, found, status, conditional, extra = {}) {
   const headers = { ...ROUTES.headers, ...extra };
   if (conditional) headers.ETag = found.etag;
+  const encodeBody = extra['Content-Encoding'] ? 'manual' : 'automatic';
   const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
   if (request.method === 'HEAD' || notModified) {
     await found.body?.cancel();
-    return new Response(null, { status: notModified ? 304 : status, headers });
+    if (!notModified && found.size !== undefined) headers['Content-Length'] = String(found.size);
+    return new Response(null, { status: notModified ? 304 : status, headers, encodeBody });
   }
-  return new Response(found.body, { status, headers });
+  return new Response(found.body, { status, headers, encodeBody });
 }
 
 /** If-None-Match's weak comparison (RFC 9110 13.1.2): `*`, or any listed tag with the same opaque value. */
@@ -209,10 +256,19 @@ function objectKey(env, file) {
 }
 
 /**
+ * Cloudflare caches no object larger than this outside Enterprise plans (the Cache API included):
+ * a larger document (the creators list of a million profiles, uncompressed) is read from R2 for
+ * every request; its gzip variant, a twelfth of it, is cached.
+ */
+const CACHEABLE_BYTES = 512 * 1024 * 1024;
+
+/**
  * A document by its file under the snapshot, from the data centre's cache when it holds it, else
  * from R2 (then kept in the cache for the contract's s-maxage, in the background, so a published
- * change shows within it). The cache key sits under the API prefix, at a path the route table never
- * answers from a file, so it cannot collide with anything the zone caches from an origin.
+ * change shows within it, unless it is past CACHEABLE_BYTES). The cache key sits under the API
+ * prefix, at a path the route table never answers from a file, so it cannot collide with anything
+ * the zone caches from an origin; each file (a gzip variant too) has its own. Cached bytes are kept
+ * as they are stored, without Content-Encoding: the answer sets it.
  */
 async function readDocument(request, url, env, ctx, file) {
   const key = objectKey(env, file);
@@ -220,20 +276,31 @@ async function readDocument(request, url, env, ctx, file) {
   const cacheKey = new Request(`${url.origin}${ROUTES.prefixes[0]}/.edge-cache/${key}`);
   if (cache) {
     const hit = await cache.match(cacheKey);
-    if (hit) return { etag: hit.headers.get('ETag') ?? '', body: hit.body };
+    if (hit) return { etag: hit.headers.get('ETag') ?? '', size: sizeOf(hit), body: hit.body };
   }
   if (request.method === 'HEAD') {
     const head = await env.PROFILES.head(key);
-    return head ? { etag: head.httpEtag, body: null } : null;
+    return head ? { etag: head.httpEtag, size: head.size, body: null } : null;
   }
   const object = await env.PROFILES.get(key);
   if (!object || !object.body) return null;
-  if (!cache) return { etag: object.httpEtag, body: object.body };
+  if (!cache || object.size > CACHEABLE_BYTES) return { etag: object.httpEtag, size: object.size, body: object.body };
   const [answer, kept] = object.body.tee();
   ctx.waitUntil(
-    cache.put(cacheKey, new Response(kept, { headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag } })),
+    cache.put(
+      cacheKey,
+      new Response(kept, {
+        headers: { ...ROUTES.headers, 'Cache-Control': EDGE_CACHE_CONTROL, ETag: object.httpEtag, 'Content-Length': String(object.size) },
+      }),
+    ),
   );
-  return { etag: object.httpEtag, body: answer };
+  return { etag: object.httpEtag, size: object.size, body: answer };
+}
+
+/** A cached answer's length, when it says. */
+function sizeOf(response) {
+  const length = response.headers.get('Content-Length');
+  return length === null ? undefined : Number(length);
 }
 
 export default {

@@ -24,6 +24,7 @@ import {
   OUTSIDE_HEADERS,
   PREFLIGHT_HEADERS,
   ROUTES,
+  VARY_HEADER,
   type RouteTable,
 } from './routes.js';
 import { STATUS_TEXT } from './cloudfront-function.js';
@@ -36,7 +37,11 @@ export const HEADERS_POLICY_FILE = 'aws/response-headers-policy.json';
 export const TEMPLATE_FILE = 'aws/cloudformation.json';
 /** CloudFront Functions' size limit for the code. */
 export const FUNCTION_MAX_BYTES = 10 * 1024;
-/** AWS's managed cache policy "CachingOptimized": honours the objects' Cache-Control, no query in the key. */
+/**
+ * AWS's managed cache policy "CachingOptimized": honours the objects' Cache-Control, no query in the
+ * key, and the viewer's Accept-Encoding normalised to gzip, br or neither (EnableAcceptEncodingGzip and
+ * -Brotli) in the key: the creators list's two encodings are two cache entries.
+ */
 export const CACHING_OPTIMIZED = '658327ea-f89d-4fab-a63d-7e88639e58f6';
 
 const GENERATED = generatedBanner('aws config');
@@ -63,16 +68,21 @@ export function renderViewerRequestFunction(table: RouteTable = ROUTES): string 
   ].join('\n');
 }
 
-/** The headers CloudFront adds to every answer: what the bucket's objects cannot carry. */
+/**
+ * The headers CloudFront adds to every answer: what the bucket's objects cannot carry. Vary: the
+ * creators list is answered in two encodings (the function picks the object; the cache policy keys
+ * on the normalised Accept-Encoding), and a shared cache beyond CloudFront must keep them apart.
+ */
 export function renderHeadersPolicy(table: RouteTable = ROUTES): object {
   const cors = ['Access-Control-Allow-Origin', 'Access-Control-Allow-Methods'];
+  const items = [
+    ...cors.map((header) => ({ Header: header, Value: table.headers[header], Override: true })),
+    { Header: 'Vary', Value: VARY_HEADER.Vary, Override: true },
+  ];
   return {
     Name: 'profile-api-contract-headers',
-    Comment: 'The public profile API contract: CORS headers on every answer, nosniff',
-    CustomHeadersConfig: {
-      Quantity: cors.length,
-      Items: cors.map((header) => ({ Header: header, Value: table.headers[header], Override: true })),
-    },
+    Comment: 'The public profile API contract: CORS headers on every answer, nosniff, Vary on Accept-Encoding',
+    CustomHeadersConfig: { Quantity: items.length, Items: items },
     SecurityHeadersConfig: { ContentTypeOptions: { Override: true } },
   };
 }

@@ -15,7 +15,7 @@
  */
 import { STATUS_TEXT } from './cloudfront-function.js';
 import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES } from './routes.js';
-import { errorAnswerBody, resolveRoute } from './routing.js';
+import { acceptsGzip, errorAnswerBody, resolveRoute } from './routing.js';
 
 // ---- host code: cloudfront ----
 /** The function CloudFront calls (the name is CloudFront's convention). */
@@ -26,12 +26,18 @@ function handler(event) {
   if (request.method === 'OPTIONS') return generated(request, 204, merged(ROUTES.headers, PREFLIGHT_HEADERS), '');
   if (request.method !== 'GET' && request.method !== 'HEAD') return errorResponse(request, 'METHOD_NOT_ALLOWED', { Allow: ALLOW_HEADER });
   if (route.kind === 'error') return errorResponse(request, route.code, {});
-  // The one object the table names; no query (one cache entry per object) and no Range (a JSON
-  // document is always sent whole).
-  request.uri = '/' + route.file;
+  // The one object the table names (a file's gzip variant, its own object, if the viewer accepts
+  // gzip); no query (one cache entry per object) and no Range (a document is always sent whole).
+  request.uri = '/' + (route.gzip && acceptsGzip(headerValue(request, 'accept-encoding')) ? route.gzip : route.file);
   request.querystring = {};
   delete request.headers['range'];
   return request;
+}
+
+/** A request header's value (lower-case name), or undefined. */
+function headerValue(request, name) {
+  var header = request.headers[name];
+  return header ? header.value : undefined;
 }
 
 /** The path decoded once, as on every other host; a malformed escape is no route. */
@@ -46,10 +52,8 @@ function routeOfRequest(request) {
 }
 
 /**
- * The query as URLSearchParams reads it. From the raw query string when the runtime offers it
- * (`rawQueryString()`, cloudfront-js-2.0): exactly, whatever the spelling. Otherwise from the parsed
- * object, whose names and values are still encoded: exact too, except that the order between two
- * spellings of one name (`username=a&user%6Eame=b`) is lost there.
+ * The query as URLSearchParams reads it: from `rawQueryString()` (cloudfront-js-2.0) exactly; else
+ * from the parsed object, exact but for the order of two spellings of one name (`a=1&%61=2`).
  */
 function cloudFrontQuery(request) {
   var raw = typeof request.rawQueryString === 'function' ? request.rawQueryString() : undefined;

@@ -22,8 +22,17 @@ import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
 import { routeRequest } from './request-target.js';
-import { ALLOW_HEADER, OUTSIDE_BODY, OUTSIDE_HEADERS, PREFLIGHT_HEADERS, ROUTES, type RouteTable } from './routes.js';
-import { errorAnswerBody } from './routing.js';
+import {
+  ALLOW_HEADER,
+  OUTSIDE_BODY,
+  OUTSIDE_HEADERS,
+  PREFLIGHT_HEADERS,
+  ROUTES,
+  VARY_HEADER,
+  type Resolution,
+  type RouteTable,
+} from './routes.js';
+import { acceptsGzip, errorAnswerBody } from './routing.js';
 
 type Methods = NonNullable<Parameters<typeof handler>[3]>;
 
@@ -50,7 +59,7 @@ export function createOrigin(options: OriginOptions): Origin {
   // Answers from the cache set no header by name: the access log learns their length here.
   const lengths = options.log ? new WeakMap<ServerResponse, number>() : undefined;
   const cached = new CachedAnswers(out, table, options.cacheBytes, lengths && ((res, length) => lengths.set(res, length)));
-  const responder = new Responder(table, serveConfig(out, table), cached);
+  const responder = new Responder(out, table, serveConfig(out, table), cached);
   const handle = (req: IncomingMessage, res: ServerResponse) => responder.handle(req, res);
   const server = createServer((req, res) => {
     if (options.log) logWhenClosed(req, res, options.log, lengths);
@@ -76,23 +85,23 @@ type ServeConfig = Parameters<typeof handler>[2];
 
 /** serve-handler's settings: the contract's headers on every answer, nothing it would add of its own. */
 function serveConfig(out: string, table: RouteTable): ServeConfig {
+  const headers = [
+    ...Object.entries(table.headers).map(([key, value]) => ({ key, value })),
+    // Answers are whole JSON documents: no partial content (Range is ignored, see below).
+    { key: 'Accept-Ranges', value: 'none' },
+    // serve-handler's default for downloads; meaningless for an API.
+    { key: 'Content-Disposition', value: null as unknown as string },
+  ];
   return {
     public: out,
     directoryListing: false,
     etag: true,
     symlinks: false,
     cleanUrls: false,
+    // `**` leaves out dot files, and a gzip variant is one (its media type is still the document's).
     headers: [
-      {
-        source: '**',
-        headers: [
-          ...Object.entries(table.headers).map(([key, value]) => ({ key, value })),
-          // Answers are whole JSON documents: no partial content (Range is ignored, see below).
-          { key: 'Accept-Ranges', value: 'none' },
-          // serve-handler's default for downloads; meaningless for an API.
-          { key: 'Content-Disposition', value: null as unknown as string },
-        ],
-      },
+      { source: '**', headers },
+      { source: '**/.*', headers },
     ],
   };
 }
@@ -103,13 +112,14 @@ function serveConfig(out: string, table: RouteTable): ServeConfig {
  */
 class Responder {
   constructor(
+    private readonly out: string,
     private readonly table: RouteTable,
     private readonly config: ServeConfig,
     private readonly cached: CachedAnswers,
   ) {}
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const resolution = routeRequest(req.url ?? '/', this.table);
+    const resolution = this.negotiate(req, res, routeRequest(req.url ?? '/', this.table));
     if (resolution.kind === 'outside') {
       res.writeHead(404, OUTSIDE_HEADERS);
       res.end(req.method === 'HEAD' ? undefined : OUTSIDE_BODY);
@@ -139,6 +149,20 @@ class Responder {
       case 'profile':
         return this.sendFile(req, res, files, resolution.file, 200, () => this.sendError(req, res, files, 'USER_NOT_FOUND'));
     }
+  }
+
+  /**
+   * A file with a gzip variant, as nginx's gzip_static does: the variant, with `Content-Encoding:
+   * gzip`, to a client that accepts gzip (when the snapshot has one); `Vary: Accept-Encoding` on both.
+   * Each encoding is its own file, so its ETag, length and 304 are its own too.
+   */
+  private negotiate(req: IncomingMessage, res: ServerResponse, resolution: Resolution): Resolution {
+    if (resolution.kind !== 'file' || resolution.gzip === undefined) return resolution;
+    if (req.method !== 'GET' && req.method !== 'HEAD') return resolution;
+    res.setHeader('Vary', VARY_HEADER.Vary);
+    if (!acceptsGzip(req.headers['accept-encoding']) || !existsSync(`${this.out}/${resolution.gzip}`)) return resolution;
+    res.setHeader('Content-Encoding', 'gzip');
+    return { kind: 'file', file: resolution.gzip };
   }
 
   /** Hands serve-handler one file of the out dir, with the status the route decided. */

@@ -13,7 +13,7 @@
  *   - path matching is case-sensitive, so only the username part is ever compared case-insensitively,
  *     and that is done by code (the edge function, the origin router), never by a rule.
  */
-import { CANONICAL_USERNAME, CREATORS_FILE, errorFile, OPENAPI_FILE, PROFILE_DIRS } from '../core/layout.js';
+import { CANONICAL_USERNAME, CREATORS_FILE, CREATORS_GZIP_FILE, errorFile, OPENAPI_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { ERRORS, errorBody, type ErrorCode } from '../render/documents.js';
 
 /** The four headers of the contract (spec 4.3), on every answer, errors included, plus nosniff. */
@@ -86,8 +86,12 @@ export interface RouteTable {
   profiles: ProfileAlias[];
   /** Operation 1 by query string: `<path>?<param>=<username>`, answered from `dir`. */
   query: { path: string; param: string; dir: string };
-  /** Plain files: the creators list (operation 2) and the contract (OpenAPI document). */
-  files: { path: string; file: string }[];
+  /**
+   * Plain files: the creators list (operation 2) and the contract (OpenAPI document). `gzip` names
+   * a file's gzip variant, sent with `Content-Encoding: gzip` to clients that accept it (see
+   * acceptsGzip in ./routing.js); its answers, either encoding, carry `Vary: Accept-Encoding`.
+   */
+  files: { path: string; file: string; gzip?: string }[];
   /** The error answers: status and the static document that is the body. */
   errors: Record<ErrorCode, { status: number; file: string }>;
   headers: Record<string, string>;
@@ -106,7 +110,7 @@ function buildTable(): RouteTable {
     profiles,
     query: { path: apiUsers.path, param: 'username', dir: apiUsers.dir },
     files: [
-      { path: `/${CREATORS_FILE}`, file: CREATORS_FILE },
+      { path: `/${CREATORS_FILE}`, file: CREATORS_FILE, gzip: CREATORS_GZIP_FILE },
       { path: `/${OPENAPI_FILE}`, file: OPENAPI_FILE },
     ],
     errors,
@@ -120,8 +124,8 @@ export const ROUTES: RouteTable = buildTable();
 export type Resolution =
   /** A profile: `file` exists when the user is published; when it does not, the answer is USER_NOT_FOUND. */
   | { kind: 'profile'; file: string; username: string }
-  /** A plain file of the table (creators list). */
-  | { kind: 'file'; file: string }
+  /** A plain file of the table (creators list); `gzip`, its gzip variant when it has one. */
+  | { kind: 'file'; file: string; gzip?: string }
   | { kind: 'error'; code: ErrorCode }
   /** Not an API path: not ours to answer (other services share the host on Netlify). */
   | { kind: 'outside' };
@@ -130,6 +134,9 @@ export type Resolution =
 export interface QueryValues {
   getAll(name: string): string[];
 }
+
+/** Sent with both encodings of a file that has a gzip variant: a shared cache keeps them apart. */
+export const VARY_HEADER = { Vary: 'Accept-Encoding' } as const;
 
 /** The error documents as URL paths (they are static files of the site, reachable as such). */
 export function errorPath(code: ErrorCode, table: RouteTable = ROUTES): string {

@@ -14,6 +14,7 @@ import {
   OUTSIDE_HEADERS,
   PREFLIGHT_HEADERS,
   ROUTES,
+  VARY_HEADER,
   type RouteTable,
 } from './routes.js';
 
@@ -60,6 +61,7 @@ export function routingSource(options: RoutingOptions, table: RouteTable = ROUTE
       constant('OUTSIDE_HEADERS', OUTSIDE_HEADERS, options),
       constant('OUTSIDE_BODY', OUTSIDE_BODY, options),
       constant('EDGE_CACHE_CONTROL', EDGE_CACHE_CONTROL, options),
+      constant('VARY_HEADER', VARY_HEADER, options),
       constant('ERROR_BODIES', ERROR_BODIES, options),
       hostCode('routing.js', 'answers'),
     );

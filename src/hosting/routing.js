@@ -52,7 +52,8 @@ function resolveRoute(path, query, table) {
   var i;
   for (i = 0; i < routes.files.length; i++) {
     var entry = routes.files[i];
-    if (entry && path === entry.path) return { kind: 'file', file: entry.file };
+    if (entry && path === entry.path)
+      return entry.gzip ? { kind: 'file', file: entry.file, gzip: entry.gzip } : { kind: 'file', file: entry.file };
   }
   // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
   for (var code in routes.errors) {
@@ -79,6 +80,29 @@ function resolveRoute(path, query, table) {
   }
   return { kind: 'outside' };
 }
+
+/**
+ * Whether Accept-Encoding accepts gzip (RFC 9110 12.5.3): gzip with q > 0, else * with q > 0; no
+ * header, no encoding.
+ * @param {string | null | undefined} header
+ */
+function acceptsGzip(header) {
+  var parts = (header || '').split(',');
+  var gzip = -1;
+  var any = -1;
+  for (var i = 0; i < parts.length; i++) {
+    var params = (parts[i] || '').toLowerCase().split(';');
+    var coding = (params[0] || '').trim();
+    var q = 1;
+    for (var j = 1; j < params.length; j++) {
+      var param = (params[j] || '').trim();
+      if (param.indexOf('q=') === 0) q = Number(param.slice(2)) || 0;
+    }
+    if (coding === 'gzip' || coding === 'x-gzip') gzip = Math.max(gzip, q);
+    else if (coding === '*') any = Math.max(any, q);
+  }
+  return gzip !== -1 ? gzip > 0 : any > 0;
+}
 // ---- end of host code ----
 
 // ---- host code: answers ----
@@ -95,4 +119,4 @@ function errorAnswerBody(code, isoTimestamp) {
 }
 // ---- end of host code ----
 
-export { errorAnswerBody, profile, resolveRoute, under };
+export { acceptsGzip, errorAnswerBody, profile, resolveRoute, under };

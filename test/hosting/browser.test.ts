@@ -8,7 +8,7 @@
  * The browser comes from npm (@sparticuz/chromium) or CHROMIUM_PATH (see browser.ts). When none can
  * start this test fails: it never skips, and nothing downloads a browser.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,6 +132,22 @@ describe('a browser on another origin', () => {
     expect(results.preflighted).toMatchObject({ ok: true, status: 200, json: { data: { username: 'Carol.Dev' } } });
     expect(results.control!.ok).toBe(false);
     expect(results.control!.error).toContain('TypeError');
+    await tab.close();
+  });
+
+  it.each([
+    ['serve', () => apiOrigin],
+    ['the Worker in workerd', () => worker.origin],
+  ])('gets the creators list gzip-encoded from %s, and decodes it to exactly the list', async (_name, base) => {
+    const tab = await context.newPage();
+    await tab.goto(`${pageOrigin}/`);
+    const encodings: (string | undefined)[] = [];
+    tab.on('response', (response) => {
+      if (response.url().endsWith('/service-api/v1/creators')) encodings.push(response.headers()['content-encoding']);
+    });
+    const text = await tab.evaluate(async (url) => (await fetch(url)).text(), `${base()}/service-api/v1/creators`);
+    expect(encodings).toEqual(['gzip']);
+    expect(text).toBe(readFileSync(join(sample.snapshot.out, 'service-api/v1/creators'), 'utf8'));
     await tab.close();
   });
 });

@@ -139,7 +139,11 @@ export async function startWorker(
 
 /** The Worker's R2 bucket, as much of it as the tests use. */
 interface TestBucket {
-  put(key: string, value: Uint8Array, options: { httpMetadata: { contentType?: string; cacheControl?: string } }): Promise<unknown>;
+  put(
+    key: string,
+    value: Uint8Array,
+    options: { httpMetadata: { contentType?: string; cacheControl?: string; contentEncoding?: string } },
+  ): Promise<unknown>;
   delete(key: string): Promise<void>;
 }
 const bucketOf = async (host: WorkerHost) => (await host.mf.getR2Bucket(BUCKET_BINDING)) as unknown as TestBucket;
@@ -149,7 +153,7 @@ export async function putObject(host: WorkerHost, key: string, object: StoredObj
   await (
     await bucketOf(host)
   ).put(key, new Uint8Array(Buffer.from(object.bytes, 'latin1')), {
-    httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl },
+    httpMetadata: { contentType: object.contentType, cacheControl: object.cacheControl, contentEncoding: object.contentEncoding },
   });
 }
 

@@ -12,7 +12,7 @@
  *   - If-None-Match that matches the object's ETag is answered 304 from it;
  *   - the response headers policy adds its headers to every answer from the origin.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { Script, createContext } from 'node:vm';
 
@@ -121,16 +121,16 @@ export async function startCloudFrontSim(options: SimOptions): Promise<CloudFron
     bucketKeys.push(key);
     if (!allowedByPolicy(bucketPolicy, key, options.bucket, options.prefix))
       return { status: 403, headers: { 'content-type': 'application/xml' }, body: Buffer.from('<Error><Code>AccessDenied</Code></Error>') };
-    const response = await fetch(`${options.s3}/${options.bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, { method });
-    const body = Buffer.from(await response.arrayBuffer());
+    // Raw HTTP, not fetch: the stored bytes and their Content-Encoding as they are (fetch would decode gzip).
+    const response = await rawRequest(method, `${options.s3}/${options.bucket}/${key.split('/').map(encodeURIComponent).join('/')}`);
     if (response.status === 404)
       return { status: 403, headers: { 'content-type': 'application/xml' }, body: Buffer.from('<Error><Code>AccessDenied</Code></Error>') };
     const headers: Record<string, string> = {};
-    for (const name of ['content-type', 'cache-control', 'etag', 'last-modified']) {
-      const value = response.headers.get(name);
-      if (value !== null) headers[name] = value;
+    for (const name of ['content-type', 'content-encoding', 'content-length', 'cache-control', 'etag', 'last-modified']) {
+      const value = response.headers[name];
+      if (typeof value === 'string') headers[name] = value;
     }
-    return { status: response.status, headers, body };
+    return { status: response.status, headers, body: response.body };
   };
 
   /** The origin's answer after custom error responses and conditional requests. */
@@ -198,4 +198,17 @@ export async function startCloudFrontSim(options: SimOptions): Promise<CloudFron
         server.closeAllConnections();
       }),
   };
+}
+
+function rawRequest(method: string, url: string): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -17,7 +17,7 @@ import { resolveRoute } from '../../src/hosting/routing.js';
 import { BOOKKEEPING_ATTEMPTS, CDN_PREFIX, publishSample, TABLE_KEY, type PublishedSample } from './cdn-fixture.js';
 import { eventRequest, loadFunction, startCloudFrontSim, type CloudFrontSim } from './cloudfront-sim.js';
 import { REPO, serveSnapshot } from './fixture.js';
-import { CONTRACT, requestTable, send, tableFailures } from './request-table.js';
+import { CONTRACT, gzipNegotiationFailures, requestTable, send, tableFailures } from './request-table.js';
 
 const ROWS = requestTable();
 const FUNCTION_CODE = readFileSync(join(REPO, FUNCTION_FILE), 'utf8');
@@ -46,6 +46,21 @@ afterAll(async () => {
 
 /** Error documents the function renders carry the answer's time; the bucket's carry the snapshot's. */
 const withoutTimestamp = (body: string) => body.replace(/"timestamp":"[^"]*"/, '"timestamp":"-"');
+
+describe('the creators list, gzip, through CloudFront', () => {
+  it('the function picks the gzip object for a viewer that accepts gzip, stored with Content-Encoding; Vary from the policy', async () => {
+    const list = readFileSync(join(sample.snapshot.out, 'service-api/v1/creators'));
+    expect(await gzipNegotiationFailures((method, target, headers) => send(sim.origin, method, target, headers), list)).toEqual([]);
+    expect(sim.bucketKeys).toContain(`${CDN_PREFIX}/service-api/v1/.creators.gz`);
+  });
+
+  it('the cache policy keys on the normalised Accept-Encoding (CachingOptimized: gzip and brotli)', () => {
+    const template = JSON.parse(readFileSync(join(REPO, TEMPLATE_FILE), 'utf8'));
+    const behavior = template.Resources.Distribution.Properties.DistributionConfig.DefaultCacheBehavior;
+    // AWS's managed CachingOptimized policy: EnableAcceptEncodingGzip and EnableAcceptEncodingBrotli on.
+    expect(behavior.CachePolicyId).toBe('658327ea-f89d-4fab-a63d-7e88639e58f6');
+  });
+});
 
 describe('the request table through CloudFront', () => {
   it('every row', async () => {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGracefully, createOrigin, listen } from '../../src/hosting/origin.js';
 import { createServer } from 'node:http';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
-import { CONTRACT, send, type Answer } from './request-table.js';
+import { CONTRACT, gzipNegotiationFailures, send, type Answer } from './request-table.js';
 
 let snapshot: Snapshot;
 let origin: string;
@@ -41,6 +41,26 @@ const expectContract = (a: Answer) => {
   for (const [name, value] of Object.entries(CONTRACT)) expect(a.headers[name], name).toBe(value);
 };
 const errorCode = (a: Answer) => (JSON.parse(a.body) as { error: { code: string } }).error.code;
+
+describe('the creators list, gzip', () => {
+  it('sends the gzip variant to a client that accepts gzip, as nginx gzip_static does, and the list to others', async () => {
+    const list = readFileSync(join(snapshot.out, 'service-api/v1/creators'));
+    expect(await gzipNegotiationFailures((method, target, headers) => send(origin, method, target, headers), list)).toEqual([]);
+  });
+
+  it('sends the list to every client when the snapshot has no variant', async () => {
+    const variant = join(snapshot.out, 'service-api/v1/.creators.gz');
+    const kept = readFileSync(variant);
+    rmSync(variant);
+    try {
+      const answer = await send(origin, 'GET', '/service-api/v1/creators', { 'accept-encoding': 'gzip' });
+      expect(answer.headers['content-encoding']).toBeUndefined();
+      expect(answer.raw).toEqual(readFileSync(join(snapshot.out, 'service-api/v1/creators')));
+    } finally {
+      writeFileSync(variant, kept);
+    }
+  });
+});
 
 describe('caching validators', () => {
   it('sends a strong ETag and answers If-None-Match with 304 and the contract headers', async () => {

@@ -5,6 +5,7 @@
  * its own rule engine), the edge function called directly, and the origin server.
  */
 import { request as httpRequest } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 
 export type Expected =
   /** A profile: 200, data.username lower-cased equals `user`, data.status as given. */
@@ -150,6 +151,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** The body's bytes as sent (raw HTTP only: a gzip answer is not decoded). */
+  raw?: Buffer;
 }
 
 /** One raw HTTP request (node:http sends the target exactly as given, no URL normalisation). */
@@ -162,7 +165,8 @@ export function send(origin: string, method: string, target: string, headers: Re
       res.on('end', () => {
         const h: Record<string, string> = {};
         for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
-        resolve({ status: res.statusCode ?? 0, headers: h, body: Buffer.concat(chunks).toString('utf8') });
+        const raw = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: h, body: raw.toString('utf8'), raw });
       });
       res.on('error', reject);
     });
@@ -241,6 +245,75 @@ export function check(row: Row, answer: Answer): string[] {
     const data = json.data as { username?: string; status?: string } | undefined;
     if (json.success !== true || data?.username?.toLowerCase() !== e.user || data?.status !== e.state)
       problems.push(`data ${JSON.stringify(data?.username)} ${data?.status}, expected ${e.user} ${e.state}`);
+  }
+  return problems;
+}
+
+/**
+ * How a host answers the creators list per Accept-Encoding: the gzip variant, decoding to exactly
+ * `list`, with Content-Encoding and its own ETag, length and 304 to a client that accepts gzip; the
+ * identity bytes otherwise; Vary: Accept-Encoding on both; the variant never under a path of its own.
+ * One line per problem (none when all is right).
+ */
+export async function gzipNegotiationFailures(
+  request: (method: string, target: string, headers?: Record<string, string>) => Promise<Answer>,
+  list: Buffer,
+  options: { headLength?: boolean } = {},
+): Promise<string[]> {
+  const problems: string[] = [];
+  const expect = (ok: boolean, what: string) => {
+    if (!ok) problems.push(what);
+  };
+  const path = '/service-api/v1/creators';
+  const gzipped = async (accept: string) => {
+    const a = await request('GET', path, { 'accept-encoding': accept });
+    expect(a.status === 200, `${accept}: status ${a.status}`);
+    expect(a.headers['content-encoding'] === 'gzip', `${accept}: Content-Encoding ${a.headers['content-encoding']}`);
+    expect(/accept-encoding/i.test(a.headers.vary ?? ''), `${accept}: Vary ${a.headers.vary}`);
+    expect(a.headers['content-type'] === CONTRACT['content-type'], `${accept}: Content-Type ${a.headers['content-type']}`);
+    let decoded: Buffer | undefined;
+    try {
+      decoded = gunzipSync(a.raw ?? Buffer.alloc(0));
+    } catch {
+      decoded = undefined;
+    }
+    expect(decoded?.equals(list) === true, `${accept}: the body does not gunzip to the list`);
+    if (a.headers['content-length'] !== undefined)
+      expect(
+        Number(a.headers['content-length']) === a.raw?.length,
+        `${accept}: Content-Length ${a.headers['content-length']} for ${a.raw?.length} bytes`,
+      );
+    return a;
+  };
+  const identity = async (accept: string | undefined) => {
+    const a = await request('GET', path, accept === undefined ? {} : { 'accept-encoding': accept });
+    const label = accept ?? '(no Accept-Encoding)';
+    expect(a.status === 200, `${label}: status ${a.status}`);
+    expect(a.headers['content-encoding'] === undefined, `${label}: Content-Encoding ${a.headers['content-encoding']}`);
+    expect(/accept-encoding/i.test(a.headers.vary ?? ''), `${label}: Vary ${a.headers.vary}`);
+    expect(a.raw?.equals(list) === true, `${label}: the body is not the list's bytes`);
+    return a;
+  };
+  const zipped = await gzipped('gzip, deflate, br');
+  const plain = await identity(undefined);
+  await identity('identity');
+  await identity('gzip;q=0, identity');
+  expect(
+    zipped.headers.etag !== undefined && zipped.headers.etag !== plain.headers.etag,
+    `ETags ${zipped.headers.etag} and ${plain.headers.etag}`,
+  );
+  const again = await request('GET', path, { 'accept-encoding': 'gzip', 'if-none-match': zipped.headers.etag ?? '' });
+  expect(again.status === 304, `If-None-Match of the gzip ETag, gzip accepted: status ${again.status}`);
+  const other = await request('GET', path, { 'if-none-match': zipped.headers.etag ?? '' });
+  expect(other.status === 200 && other.raw?.equals(list) === true, `If-None-Match of the gzip ETag, identity: status ${other.status}`);
+  const head = await request('HEAD', path, { 'accept-encoding': 'gzip' });
+  expect(head.status === 200 && head.headers['content-encoding'] === 'gzip', `HEAD: ${head.status} ${head.headers['content-encoding']}`);
+  expect((head.raw?.length ?? 0) === 0, 'HEAD: a body');
+  if (options.headLength !== false)
+    expect(head.headers['content-length'] === String(zipped.raw?.length), `HEAD: Content-Length ${head.headers['content-length']}`);
+  for (const accept of ['gzip', '']) {
+    const direct = await request('GET', '/service-api/v1/.creators.gz', { 'accept-encoding': accept });
+    expect(direct.status === 404, `the variant's own path (${accept || 'identity'}): status ${direct.status}`);
   }
   return problems;
 }

@@ -5,6 +5,7 @@
  *   (b) the edge function called directly with Request objects and a stub context;
  *   (c) the origin server (`serve`) over real HTTP on 127.0.0.1.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import profileApi from '../../netlify/edge-functions/profile-api/index.js';
@@ -51,6 +52,20 @@ describe('the request table', () => {
 
   it('(a) Netlify: header rules matched on the rewritten path', async () => {
     await runTable((row) => send(simRewritten.origin, row.method, row.target));
+  });
+
+  it('(a) Netlify: the gzip variant of the list is a dot file, never deployed, so never a path of its own', async () => {
+    expect(existsSync(join(snapshot.out, 'service-api/v1/.creators.gz'))).toBe(true);
+    for (const sim of [simRequested, simRewritten]) {
+      for (const target of ['/service-api/v1/.creators.gz', '/service-api/v1/%2Ecreators.gz', '/service-api/v1/.creators.gz?x=1']) {
+        const answer = await send(sim.origin, 'GET', target, { 'accept-encoding': 'gzip' });
+        expect(answer.status, target).toBe(404);
+        expect(JSON.parse(answer.body).error.code, target).toBe('NOT_FOUND');
+      }
+      // Netlify compresses the list itself for a client that accepts it; the site serves the list.
+      const list = await send(sim.origin, 'GET', '/service-api/v1/creators', { 'accept-encoding': 'gzip' });
+      expect(list.raw).toEqual(readFileSync(join(snapshot.out, 'service-api/v1/creators')));
+    }
   });
 
   it('(b) the edge function called directly', async () => {

@@ -5,6 +5,8 @@
  * table does not cover: ETag / If-None-Match, the bookkeeping keys under every spelling, paths
  * outside the API, a bucket without a prefix, and a bucket that lost its error documents.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorAnswerBody } from '../../src/hosting/routing.js';
 import { serveSnapshot } from './fixture.js';
@@ -20,7 +22,7 @@ import {
   type PublishedSample,
   type WorkerHost,
 } from './cdn-fixture.js';
-import { CONTRACT, requestTable, send, tableFailures } from './request-table.js';
+import { CONTRACT, gzipNegotiationFailures, requestTable, send, tableFailures } from './request-table.js';
 
 const ROWS = requestTable();
 let sample: PublishedSample;
@@ -46,6 +48,15 @@ afterAll(async () => {
 async function runTable(host: string): Promise<void> {
   expect(await tableFailures((row) => send(host, row.method, row.target), ROWS)).toEqual([]);
 }
+
+describe('the creators list, gzip, in workerd', () => {
+  it('passes the stored gzip variant through as it is to a client that accepts gzip, the list to others, cache on and off', async () => {
+    const list = readFileSync(join(sample.snapshot.out, 'service-api/v1/creators'));
+    for (const host of [cached, uncached, cached]) {
+      expect(await gzipNegotiationFailures((method, target, headers) => send(host.origin, method, target, headers), list)).toEqual([]);
+    }
+  });
+});
 
 describe('the request table in workerd', () => {
   it('every row, the edge cache on (twice: filling it, then from it)', async () => {

@@ -25,7 +25,8 @@ export const ROUTES = {
   "files": [
     {
       "path": "/service-api/v1/creators",
-      "file": "service-api/v1/creators"
+      "file": "service-api/v1/creators",
+      "gzip": "service-api/v1/.creators.gz"
     },
     {
       "path": "/api/v1/openapi.json",
@@ -95,7 +96,7 @@ function resolveRoute(path, query, table) {
   var i;
   for (i = 0; i < routes.files.length; i++) {
     var entry = routes.files[i];
-    if (entry && path === entry.path) return { kind: 'file', file: entry.file };
+    if (entry && path === entry.path) return entry.gzip ? { kind: 'file', file: entry.file, gzip: entry.gzip } : { kind: 'file', file: entry.file };
   }
   // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
   for (var code in routes.errors) {
@@ -121,6 +122,29 @@ function resolveRoute(path, query, table) {
     if (prefix !== undefined && under(path, prefix)) return { kind: 'error', code: 'NOT_FOUND' };
   }
   return { kind: 'outside' };
+}
+
+/**
+ * Whether Accept-Encoding accepts gzip (RFC 9110 12.5.3): gzip with q > 0, else * with q > 0; no
+ * header, no encoding.
+ * @param {string | null | undefined} header
+ */
+function acceptsGzip(header) {
+  var parts = (header || '').split(',');
+  var gzip = -1;
+  var any = -1;
+  for (var i = 0; i < parts.length; i++) {
+    var params = (parts[i] || '').toLowerCase().split(';');
+    var coding = (params[0] || '').trim();
+    var q = 1;
+    for (var j = 1; j < params.length; j++) {
+      var param = (params[j] || '').trim();
+      if (param.indexOf('q=') === 0) q = Number(param.slice(2)) || 0;
+    }
+    if (coding === 'gzip' || coding === 'x-gzip') gzip = Math.max(gzip, q);
+    else if (coding === '*') any = Math.max(any, q);
+  }
+  return gzip !== -1 ? gzip > 0 : any > 0;
 }
 export function errorPath(code, table = ROUTES) { return `/${table.errors[code].file}`; }
 export { resolveRoute };

@@ -90,7 +90,7 @@ function publishedFiles(tree) {
   const entries = [];
   const walk = (dir) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (e.name.startsWith('.')) continue;
+      if (dir === tree && e.name === '.profile-snapshot') continue; // the build's records, not served
       const path = join(dir, e.name);
       if (e.isDirectory()) walk(path);
       else entries.push({ path, ...statSync(path) });

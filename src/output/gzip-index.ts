@@ -4,7 +4,7 @@
  * describes. It is only a shortcut: when it does not match the variant on disk, every piece is
  * deflated again.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CREATORS_GZIP_INDEX_FILE } from '../core/layout.js';
 import type { OutputTransaction } from './tree.js';
@@ -33,11 +33,14 @@ export interface PieceIndex {
  * for that file with `settings`. Undefined otherwise (first build, a damaged or foreign index).
  */
 export function readPieceIndex(tx: OutputTransaction, variantPath: string, settings: string): PieceIndex | undefined {
+  const indexPath = join(tx.outDir, CREATORS_GZIP_INDEX_FILE);
+  // A run killed while writing the index leaves its temporary file; this build writes its own.
+  rmSync(`${indexPath}.tmp`, { force: true });
   const last = tx.intactPreviousFile(variantPath);
   if (last === undefined) return undefined;
   let text: string;
   try {
-    text = readFileSync(join(tx.outDir, CREATORS_GZIP_INDEX_FILE), 'latin1');
+    text = readFileSync(indexPath, 'latin1');
   } catch {
     return undefined;
   }

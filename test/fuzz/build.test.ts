@@ -24,6 +24,11 @@ import { listFiles } from '../helpers/output.js';
 import { tempDir } from '../helpers/store.js';
 import { storeArbitrary, writeStore, type LabelledDate, type ModelStore, type ModelUser } from './model.js';
 import { BASE, expectation } from './oracle.js';
+import { gunzipSync } from 'node:zlib';
+
+/** A published file's text; the creators list's gzip variant decoded (it must decode to the list's bytes). */
+const documentText = (file: string) =>
+  file.endsWith('.gz') ? gunzipSync(readFileSync(file)).toString('utf8') : readFileSync(file, 'utf8');
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 30);
 const CLI_RUNS = Number(process.env.FUZZ_CLI_RUNS ?? 3);
@@ -258,8 +263,8 @@ describe('fuzz: store -> output', () => {
             const expected = listFiles(freshOut).filter((f) => !f.startsWith('.profile-snapshot/'));
             if (JSON.stringify(files) !== JSON.stringify(expected)) throw new Error(`files differ: ${files.length} vs ${expected.length}`);
             for (const f of files) {
-              const got = readFileSync(join(out, f), 'utf8'),
-                want = readFileSync(join(freshOut, f), 'utf8');
+              const got = documentText(join(out, f)),
+                want = documentText(join(freshOut, f));
               // Same snapshot time: identical bytes. Later: documents kept from the first build keep its
               // meta.timestamp, so compare all but meta.
               if (laterBy === 0 ? got !== want : !isDeepStrictEqual(documentData(got), documentData(want)))
@@ -377,12 +382,7 @@ describe('fuzz: store -> output', () => {
                 throw new Error(`step ${index}: files differ: ${files.length} vs ${expected.length}`);
               for (const f of files) {
                 // Documents carried over from a pass at another snapshot time keep its meta: all but meta.
-                if (
-                  !isDeepStrictEqual(
-                    documentData(readFileSync(join(out, f), 'utf8')),
-                    documentData(readFileSync(join(freshOut, f), 'utf8')),
-                  )
-                )
+                if (!isDeepStrictEqual(documentData(documentText(join(out, f))), documentData(documentText(join(freshOut, f)))))
                   throw new Error(`step ${index}: ${f} differs from a fresh build`);
               }
               for (const key of ['profiles', 'creators', 'skipped', 'warnings'] as const) {

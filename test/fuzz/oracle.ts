@@ -145,13 +145,13 @@ function checkBuild(oracle: Oracle, out: string, report: BuildReport, snapshotMs
 /** Exactly the expected files, and the bookkeeping folder holds only the manifest and the pass's record. */
 function checkFiles(out: string, published: Map<string, StoredUser>, fail: Fail): void {
   const files = publishedFiles(out);
-  const expectedFiles = new Set(['service-api/v1/creators', 'api/v1/openapi.json']);
+  const expectedFiles = new Set(['service-api/v1/creators', 'service-api/v1/.creators.gz', 'api/v1/openapi.json']);
   for (const name of published.keys()) for (const dir of ['api/v1/users', 'service-api/v1/users']) expectedFiles.add(`${dir}/${name}`);
   for (const f of files) if (!expectedFiles.has(f) && !/^_errors\/[a-z-]+\.json$/.test(f)) fail(`unexpected file ${JSON.stringify(f)}`);
   for (const f of expectedFiles) if (!files.includes(f)) fail(`missing file ${f}`);
   const bookkeeping = listFiles(out).filter((f) => f.startsWith('.profile-snapshot/'));
-  if (bookkeeping.join() !== '.profile-snapshot/last-pass.json,.profile-snapshot/manifest')
-    fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
+  const kept = ['.profile-snapshot/creators-gzip-index', '.profile-snapshot/last-pass.json', '.profile-snapshot/manifest'];
+  if (bookkeeping.join() !== kept.join()) fail(`bookkeeping left: ${bookkeeping.join(', ')}`);
 }
 
 /** One profile under both aliases, field by field; its data, and whether it belongs in the creators list. */

@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import {
@@ -50,14 +51,14 @@ async function finish(proc: Proc): Promise<any> {
 }
 
 const ALLOWED =
-  /^(api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
+  /^(api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|service-api\/v1\/\.creators\.gz|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
 
 /** Servable: only published paths (no temp file where it would be served), each one whole JSON. */
 function expectServable(users: number): void {
   const files = publishedFiles(out);
   expect(files.filter((f) => !ALLOWED.test(f))).toEqual([]);
   for (const f of files) {
-    const text = readFileSync(join(out, f), 'utf8');
+    const text = f.endsWith('.gz') ? gunzipSync(readFileSync(join(out, f))).toString('utf8') : readFileSync(join(out, f), 'utf8');
     try {
       JSON.parse(text);
     } catch {
@@ -142,6 +143,11 @@ describe('under load and crashes', () => {
         throw new Error(`${f} differs from a fresh build`);
     }
     // No staging folder, no temporary manifest, status or lock file left behind.
-    expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['last-pass.json', 'manifest', 'status.json']);
+    expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual([
+      'creators-gzip-index',
+      'last-pass.json',
+      'manifest',
+      'status.json',
+    ]);
   }, 120_000);
 });

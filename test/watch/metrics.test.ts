@@ -123,13 +123,13 @@ describe('watch --metrics', () => {
     expect(sample(first.samples, 'profile_snapshot_seconds_since_last_cycle')).toBeGreaterThanOrEqual(0);
     expect(sample(first.samples, 'profile_snapshot_seconds_since_last_cycle')).toBeLessThan(1.5);
 
-    // One changed user: one more row read, its two alias files and the creators list written.
+    // One changed user: one more row read, its two alias files, the creators list and its gzip variant written.
     const before = lastCycle(out);
     sql(db, 'UPDATE users SET views = views + 1 WHERE id = 7');
     await cycleAfter(out, before + 1);
     const second = await scrape(base);
     expect(sample(second.samples, 'profile_snapshot_rows_read_total')).toBe(rows + 1);
-    expect(sample(second.samples, 'profile_snapshot_files_written_total')).toBe(written + 3);
+    expect(sample(second.samples, 'profile_snapshot_files_written_total')).toBe(written + 4);
 
     // The histogram counts every finished cycle (two scrapes around the status read: no cycle ended between).
     for (let attempt = 0; ; attempt++) {

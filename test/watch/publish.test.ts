@@ -65,7 +65,7 @@ describe('watch --publish', () => {
       { env: s3Env({ AWS_SECRET_ACCESS_KEY: SECRET, AWS_MAX_ATTEMPTS: '2' }) },
     );
     const first = await waitFor('a first publish', () => (status(out)?.publish?.lastSuccessAt ? status(out) : undefined), 30_000);
-    expect(first.publish).toMatchObject({ runs: 1, consecutiveFailures: 0, behind: false, last: { put: 66, deleted: 0 } });
+    expect(first.publish).toMatchObject({ runs: 1, consecutiveFailures: 0, behind: false, last: { put: 67, deleted: 0 } });
     expect(first.publish!.to).toMatch(/^s3:\/\/profiles-\d+-\d+\/snap at http:\/\/127\.0\.0\.1:\d+$/);
     expect(await inStep(out, bucket)).toBe(true);
     await waitFor('--exec to run', () => existsSync(marker));
@@ -93,7 +93,7 @@ describe('watch --publish', () => {
         `${error.message}\nstatus: ${JSON.stringify(status(out)?.publish)}\nproxy log tail: ${JSON.stringify(proxy.log.slice(-5))}`,
       );
     });
-    expect(recovered.publish).toMatchObject({ behind: false, lastError: null, last: { put: 3, deleted: 0 } });
+    expect(recovered.publish).toMatchObject({ behind: false, lastError: null, last: { put: 4, deleted: 0 } });
     expect(await inStep(out, bucket)).toBe(true);
 
     // Quiet cycles publish nothing more.
@@ -105,7 +105,7 @@ describe('watch --publish', () => {
     await watcher?.stop();
     await proxy.close();
     const log = watcher!.stderr();
-    expect(log).toMatch(/publish \(cycle \d+\): 66 objects put, 0 deleted/);
+    expect(log).toMatch(/publish \(cycle \d+\): 67 objects put, 0 deleted/);
     expect(log).toMatch(/publish \(cycle \d+\): FAILED .*retried after the next cycle/);
     for (const text of [log, watcher!.stdout(), readFileSync(join(out, '.profile-snapshot/status.json'), 'utf8')])
       expect(text).not.toContain(SECRET);

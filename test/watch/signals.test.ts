@@ -56,7 +56,7 @@ describe('signals and regenerate', () => {
     sql(db, 'UPDATE users SET views = 4242 WHERE id = 1');
     watcher.child.kill('SIGHUP');
     const s = await cycleAfter(out, 1, 10_000);
-    expect(s.lastCycle?.files?.written).toBe(3);
+    expect(s.lastCycle?.files?.written).toBe(4);
     expect(views('user00001')).toBe(4242);
     expect(watcher.child.exitCode).toBeNull();
   });
@@ -69,7 +69,7 @@ describe('signals and regenerate', () => {
     const result = await runCliAsync(['regenerate', '--out', out]);
     expect(result.code).toBe(0);
     expect(result.stderr).toBe(
-      `profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles (30 creators), 0 skipped; files 3 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`,
+      `profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles (30 creators), 0 skipped; files 4 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`,
     );
     // When regenerate returns, the change is published.
     expect(views('user00002')).toBe(777);
@@ -149,7 +149,12 @@ describe('signals and regenerate', () => {
       expect(s.state).toBe('stopped');
       expect(s.lastCycle).toMatchObject({ number: 1, ok: true, profiles: 5000 });
       expect(existsSync(profilePath(out, 'user05000'))).toBe(true);
-      expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual(['last-pass.json', 'manifest', 'status.json']);
+      expect(readdirSync(join(out, '.profile-snapshot')).sort()).toEqual([
+        'creators-gzip-index',
+        'last-pass.json',
+        'manifest',
+        'status.json',
+      ]);
       expect(watcher.stderr()).toMatch(/cycle 1: 5,000 profiles[\s\S]*stopping after the current cycle[\s\S]*stopped\n$/);
     });
   }

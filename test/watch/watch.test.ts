@@ -162,7 +162,7 @@ describe('watch', () => {
     // Idle cycles: nothing at all may change.
     const idle = await cycleAfter(out, lastCycle(out) + 1);
     expect(idle.lastCycle).toMatchObject({ changed: false, files: { written: 0, removed: 0 } });
-    // One changed user: exactly its two alias files and the creators list are rewritten.
+    // One changed user: exactly its two alias files, the creators list and its gzip variant are rewritten.
     const before7 = lastCycle(out);
     sql(db, `UPDATE users SET views = views + 1 WHERE id = 7`);
     await cycleAfter(out, before7 + 1); // the first cycle that starts after the update has ended
@@ -170,12 +170,17 @@ describe('watch', () => {
       .filter((c) => c.number > before7)
       .map((c) => c.files.written);
     // It changed in exactly one cycle (the one that read the update), and every other cycle wrote nothing.
-    expect(written.filter((n) => n > 0)).toEqual([3]);
+    expect(written.filter((n) => n > 0)).toEqual([4]);
     // Only the first cycle read every row; later ones read the changed user alone, or nothing.
     const read = cycles(watcher).map((c) => c.rowsRead);
     expect(read[0]).toBe(40);
     expect(read.slice(1).filter((n) => n > 0)).toEqual([1]);
-    const rewritten = new Set(['api/v1/users/user00007', 'service-api/v1/users/user00007', 'service-api/v1/creators']);
+    const rewritten = new Set([
+      'api/v1/users/user00007',
+      'service-api/v1/users/user00007',
+      'service-api/v1/creators',
+      'service-api/v1/.creators.gz',
+    ]);
     expect(publishedFiles(out)).toEqual(files);
     for (const [f, was] of before) {
       const st = statSync(join(out, f));
@@ -214,7 +219,7 @@ describe('watch', () => {
     await cycleAfter(out, 0);
     await cycleAfter(out, 3); // three idle cycles after the first
     const first = await waitForRuns(runs, 1);
-    expect(first[0]).toMatchObject({ cycle: '1', written: '86', removed: '0', profiles: '40', out, overlap: false });
+    expect(first[0]).toMatchObject({ cycle: '1', written: '87', removed: '0', profiles: '40', out, overlap: false });
     expect(first[0].summary).toMatch(/^cycle 1: 40 profiles/);
     await waitForExecIdle();
     expect(runs()).toHaveLength(1);
@@ -223,7 +228,7 @@ describe('watch', () => {
     sql(db, `DELETE FROM socials WHERE user_id = 9; DELETE FROM badges WHERE user_id = 9; DELETE FROM users WHERE id = 9`);
     await cycleAfter(out, beforeDelete + 1);
     const after = await waitForRuns(runs, 2);
-    expect(after[1]).toMatchObject({ written: '1', removed: '2', profiles: '39', overlap: false });
+    expect(after[1]).toMatchObject({ written: '2', removed: '2', profiles: '39', overlap: false });
     expect(Number(after[1].cycle)).toBeGreaterThan(beforeDelete);
     await cycleAfter(out, lastCycle(out) + 2);
     await waitForExecIdle();

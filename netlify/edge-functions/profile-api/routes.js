@@ -96,7 +96,8 @@ function resolveRoute(path, query, table) {
   var i;
   for (i = 0; i < routes.files.length; i++) {
     var entry = routes.files[i];
-    if (entry && path === entry.path) return entry.gzip ? { kind: 'file', file: entry.file, gzip: entry.gzip } : { kind: 'file', file: entry.file };
+    if (entry && path === entry.path)
+      return entry.gzip ? { kind: 'file', file: entry.file, gzip: entry.gzip } : { kind: 'file', file: entry.file };
   }
   // The error documents are plain static files of the site on Netlify (rewrite targets); the same here.
   for (var code in routes.errors) {

@@ -52,6 +52,8 @@ export class CreatorsList {
   private readonly lengths: number[] = [];
   /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted share i - 1's. */
   private readonly sources: number[] = [];
+  /** A carried-over member's manifest entry (keepCarried), which this build leaves as it is. */
+  private readonly carried: (string | undefined)[] = [];
   private readonly adopted: { path: string; bytes: number }[] = [];
   private readonly scratch: BufferedFileWriter;
   /** The last build's list file and members, when members can be copied from it. */
@@ -143,10 +145,12 @@ export class CreatorsList {
   keepCarried(): boolean {
     const last = this.last;
     if (last === undefined) return false;
-    const { names, lengths } = last.members;
+    const { names, lengths, entries } = last.members;
     for (let i = 0; i < names.length; i++) {
-      const entry = this.tx.carriedEntry(names[i]!);
-      if (entry !== undefined) this.keep(names[i]!, entry, lengths[i]!);
+      const entry = this.tx.carriedListEntry(names[i]!, entries?.[i]);
+      if (entry === undefined) continue;
+      this.keep(names[i]!, entry, lengths[i]!);
+      this.carried[this.names.length - 1] = entry;
     }
     return true;
   }
@@ -160,16 +164,21 @@ export class CreatorsList {
     this.scratch.close();
     const order = this.listOrder();
     const headLength = Buffer.byteLength(head);
-    const digest = this.membersDigest(order);
+    const memberHashes = this.memberHashes(order);
+    const digest = new Fingerprint().update(memberHashes).digest();
     const rewritten = this.tx.streamedFile(this.path, digest, (sink) => {
       sink.write(`${head}[`);
       this.writeMembers(sink, order, headLength);
       sink.write(`]${tail()}`);
     });
-    const listed = { names: order.map((i) => this.names[i]!), lengths: order.map((i) => this.lengths[i]!) };
+    const listed = {
+      names: order.map((i) => this.names[i]!),
+      lengths: order.map((i) => this.lengths[i]!),
+      entries: order.map((i) => this.carried[i]),
+    };
     this.tx.setList(listed);
     if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
-    const layout = { headLength, ...listed, hashes: order.map((i) => this.hashes[i]!) };
+    const layout = { headLength, ...listed, hashes: memberHashes };
     return stageCreatorsGzip(this.tx, { path: this.path, hash: digest, rewritten }, layout);
   }
 
@@ -180,23 +189,15 @@ export class CreatorsList {
   }
 
   /**
-   * The list's change hash, over the members' hashes in list order. Hashed a few hundred at a time
-   * (one update per member cost more than the hashing), each member's hash copied out of its string,
-   * which may be a whole manifest entry.
+   * The members' data hashes in list order, HASH_LENGTH bytes each: the list's change hash is taken
+   * over them, and the gzip variant's piece keys (creators-gzip.ts). Each is copied out of its
+   * string, which may be a whole manifest entry.
    */
-  private membersDigest(order: number[]): string {
-    const members = new Fingerprint();
-    const batch = Buffer.alloc(256 * HASH_LENGTH);
+  private memberHashes(order: number[]): Buffer {
+    const hashes = Buffer.allocUnsafe(order.length * HASH_LENGTH);
     let used = 0;
-    for (const i of order) {
-      used += batch.write(this.hashes[i]!, used, HASH_LENGTH, 'latin1');
-      if (used === batch.length) {
-        members.update(batch);
-        used = 0;
-      }
-    }
-    members.update(batch.subarray(0, used));
-    return members.digest();
+    for (const i of order) used += hashes.write(this.hashes[i]!, used, HASH_LENGTH, 'latin1');
+    return hashes;
   }
 
   /** Writes the members, commas between: rendered ones from the scratch file, kept ones from the last list. */

@@ -6,6 +6,10 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 
 const BUFFER_SIZE = 1 << 20;
+/** Byte chunks from this size on are written out as they are, not copied into the buffer. */
+const DIRECT_BYTES = BUFFER_SIZE / 4;
+const TAB = 9,
+  NEWLINE = 10;
 
 export class BufferedFileWriter {
   readonly path: string;
@@ -42,8 +46,10 @@ export class BufferedFileWriter {
       return;
     }
     const length = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
-    if (this.used + length > BUFFER_SIZE) this.flush();
-    if (length > BUFFER_SIZE) {
+    if (this.used + length > BUFFER_SIZE || length >= DIRECT_BYTES) this.flush();
+    // Large byte ranges (a run of list members copied from the last list) go straight out: copying
+    // them through the buffer first would move every byte once more.
+    if (length > BUFFER_SIZE || (length >= DIRECT_BYTES && typeof chunk !== 'string')) {
       this.writeOut(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
     } else if (typeof chunk === 'string') {
       this.buffer.write(chunk, this.used);
@@ -53,6 +59,27 @@ export class BufferedFileWriter {
       this.used += length;
     }
     this.bytesWritten += length;
+  }
+
+  /**
+   * Writes `first<TAB>second<TAB>third<LF>`, every character one byte (ASCII, or latin1 text): a line
+   * of the manifest, encoded in place without a string made for it (a million of them every cycle).
+   */
+  writeTabbedLine(first: string, second: string, third: string): void {
+    const length = first.length + second.length + third.length + 3;
+    if (this.used + length > BUFFER_SIZE) {
+      if (length > BUFFER_SIZE) return this.write(Buffer.from(`${first}\t${second}\t${third}\n`, 'latin1'));
+      this.flush();
+    }
+    const buffer = this.buffer;
+    let at = this.used + buffer.write(first, this.used, 'latin1');
+    buffer[at++] = TAB;
+    at += buffer.write(second, at, 'latin1');
+    buffer[at++] = TAB;
+    at += buffer.write(third, at, 'latin1');
+    buffer[at++] = NEWLINE;
+    this.bytesWritten += at - this.used;
+    this.used = at;
   }
 
   close(): void {

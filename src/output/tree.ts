@@ -281,6 +281,16 @@ export class OutputTransaction {
   }
 
   /**
+   * carriedEntry for a member of the last list, given the entry that list recorded for it (when it
+   * did): right after carryOver, a member is carried exactly when it is not among the few profiles
+   * handed back, and its entry is the recorded one, so no lookup among a million entries is needed.
+   */
+  carriedListEntry(name: string, recorded: string | undefined): string | undefined {
+    if (recorded === undefined || this.claimed === undefined || this.claimed.size > 0) return this.carriedEntry(name);
+    return this.previous.profiles.has(name) ? undefined : recorded;
+  }
+
+  /**
    * One profile, written under every alias folder. `render` (the full document, meta included) is
    * only called when the data changed, so an unchanged profile keeps its bytes and is not rewritten.
    * `signature` is the row signature it was rendered from ('' when it must always be re-rendered);
@@ -443,8 +453,10 @@ export class OutputTransaction {
         this.claim(stale);
         counts.written = this.moveStagedIntoPlace(stagedEntries);
         counts.removed = this.removeStale(stale);
+        this.completeListEntries();
         writeManifest(outDir, next);
       } else if (this.manifestChanged) {
+        this.completeListEntries();
         writeManifest(outDir, next);
       }
       rmSync(this.stagingDir, { recursive: true, force: true });
@@ -478,6 +490,17 @@ export class OutputTransaction {
     this.prepareFolders();
     const claims = { profiles: [...stagedNames, ...stale.profiles], files: [...stagedFiles.map((s) => s.path), ...stale.files] };
     if (!writeClaims(outDir, claims)) writeManifest(outDir, { ...next, list: undefined });
+  }
+
+  /**
+   * Fills in the list's entries it does not know (members rendered in this build) from the
+   * committed entries, so the manifest and the next cycle (ManifestCache) take each from there.
+   */
+  private completeListEntries(): void {
+    const list = this.next.list;
+    if (list === undefined) return;
+    const entries = (list.entries ??= new Array<string | undefined>(list.names.length));
+    for (let i = 0; i < list.names.length; i++) entries[i] ??= this.next.profiles.get(list.names[i]!);
   }
 
   /** Folders first: a path that cannot be used (a symlink, a file) fails before anything moves. */

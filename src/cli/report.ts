@@ -29,13 +29,14 @@ export class ProgressLine {
 
   constructor(private readonly stream: NodeJS.WritableStream & { isTTY?: boolean }) {}
 
-  update(text: string): void {
+  /** `text` may be a function: it is then called only when the line is drawn (at most 5 times a second). */
+  update(text: string | (() => string)): void {
     if (!this.stream.isTTY) return;
     const now = Date.now();
     if (now - this.started < 1000 || now - this.lastDrawn < 200) return;
     this.lastDrawn = now;
     this.visible = true;
-    this.stream.write(`\r\x1b[2K${text}…`);
+    this.stream.write(`\r\x1b[2K${typeof text === 'function' ? text() : text}…`);
   }
 
   clear(): void {

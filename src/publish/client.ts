@@ -8,6 +8,7 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { remoteError, SnapshotError, usageError } from '../core/errors.js';
+import { FastPut } from './fast-put.js';
 import { describeRemote, type RemoteTarget } from './target.js';
 
 /** HTTP requests sent, by kind (retries included): what a publish cost. */
@@ -62,6 +63,8 @@ export class Remote {
   /** Requests sent again after a failure (throttling, 5xx, a dropped connection). */
   retries = 0;
   readonly where: string;
+  /** PutObject of the bulk of small objects without the SDK's middleware stack (fast-put.ts). */
+  readonly fastPut: FastPut;
   /**
    * Checked right before every attempt of every request is sent (lib-storage's part uploads and the
    * SDK's retries included): a publisher whose lease ran out must not write another byte (lease.ts).
@@ -99,6 +102,7 @@ export class Remote {
       ),
     });
     this.where = describeRemote({ ...options, region });
+    this.fastPut = new FastPut(this);
     this.client.middlewareStack.add(
       (next) => async (args) => {
         const result = await next(args);

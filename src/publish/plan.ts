@@ -4,7 +4,7 @@
  */
 import { SnapshotError } from '../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS } from '../core/layout.js';
-import { profileHash, fileHash, type LocalTree } from './local.js';
+import { fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './state.js';
 import { count } from '../core/text.js';
 
@@ -40,8 +40,9 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
     unchanged: 0,
     liveProfileObjects: live.profiles.size * ALIASES,
   };
-  for (const name of tree.profiles.keys()) {
-    if (live.profiles.get(name) === profileHash(tree, name)) plan.unchanged += ALIASES;
+  // The entry starts with its data hash (entryHash): compared in place, no substring per profile.
+  for (const [name, entry] of tree.profiles) {
+    if (hashOf(entry, live.profiles.get(name))) plan.unchanged += ALIASES;
     else plan.profiles.push(name);
   }
   for (const path of tree.files.keys()) {
@@ -54,6 +55,11 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
   // A key an interrupted publish meant to delete may be part of the tree again: uploaded, not deleted.
   for (const key of live.strays) if (!isTreeKey(tree, key)) plan.deleteKeys.push(key);
   return plan;
+}
+
+/** Whether a manifest entry's data hash (the entry up to its first tab) is `hash`. */
+function hashOf(entry: string, hash: string | undefined): boolean {
+  return hash !== undefined && entry.startsWith(hash) && (entry.length === hash.length || entry.charCodeAt(hash.length) === 9);
 }
 
 function isTreeKey(tree: LocalTree, key: string): boolean {

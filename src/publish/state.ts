@@ -71,7 +71,8 @@ function gzipLines(header: string, each: (line: (text: string) => void) => void)
     }
   });
   parts.push(batch);
-  return gzipSync(Buffer.from(parts.join('')), { level: 6 });
+  // Level 1: a million-line state gzips in a quarter of level 6's time, about a fifth larger.
+  return gzipSync(Buffer.from(parts.join('')), { level: 1 });
 }
 
 /** Parses the lines under the header; returns the header's fields after its name (ids). */
@@ -99,12 +100,30 @@ export function serializeState(id: string, profiles: Iterable<[string, string]>,
 
 export function parseState(bytes: Uint8Array): RemoteState {
   const live = emptyLive();
-  const [id] = parseLines(bytes, STATE_HEADER, 'state', ([kind, key, hash]) => {
-    if (key === undefined || hash === undefined) return;
-    if (kind === 'p') live.profiles.set(key, hash);
-    else if (kind === 'f') live.files.set(key, hash);
-  });
-  return { id: id!, live };
+  let text: string;
+  try {
+    text = gunzipSync(bytes).toString('utf8');
+  } catch {
+    throw new Error('the remote state is not gzip');
+  }
+  // One pass with indexOf: no array of a million lines, no array of fields per line.
+  let end = text.indexOf('\n');
+  const head = text.slice(0, end === -1 ? text.length : end).split('\t');
+  if (head[0] !== STATE_HEADER || head[1] === undefined)
+    throw new Error('the remote state was not written by this version of profile-snapshot');
+  for (let start = end + 1; end !== -1 && start < text.length; start = end + 1) {
+    end = text.indexOf('\n', start);
+    const stop = end === -1 ? text.length : end;
+    const tab1 = text.indexOf('\t', start);
+    const tab2 = tab1 === -1 ? -1 : text.indexOf('\t', tab1 + 1);
+    if (tab2 === -1 || tab2 > stop || tab1 - start !== 1) continue;
+    const kind = text.charCodeAt(start);
+    const third = text.indexOf('\t', tab2 + 1);
+    const hash = text.slice(tab2 + 1, third === -1 || third > stop ? stop : third);
+    if (kind === 112 /* p */) live.profiles.set(text.slice(tab1 + 1, tab2), hash);
+    else if (kind === 102 /* f */) live.files.set(text.slice(tab1 + 1, tab2), hash);
+  }
+  return { id: head[1], live };
 }
 
 export function serializeIntent(intent: RemoteIntent): Buffer {

@@ -3,7 +3,7 @@
  * deletions in batches, all through a bounded pool that stops at the first failure (nothing further
  * is started, what is in flight is awaited, and the error is thrown).
  */
-import { DeleteObjectCommand, DeleteObjectsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, DeleteObjectsCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
 import { CONTRACT_HEADERS } from '../hosting/routes.js';
@@ -50,12 +50,13 @@ export async function inPool<T>(items: readonly T[], concurrency: number, task: 
   if (failure !== undefined) throw failure.error;
 }
 
+/** The same headers as the wire carries them (fast-put.ts sends them as they are). */
+const WIRE_HEADERS = { 'content-type': OBJECT_HEADERS.ContentType, 'cache-control': OBJECT_HEADERS.CacheControl } as const;
+const GZIP_WIRE_HEADERS = { ...WIRE_HEADERS, 'content-encoding': 'gzip' } as const;
+
 export async function putObject(remote: Remote, path: string, body: Buffer, encoding?: StoredEncoding): Promise<void> {
-  const { bucket, prefix } = remote.options;
-  await remote.call(
-    () => remote.client.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Body: body, ...headersFor(encoding) })),
-    `upload ${path}`,
-  );
+  const headers = encoding === undefined ? WIRE_HEADERS : GZIP_WIRE_HEADERS;
+  await remote.fastPut.put(objectKey(remote.options.prefix, path), body, headers, `upload ${path}`);
 }
 
 /**

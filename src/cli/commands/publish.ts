@@ -81,7 +81,8 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
       dryRun: flags.dryRun,
       waitMs: wholeNumber(flags.wait, '--wait'),
       onProgress: ({ phase, done, total }) =>
-        progress.update(`${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`),
+        // Formatted only when drawn: toLocaleString twice per object is 0.5% of a cold publish's CPU.
+        progress.update(() => `${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`),
     });
   } finally {
     progress.clear();

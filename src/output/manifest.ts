@@ -4,7 +4,8 @@
  * which files are ours to replace or remove, and which belong to someone else (never touched).
  *
  * Format 2: a header line `profile-snapshot manifest 2<TAB><tool><TAB><base URL>` (who rendered the
- * documents, and for which base URL), then one tab-separated line per entry:
+ * documents, and for which base URL), a digest line `d<TAB><digest><TAB><bytes>` (below), then one
+ * tab-separated line per entry:
  *   `f <path> <hash> <stamp>` for a document other than a profile, with the published file's inode,
  *     size and mtime;
  *   `u <name> <hash> <signature> <length>` for a profile (one entry for all its alias files): the row
@@ -15,8 +16,14 @@
  * rewritten. A commit claims its files by appending such lines to the last manifest (see
  * writeClaims): a later line for the same key wins, and blank lines are skipped.
  * Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
+ *
+ * The digest line (fixed width, filled in once the rest is written) holds the SHA-256 of every byte
+ * after it and the file's size: a publish compares it with the digest its last state recorded, from
+ * the header alone, instead of reading a million entries (publish/quiet.ts). Appended claims change
+ * the size, which voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
  */
-import { closeSync, copyFileSync, openSync, readSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
@@ -42,6 +49,8 @@ export interface Manifest {
    * manifest lists them so (undefined otherwise: format 1, or entries out of order).
    */
   list: ListOrder | undefined;
+  /** The digest line's digest, when the file has one and is still the size it records (see above). */
+  digest?: string | undefined;
 }
 
 export interface ListOrder {
@@ -142,10 +151,12 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
   const inPart = (name: string) => share === undefined || partitionOf(name, share.part.count) === share.part.index;
   const wholeList = share === undefined || share.wholeList;
   let header = true,
+    afterHeader = false,
+    recorded: { digest: string; bytes: number } | undefined,
     membersInOrder = false,
     membersEnded = false,
     lastMember = '';
-  forEachLine(fd, path, chunkBytes, (text, bytes, start, end) => {
+  const size = forEachLine(fd, path, chunkBytes, (text, bytes, start, end) => {
     if (header) {
       header = false;
       const headerLine = bytes.toString('utf8', start, end);
@@ -153,7 +164,13 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
       if (fields[0] !== HEADER && headerLine !== HEADER_V1) throw unrecognised(path);
       manifest.renderedBy = fields[0] === HEADER ? fields.slice(1).join('\t') : '';
       membersInOrder = manifest.renderedBy !== '';
+      afterHeader = true;
       return;
+    }
+    if (afterHeader) {
+      afterHeader = false;
+      recorded = parseDigestLine(text.slice(start, end));
+      if (recorded !== undefined) return;
     }
     // A line the tool wrote starts with its kind and a tab. Any other (a blank one) is skipped at
     // once: searching it for a tab would run on through the lines after it.
@@ -186,6 +203,7 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
   });
   if (header) throw unrecognised(path); // an empty file
   manifest.list = membersInOrder ? list : undefined;
+  if (recorded !== undefined && recorded.bytes === size) manifest.digest = recorded.digest;
   return manifest;
 }
 
@@ -215,16 +233,17 @@ const unrecognised = (path: string) =>
  * in the other. Past the header every byte is ASCII (names and paths are, by the store's rules and
  * ours). Lines are scanned in place, a chunk at a time: one string per line was
  * megabytes of garbage promoted to the old generation, and the whole file as one string (and its
- * bytes beside it) was as large again as the manifest's entries at their peak.
+ * bytes beside it) was as large again as the manifest's entries at their peak. Returns the bytes read.
  */
 function forEachLine(
   fd: number,
   path: string,
   chunkBytes: number,
   line: (text: string, bytes: Buffer, start: number, end: number) => void,
-): void {
+): number {
   let bytes = Buffer.allocUnsafe(chunkBytes);
   let held = 0; // the start of a line the last chunk ended in, moved to the front
+  let total = 0;
   for (;;) {
     // A line longer than a chunk (not one the tool writes) grows it.
     if (held === bytes.length) bytes = Buffer.concat([bytes, Buffer.allocUnsafe(bytes.length)]);
@@ -235,6 +254,7 @@ function forEachLine(
       throw unreadable(path, cause);
     }
     const filled = held + read;
+    total += read;
     const text = bytes.toString('latin1', 0, filled);
     let start = 0;
     for (let end = text.indexOf('\n'); end !== -1; end = text.indexOf('\n', start)) {
@@ -243,7 +263,7 @@ function forEachLine(
     }
     if (read === 0) {
       if (start < filled) line(text, bytes, start, filled);
-      return;
+      return total;
     }
     bytes.copy(bytes, 0, start, filled);
     held = filled - start;
@@ -252,10 +272,12 @@ function forEachLine(
 
 /** Replaces the manifest atomically (temporary file, then rename), streaming it out. */
 export function writeManifest(outDir: string, manifest: Manifest): void {
-  replaceManifest(outDir, 'new', (out) => {
+  replaceManifest(outDir, 'new', (out, temporary) => {
+    const header = `${HEADER}\t${manifest.renderedBy}\n`;
+    out.write(header);
+    out.write(digestLine('0'.repeat(DIGEST_HEX), 0));
     // Each line is encoded straight into the writer's buffer: a string per line was tens of
     // megabytes of garbage every watch cycle at a million profiles.
-    out.write(`${HEADER}\t${manifest.renderedBy}\n`);
     for (const [key, entry] of manifest.files) out.writeTabbedLine('f', key, entry);
     // List members first, in list order (see the format above), then every other profile.
     const members = manifest.list?.names ?? [];
@@ -269,7 +291,64 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
       if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || listLength(entry) === undefined)
         out.writeTabbedLine('u', key, entry);
     }
+    out.close();
+    fillDigestLine(temporary, Buffer.byteLength(header));
   });
+}
+
+const DIGEST_HEX = 64;
+const SIZE_DIGITS = 15;
+
+/** The digest line, fixed width (written as a placeholder first, filled in at the end). */
+const digestLine = (hex: string, bytes: number) => `d\t${hex}\t${String(bytes).padStart(SIZE_DIGITS, '0')}\n`;
+const DIGEST_LINE_BYTES = digestLine('0'.repeat(DIGEST_HEX), 0).length;
+
+function parseDigestLine(line: string): { digest: string; bytes: number } | undefined {
+  const [kind, digest, bytes] = line.split('\t');
+  if (kind !== 'd' || digest?.length !== DIGEST_HEX || bytes?.length !== SIZE_DIGITS) return undefined;
+  return { digest, bytes: Number(bytes) };
+}
+
+/**
+ * Fills in the digest line of a closed manifest file: the SHA-256 of every byte after it, read back
+ * (from the page cache; hashing while writing would need a string per line again), and its size.
+ */
+function fillDigestLine(path: string, at: number): void {
+  const fd = openSync(path, 'r+');
+  try {
+    const digest = createHash('sha256');
+    const chunk = Buffer.allocUnsafe(LINE_CHUNK);
+    let position = at + DIGEST_LINE_BYTES;
+    for (let read; (read = readSync(fd, chunk, 0, chunk.length, position)) > 0; position += read) digest.update(chunk.subarray(0, read));
+    writeSync(fd, digestLine(digest.digest('hex'), fstatSync(fd).size), at);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The manifest's digest from its first two lines only, when it has one and is still the size the
+ * digest line records (claims appended since void it); undefined otherwise (no manifest, format 1,
+ * a build's claims pending).
+ */
+export function readManifestDigest(outDir: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openSync(join(outDir, MANIFEST_FILE), 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const head = Buffer.alloc(8192);
+    const text = head.toString('latin1', 0, readSync(fd, head, 0, head.length, 0));
+    const first = text.indexOf('\n');
+    const second = text.indexOf('\n', first + 1);
+    if (first === -1 || second === -1 || !text.startsWith(`${HEADER}\t`)) return undefined;
+    const recorded = parseDigestLine(text.slice(first + 1, second));
+    return recorded !== undefined && recorded.bytes === fstatSync(fd).size ? recorded.digest : undefined;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 const isDigit = (code: number) => code >= 48 && code <= 57;
@@ -294,13 +373,13 @@ export function writeClaims(outDir: string, claims: { profiles: readonly string[
  * of the manifest as it is, which is then renamed over it. A failed write (disk full) leaves no
  * partial temporary file behind, and the manifest intact. False when there is no manifest to extend.
  */
-function replaceManifest(outDir: string, start: 'new' | 'extended', write: (out: BufferedFileWriter) => void): boolean {
+function replaceManifest(outDir: string, start: 'new' | 'extended', write: (out: BufferedFileWriter, temporary: string) => void): boolean {
   const path = join(outDir, MANIFEST_FILE);
   return replaceFile(outDir, path, (temporary) => {
     if (start === 'extended' && !copyIfPresent(path, temporary)) return false;
     const out = new BufferedFileWriter(temporary, undefined, start === 'extended' ? 'a' : 'w');
     try {
-      write(out);
+      write(out, temporary);
     } catch (error) {
       try {
         out.close();

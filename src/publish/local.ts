@@ -20,6 +20,8 @@ export interface LocalTree {
   files: Map<string, string>;
   /** The manifest's stamp when it was read: a build that commits meanwhile changes it. */
   manifestStamp: string | undefined;
+  /** The manifest's own digest (undefined for one without): recorded in the state, for the quiet check. */
+  digest: string | undefined;
 }
 
 /** Documents every snapshot has besides the profiles: the route table's files, the list's gzip variant and error documents. */
@@ -45,7 +47,8 @@ export function readLocalTree(outDir: string, waitMs: number): LocalTree {
     }
     const manifest = readManifest(out);
     const pending = countPending(manifest);
-    if (pending === 0) return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp });
+    if (pending === 0)
+      return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp, digest: manifest.digest });
     if (OutDirLock.holderOf(out) === undefined || Date.now() >= deadline) {
       throw outputError(
         `${out} is not publishable: ${pending} entries of its manifest are pending (an interrupted or unfinished build)`,
@@ -63,9 +66,14 @@ function countPending(manifest: Manifest): number {
   return pending;
 }
 
+/** Throws (exit 5) unless every document a snapshot must have is on disk. */
+export function assertRequiredFiles(outDir: string, listed: (path: string) => boolean = () => true): void {
+  const missing = REQUIRED_FILES.filter((path) => !listed(path) || !existsSync(join(outDir, path)));
+  if (missing.length > 0) throw outputError(`${outDir} is not publishable: ${missing.join(', ')} missing`, REBUILD);
+}
+
 function checked(tree: LocalTree): LocalTree {
-  const missing = REQUIRED_FILES.filter((path) => !tree.files.has(path) || !existsSync(join(tree.outDir, path)));
-  if (missing.length > 0) throw outputError(`${tree.outDir} is not publishable: ${missing.join(', ')} missing`, REBUILD);
+  assertRequiredFiles(tree.outDir, (path) => tree.files.has(path));
   // Both carry the hash of the list's members: a variant made from another list would serve it to gzip clients.
   if (fileHash(tree, CREATORS_GZIP_FILE) !== fileHash(tree, CREATORS_FILE))
     throw outputError(

@@ -41,6 +41,27 @@ export async function readObject(remote: Remote, path: string, known?: string): 
   }
 }
 
+/**
+ * The first `bytes` bytes of an object (all of it when it is shorter, or when the server ignores the
+ * range), or undefined when there is none.
+ */
+export async function readObjectStart(remote: Remote, path: string, bytes: number): Promise<Uint8Array | undefined> {
+  const { bucket, prefix } = remote.options;
+  try {
+    return await remote
+      .call(async () => {
+        const output = await remote.client.send(
+          new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Range: `bytes=0-${bytes - 1}` }),
+        );
+        return { $metadata: output.$metadata, bytes: await output.Body!.transformToByteArray() };
+      }, `read ${path} in the bucket`)
+      .then((read) => read.bytes);
+  } catch (error) {
+    if (Remote.failedWith(error, 'NoSuchKey', 'NotFound')) return undefined;
+    throw error;
+  }
+}
+
 /** Writes a small object under `condition`; returns its new ETag, or 'refused' when the condition failed. */
 export async function writeObject(
   remote: Remote,

@@ -11,7 +11,8 @@
  *
  * Steps 2-4 run under the prefix's lock lease (lease.ts), and the record is written only over the
  * version read (record.ts): several publishers on one prefix take turns, and none overwrites what
- * another recorded. A quiet check (the record already names this tree) takes no lease.
+ * another recorded. A quiet check (the record already names this tree) takes no lease; when the
+ * state names the manifest's own digest it reads only the two headers (quiet.ts).
  *
  * Any failure stops the publish where it is: nothing is deleted after a failed upload.
  */
@@ -19,7 +20,7 @@ import { existsSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
-import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
 import { entryHash, manifestStamp } from '../output/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions } from './lease.js';
@@ -27,7 +28,8 @@ import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js'
 import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
-import { readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
+import { bucketHoldsTree } from './quiet.js';
+import { namesTree, readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
 import { newPublishId, NO_BASE, type RemoteIntent } from './state.js';
 import { describeTarget } from './target.js';
 import { closeFile, deleteObjects, inPool, openFile, putFile } from './upload.js';
@@ -121,6 +123,9 @@ export async function publish(options: PublishOptions): Promise<PublishReport> {
 type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds'>;
 
 async function publishOnce(remote: Remote, options: PublishOptions): Promise<Outcome> {
+  // The bucket already holds this tree: known from two headers, no million entries read.
+  const held = options.full ? undefined : await bucketHoldsTree(remote, options.out);
+  if (held !== undefined) return quietOutcome(remote, held, options);
   const tree = readLocalTree(options.out, options.waitMs ?? 30_000);
   const first = options.full ? undefined : await readRecord(remote);
   // Decided before the lease is taken, so a quiet check, a dry run and a refusal write nothing.
@@ -128,7 +133,7 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
   if (first?.live !== undefined) {
     const plan = (firstPlan = planPublish(tree, first.live));
     guardDeletions(plan, options, remote.where);
-    if (options.dryRun || (first.settled && isEmptyPlan(plan))) return outcomeOf(remote, tree, plan, 'state', options);
+    if (options.dryRun || (namesTree(first, tree.digest) && isEmptyPlan(plan))) return outcomeOf(remote, tree, plan, 'state', options);
     assertPresent(tree, plan);
   } else {
     if (options.dryRun) return dryRun(remote, tree, options);
@@ -169,7 +174,7 @@ async function publishHeld(
   guardDeletions(plan, options, remote.where);
   const outcome = outcomeOf(remote, tree, plan, live ? 'state' : 'listing', options);
   // Nothing to write, and the state already says so (a listing leaves a state for next time).
-  if (live !== undefined && record.settled && isEmptyPlan(plan)) return outcome;
+  if (live !== undefined && namesTree(record, tree.digest) && isEmptyPlan(plan)) return outcome;
   assertPresent(tree, plan);
   const id = newPublishId();
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
@@ -180,7 +185,11 @@ async function publishHeld(
   await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
     options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length }),
   );
-  await writeState(remote, written, id, hashes(tree.profiles), hashes(tree.files));
+  await writeState(remote, written, id, hashes(tree.profiles), hashes(tree.files), {
+    tree: tree.digest,
+    profiles: tree.profiles.size,
+    files: tree.files.size,
+  });
   return outcome;
 }
 
@@ -202,6 +211,22 @@ function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared:
     profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
     objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
     list: plan.listFiles.includes(CREATORS_FILE),
+    bytes: 0,
+    notices: [],
+  };
+}
+
+function quietOutcome(remote: Remote, held: { profiles: number; files: number }, options: PublishOptions): Outcome {
+  return {
+    out: resolveOutDir(options.out),
+    to: describeTarget(remote.options),
+    where: remote.where,
+    dryRun: Boolean(options.dryRun),
+    compared: 'state',
+    changed: false,
+    profiles: { put: 0, deleted: 0 },
+    objects: { put: 0, deleted: 0, unchanged: held.profiles * PROFILE_DIRS.length + held.files },
+    list: false,
     bytes: 0,
     notices: [],
   };

@@ -27,6 +27,7 @@ import {
   type LiveSet,
   type RemoteIntent,
   type RemoteState,
+  type StateSummary,
 } from './state.js';
 
 export interface RemoteRecord {
@@ -38,7 +39,17 @@ export interface RemoteRecord {
   base: string;
   stateEtag: string | undefined;
   intentEtag: string | undefined;
+  /** The digest of the tree the trusted state was made from (see quiet.ts), if it names one. */
+  tree?: string | undefined;
 }
+
+/**
+ * Whether a settled record already names this tree, so that an empty plan has nothing to write. A
+ * record made from another manifest with the same data (a build that rewrote it) is written again,
+ * once, so that the next quiet check needs only the headers.
+ */
+export const namesTree = (record: RemoteRecord, digest: string | undefined): boolean =>
+  record.settled && (digest === undefined || record.tree === digest);
 
 /** Reads state and intent. With `previous`, an object unchanged since costs no body and no parse. */
 export async function readRecord(remote: Remote, previous?: RemoteRecord): Promise<RemoteRecord> {
@@ -63,7 +74,7 @@ export function judge(state: StoredObject | undefined, intent: StoredObject | un
   } catch {
     return untrusted; // another version's, or damaged: the listing tells what is there
   }
-  const trusted = { ...untrusted, live: parsedState.live, base: parsedState.id };
+  const trusted = { ...untrusted, live: parsedState.live, base: parsedState.id, tree: parsedState.tree };
   if (parsedIntent === undefined || parsedIntent.id === parsedState.id) return { ...trusted, settled: true };
   if (parsedIntent.base !== parsedState.id) return untrusted;
   applyIntent(parsedState.live, parsedIntent);
@@ -84,11 +95,12 @@ export async function writeState(
   id: string,
   profiles: Iterable<[string, string]>,
   files: Iterable<[string, string]>,
+  summary: StateSummary,
 ): Promise<void> {
   const etag = await writeObject(
     remote,
     REMOTE_STATE,
-    serializeState(id, profiles, files),
+    serializeState(id, profiles, files, summary),
     'application/gzip',
     unchangedSince(record.stateEtag),
   );

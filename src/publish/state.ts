@@ -14,10 +14,13 @@
  *     state in the bucket means a writer changed the state outside the lease, and nothing of the
  *     record is trusted (see record.ts).
  *
- * Both are gzipped tab-separated lines under a header line. No CDN route serves `.profile-snapshot/`.
+ * Both are gzipped tab-separated lines under a header line. The state's header also names the
+ * digest of the local tree (its manifest's) it was made from, and its counts: a publish whose tree
+ * has that digest has nothing to do, which it learns from the first bytes of the state alone
+ * (quiet.ts). No CDN route serves `.profile-snapshot/`.
  */
 import { randomBytes } from 'node:crypto';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { STATE_DIR } from '../core/layout.js';
 
 export const REMOTE_STATE = `${STATE_DIR}/remote-state`;
@@ -27,6 +30,9 @@ const INTENT_HEADER = 'profile-snapshot remote intent 2';
 
 /** The base of an intent planned over no state the publisher could trust: never any state's id. */
 export const NO_BASE = '-';
+
+/** The tree digest of a state made from a manifest without one. */
+const NO_TREE = '-';
 
 /** The hash of an object whose content is not known (an unresolved intent, a mismatching listing). */
 export const UNKNOWN = '?';
@@ -43,6 +49,21 @@ export interface RemoteState {
   /** The publish that wrote it. */
   id: string;
   live: LiveSet;
+  /** The digest of the manifest its tree was read from, if it names one. */
+  tree: string | undefined;
+}
+
+/** What the state's header line says of the tree it records. */
+export interface StateSummary {
+  /** The digest of the manifest the tree was read from (undefined: it had none). */
+  tree: string | undefined;
+  profiles: number;
+  files: number;
+}
+
+/** The state's header line: its id and summary, readable from the state's first bytes. */
+export interface StateHead extends StateSummary {
+  id: string;
 }
 
 export interface RemoteIntent {
@@ -91,8 +112,15 @@ function parseLines(bytes: Uint8Array, header: string, what: string, line: (fiel
   return head.slice(1);
 }
 
-export function serializeState(id: string, profiles: Iterable<[string, string]>, files: Iterable<[string, string]>): Buffer {
-  return gzipLines(`${STATE_HEADER}\t${id}`, (line) => {
+/** The summary travels in the header's later fields: versions that do not know them read the id and stop. */
+export function serializeState(
+  id: string,
+  profiles: Iterable<[string, string]>,
+  files: Iterable<[string, string]>,
+  summary?: StateSummary,
+): Buffer {
+  const head = summary === undefined ? '' : `\t${summary.tree ?? NO_TREE}\t${summary.profiles}\t${summary.files}`;
+  return gzipLines(`${STATE_HEADER}\t${id}${head}`, (line) => {
     for (const [path, hash] of files) line(`f\t${path}\t${hash}`);
     for (const [name, hash] of profiles) line(`p\t${name}\t${hash}`);
   });
@@ -123,7 +151,7 @@ export function parseState(bytes: Uint8Array): RemoteState {
     if (kind === 112 /* p */) live.profiles.set(text.slice(tab1 + 1, tab2), hash);
     else if (kind === 102 /* f */) live.files.set(text.slice(tab1 + 1, tab2), hash);
   }
-  return { id: head[1], live };
+  return { id: head[1], live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
 }
 
 export function serializeIntent(intent: RemoteIntent): Buffer {
@@ -143,6 +171,34 @@ export function parseIntent(bytes: Uint8Array): RemoteIntent {
     else if (kind === 'k') intent.strays.add(key);
   });
   return intent;
+}
+
+/** The state's header from its first bytes (a ranged read) or all of them; undefined when it is not one of ours. */
+export function parseStateHead(bytes: Uint8Array): StateHead | undefined {
+  const [name, id, tree, profiles, files] = headLine(bytes).split('\t');
+  if (name !== STATE_HEADER || id === undefined) return undefined;
+  const counted = (text: string | undefined) => (text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined);
+  const [p, f] = [counted(profiles), counted(files)];
+  if (tree === undefined || tree === NO_TREE || p === undefined || f === undefined) return { id, tree: undefined, profiles: 0, files: 0 };
+  return { id, tree, profiles: p, files: f };
+}
+
+/** The intent's header (id, base) from its first bytes or all of them. */
+export function parseIntentHead(bytes: Uint8Array): { id: string; base: string } | undefined {
+  const [name, id, base] = headLine(bytes).split('\t');
+  return name === INTENT_HEADER && id !== undefined && base !== undefined ? { id, base } : undefined;
+}
+
+/** The first line of a gzipped record, from as many of its first bytes as were read ('' if none). */
+function headLine(bytes: Uint8Array): string {
+  let text: string;
+  try {
+    text = gunzipSync(bytes, { finishFlush: constants.Z_SYNC_FLUSH }).toString('utf8');
+  } catch {
+    return '';
+  }
+  const end = text.indexOf('\n');
+  return end === -1 ? '' : text.slice(0, end);
 }
 
 /** Marks what an unresolved intent may have touched as unknown: uploaded again, or deleted. */

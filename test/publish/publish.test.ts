@@ -45,10 +45,11 @@ describe.each(servers)('publish to %s', (_name, start) => {
     expect(changed.profiles).toEqual({ put: 3, deleted: 1 });
     expect(changed.list).toBe(true);
     // Three profiles under two aliases, the list and its variant, the intent and the state, and the
-    // lock taken and released; the two removed objects. The lock is looked at once, the record read
-    // twice (the second time as conditional GETs answered 304, after the lock is held).
+    // lock taken and released; the two removed objects. The record's headers are read first (the
+    // quiet check: ranged GETs), then the record whole, the lock once, and the record again as
+    // conditional GETs answered 304, after the lock is held.
     expect(changed.requests.PUT).toBe(3 * 2 + 2 + 2 + 2);
-    expect(changed.requests.GET).toBe(2 + 1 + 2);
+    expect(changed.requests.GET).toBe(2 + 2 + 1 + 2);
     expect(changed.objects.deleted).toBe(2);
     await expectExact(site);
   });

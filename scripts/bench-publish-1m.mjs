@@ -40,10 +40,10 @@
  *
  *   node scripts/bench-publish-1m.mjs [--users 1000000] [--concurrency-list 32,64,128,256] [--repeats 3]
  *        [--delay-ms 25] [--delay-in server|proxy] [--scenarios cold,quiet,changed] [--best <c>]
- *        [--cpu-prof <dir>] [--no-restore] [--bin <path to profile-snapshot.js>] [--report BENCHMARKS.md]
+ *        [--cpu-prof <dir>] [--no-restore] [--bin <path to profile-snapshot.js>] [--baseline-bin <path>] [--report BENCHMARKS.md]
  *
  * `--report FILE` writes the section `bench-publish-1m` of FILE (report-section.mjs); without it,
- * nothing is written but the table on stdout (and the JSON of every run in /tmp/bench-publish-1m.json).
+ * nothing is written but the table on stdout (and the JSON of every run in --json-out, /tmp/bench-publish-1m.json by default).
  * `--cpu-prof DIR` runs every publish under `node --cpu-prof` (profiles in DIR; the timings then carry
  * the profiler's overhead); summarize them with scripts/cpu-prof-summary.mjs.
  */
@@ -69,7 +69,12 @@ const BEST = value('--best', undefined);
 const CPU_PROF = value('--cpu-prof', undefined);
 const RESTORE = !args.includes('--no-restore');
 const REPORT = value('--report', undefined);
+const JSON_OUT = value('--json-out', '/tmp/bench-publish-1m.json');
 const bin = resolve(value('--bin', join(repo, 'bin/profile-snapshot.js')));
+// --baseline-bin: another build of the tool (e.g. the commit before a change) whose quiet and 1%
+// publishes alternate with --bin's over the same prefix, for ratios measured in the same run.
+const BASELINE_BIN = value('--baseline-bin', undefined);
+let currentBin = bin;
 const storeDir = value('--store-dir', join(repo, '.bench/stores'));
 const label = USERS % 1_000_000 === 0 ? `${USERS / 1_000_000}m` : USERS % 1000 === 0 ? `${USERS / 1000}k` : String(USERS);
 const tree = value('--tree', `/dev/shm/ps-${label}-tree`);
@@ -186,7 +191,7 @@ async function publish(bucket, prefix, concurrency, scenario) {
     : [];
   const publishArgs = [
     ...nodeArgs,
-    bin,
+    currentBin,
     'publish',
     '--out',
     tree,
@@ -313,7 +318,15 @@ async function main() {
   const manifestObjects = countTreeObjects();
   log(`tree: ${int(manifestObjects)} objects to publish`);
   const bucket = await startBucket();
-  const results = { cold: [], quiet: [], changed: [], setup: [] };
+  const results = { cold: [], quiet: [], changed: [], setup: [], baselineQuiet: [], baselineChanged: [] };
+  const asBaseline = async (run) => {
+    currentBin = resolve(BASELINE_BIN);
+    try {
+      return await run();
+    } finally {
+      currentBin = bin;
+    }
+  };
   let restored = false;
   try {
     if (SCENARIOS.has('cold')) {
@@ -345,16 +358,26 @@ async function main() {
     }
     if (SCENARIOS.has('quiet')) {
       log(`quiet publishes (nothing changed), --concurrency ${bestConcurrency}:`);
-      for (let i = 0; i < REPEATS; i++) results.quiet.push(await publish(bucket, prefix, bestConcurrency, 'quiet'));
+      for (let i = 0; i < REPEATS; i++) {
+        if (BASELINE_BIN) results.baselineQuiet.push(await asBaseline(() => publish(bucket, prefix, bestConcurrency, 'quiet (baseline)')));
+        results.quiet.push(await publish(bucket, prefix, bestConcurrency, 'quiet'));
+      }
     }
     if (SCENARIOS.has('changed')) {
       log(`1% changed publishes, --concurrency ${bestConcurrency}:`);
+      // With a baseline, the two take turns (each round a different 1%): baseline, then --bin.
+      const runs = BASELINE_BIN ? ['baseline', 'bin'] : ['bin'];
+      let touched = 0;
       for (let round = 1; round <= REPEATS; round++) {
-        const users = touch(0.01, round);
-        writeFileSync(stampFile, `${JSON.stringify(seedStamp(seed, round), null, 2)}\n`);
-        log(`  round ${round}: ${int(users)} users' view counts changed`);
-        const buildSeconds = await build(false);
-        results.changed.push({ ...(await publish(bucket, prefix, bestConcurrency, '1% changed')), buildSeconds, usersChanged: users });
+        for (const who of runs) {
+          const users = touch(0.01, ++touched);
+          writeFileSync(stampFile, `${JSON.stringify(seedStamp(seed, touched), null, 2)}\n`);
+          log(`  round ${round}${who === 'baseline' ? ' (baseline)' : ''}: ${int(users)} users' view counts changed`);
+          const buildSeconds = await build(false);
+          const publishOnce = () => publish(bucket, prefix, bestConcurrency, who === 'baseline' ? '1% changed (baseline)' : '1% changed');
+          const result = { ...(await (who === 'baseline' ? asBaseline(publishOnce) : publishOnce())), buildSeconds, usersChanged: users };
+          (who === 'baseline' ? results.baselineChanged : results.changed).push(result);
+        }
       }
       if (RESTORE) {
         log('tree: back to the pristine seed');
@@ -373,7 +396,7 @@ async function main() {
       bestConcurrency,
       ...results,
     };
-    writeFileSync('/tmp/bench-publish-1m.json', `${JSON.stringify(all, null, 2)}\n`);
+    writeFileSync(JSON_OUT, `${JSON.stringify(all, null, 2)}\n`);
     const text = render(all);
     log('');
     log(text);
@@ -396,7 +419,8 @@ function countTreeObjects() {
     files = 0;
   const dirs = ['api/v1/users', 'service-api/v1/users'];
   for (const dir of dirs) profiles += readdirCount(join(tree, dir));
-  for (const file of ['service-api/v1/creators', 'api/v1/openapi.json']) if (existsSync(join(tree, file))) files++;
+  for (const file of ['service-api/v1/creators', 'service-api/v1/.creators.gz', 'api/v1/openapi.json'])
+    if (existsSync(join(tree, file))) files++;
   files += readdirCount(join(tree, '_errors'));
   if (!existsSync(manifest)) throw new Error(`${tree} has no .profile-snapshot/`);
   return profiles + files;
@@ -408,6 +432,12 @@ function readdirCount(dir) {
   } catch {
     return 0;
   }
+}
+
+/** The new path's median time over the baseline's, e.g. '0.25x'. */
+function ratioOf(runs, baselineRuns) {
+  if (runs.length === 0 || baselineRuns.length === 0) return '';
+  return `${(median(runs.map((r) => r.seconds)) / median(baselineRuns.map((r) => r.seconds))).toFixed(2)}x`;
 }
 
 function render(all) {
@@ -422,19 +452,22 @@ function render(all) {
     if (runs.length === 0) return undefined;
     const seconds = median(runs.map((r) => r.seconds));
     const mid = runs.find((r) => r.seconds === seconds);
+    const verdict = name.includes('baseline')
+      ? ''
+      : seconds <= (name === 'quiet' ? TARGETS.quietSeconds : TARGETS.changedSeconds)
+        ? 'met'
+        : '**missed**';
     return `| ${name} | ${all.bestConcurrency} | ${fmt(seconds)} | ${runs.map((r) => fmt(r.seconds)).join(', ')} | ${int(mid.objects.put)} | ${int(mid.rssMb)} | ${mid.cpu === undefined ? '' : fmt(mid.cpu, 1)} | ${Object.values(
       mid.requests,
     )
       .reduce((a, b) => a + b, 0)
-      .toLocaleString(
-        'en-US',
-      )} | ${target} | ${seconds <= (name === 'quiet' ? TARGETS.quietSeconds : TARGETS.changedSeconds) ? 'met' : '**missed**'} |`;
+      .toLocaleString('en-US')} | ${target} | ${verdict} |`;
   };
   const bestCold = all.cold.toSorted((a, b) => a.seconds - b.seconds)[0];
   const coldVerdict = bestCold
     ? `Cold target (<= 15 min and <= 600 MB peak RSS): ${bestCold.seconds <= TARGETS.coldSeconds && bestCold.rssMb <= TARGETS.coldRssMb ? 'met' : '**missed**'} at best (--concurrency ${bestCold.concurrency}: ${fmt(bestCold.seconds / 60, 1)} min, ${int(bestCold.rssMb)} MB).`
     : '';
-  const changedPhases = [...all.quiet, ...all.changed].map(
+  const changedPhases = [...all.quiet, ...all.changed, ...all.baselineQuiet, ...all.baselineChanged].map(
     (r) => `- ${r.scenario}: ${r.phases.text}${r.buildSeconds ? ` (build before it: ${fmt(r.buildSeconds)} s)` : ''}`,
   );
   return [
@@ -470,7 +503,9 @@ function render(all) {
           '| scenario | concurrency | seconds | runs | objects put | peak RSS (MB) | CPU (s) | requests | target | |',
           '|---|---:|---:|---|---:|---:|---:|---:|---|---|',
           row('quiet', all.quiet, '<= 1 s'),
+          row('quiet, baseline', all.baselineQuiet, `${ratioOf(all.quiet, all.baselineQuiet)} of the baseline's time`),
           row('1% changed', all.changed, '<= 20 s'),
+          row('1% changed, baseline', all.baselineChanged, `${ratioOf(all.changed, all.baselineChanged)} of the baseline's time`),
           '',
           ...changedPhases,
         ].filter((line) => line !== undefined)

@@ -1,19 +1,17 @@
 /**
  * What one small PutObject costs the publisher's CPU, by the way it is sent: the AWS SDK's S3Client
- * set up as src/publish/client.ts does, the same with `cacheMiddleware: true`, and a lean path (the
- * SDK's own SigV4 signer and HTTP handler, without the middleware stack). Each sends --count PUTs of a
+ * set up as src/publish/client.ts does, the same with `cacheMiddleware: true`, and the path publish
+ * ships (src/publish/fast-put.ts through Remote, from build/: the client's signer, endpoint rules,
+ * retry strategy and counting handler, without the middleware stack). Each sends --count PUTs of a
  * ~2 KB body (a profile's size) at --concurrency into bench-s3-memory.mjs (25 ms per answer), in this
- * process, and reports wall seconds, PUTs/s and CPU microseconds per PUT. For the proposals of
- * bench-publish-1m.mjs: how much faster the cold publish's upload loop could go on one core.
+ * process, and reports wall seconds, PUTs/s and CPU microseconds per PUT (medians of --repeats
+ * rounds) and the ratio to the SDK path: how fast the cold publish's upload loop can go on one core.
  *
- *   node scripts/bench-put-path.mjs [--count 20000] [--concurrency 64] [--delay-ms 25]
+ *   node scripts/bench-put-path.mjs [--count 20000] [--concurrency 64] [--delay-ms 25] [--repeats 3] [--only <path>]
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { HttpRequest } from '@smithy/core/transport';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { fork } from 'node:child_process';
-import { createHash, createHmac } from 'node:crypto';
 import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -26,6 +24,7 @@ const COUNT = Number(value('--count', '20000'));
 const CONCURRENCY = Number(value('--concurrency', '64'));
 const DELAY = value('--delay-ms', '25');
 const ONLY = value('--only', undefined);
+const REPEATS = Number(value('--repeats', '3'));
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
 const server = fork(join(repo, 'scripts/bench-s3-memory.mjs'), ['--delay-ms', DELAY], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
@@ -58,61 +57,14 @@ function viaSdk(extra) {
   };
 }
 
-const bytes = (data) =>
-  typeof data === 'string'
-    ? Buffer.from(data, 'utf8')
-    : ArrayBuffer.isView(data)
-      ? Buffer.from(data.buffer, data.byteOffset, data.byteLength)
-      : Buffer.from(data);
-
-/** SHA-256, or HMAC-SHA-256 with a secret, as the signer wants it (what @smithy/hash-node does). */
-class Sha256 {
-  constructor(secret) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data) {
-    this.hash.update(bytes(data));
-  }
-  digest() {
-    return Promise.resolve(new Uint8Array(this.hash.digest()));
-  }
-}
-
-/** The lean path: sign with the SDK's SigV4 signer, send with its HTTP handler; no middleware stack, no retries here. */
-function viaSigner() {
-  const handler = new NodeHttpHandler({ httpAgent: new Agent({ keepAlive: true, maxSockets: Infinity }), requestTimeout: 120_000 });
-  const signer = new SignatureV4({
-    credentials,
-    region: 'us-east-1',
-    service: 's3',
-    sha256: Sha256,
-    uriEscapePath: false,
-    applyChecksum: false,
-  });
-  const url = new URL(endpoint);
-  const put = async (key) => {
-    const request = new HttpRequest({
-      method: 'PUT',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      port: Number(url.port),
-      path: `/bench/${key.split('/').map(encodeURIComponent).join('/')}`,
-      headers: {
-        host: url.host,
-        'content-type': HEADERS.ContentType,
-        'cache-control': HEADERS.CacheControl,
-        'content-length': String(body.length),
-        'x-amz-content-sha256': createHash('sha256').update(body).digest('hex'),
-      },
-      body,
-    });
-    const signed = await signer.sign(request);
-    const { response } = await handler.handle(signed);
-    response.body.resume();
-    if (response.statusCode !== 200) throw new Error(`PUT ${key}: ${response.statusCode}`);
-    return response.headers.etag;
-  };
-  return { put, close: () => handler.destroy() };
+/** The shipped path: Remote (src/publish/client.ts) and its FastPut, from build/ (npm run compile first). */
+async function viaFastPut() {
+  const { Remote } = await import(join(repo, 'build/publish/client.js'));
+  process.env.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
+  process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
+  const remote = new Remote({ bucket: 'bench', prefix: '', endpoint, concurrency: CONCURRENCY }, 'us-east-1');
+  const headers = { 'content-type': HEADERS.ContentType, 'cache-control': HEADERS.CacheControl };
+  return { put: (key) => remote.fastPut.put(key, body, headers, `upload ${key}`), close: () => remote.close() };
 }
 
 async function run(name, path) {
@@ -128,20 +80,32 @@ async function run(name, path) {
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(cpu);
   path.close();
-  const perPut = (used.user + used.system) / COUNT;
-  console.log(
-    `${name.padEnd(28)} ${seconds.toFixed(2).padStart(7)} s ${Math.round(COUNT / seconds)
-      .toLocaleString('en-US')
-      .padStart(7)} PUTs/s ` +
-      `${Math.round(perPut).toLocaleString('en-US').padStart(5)} us CPU per PUT (${Math.round(1e6 / perPut).toLocaleString('en-US')} PUTs/s on one core)`,
-  );
+  return { seconds, perPut: (used.user + used.system) / COUNT };
 }
 
-console.log(`${COUNT.toLocaleString('en-US')} PUTs of ${body.length} bytes at concurrency ${CONCURRENCY}, ${DELAY} ms per answer:`);
+const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
+const int = (n) => Math.round(n).toLocaleString('en-US');
+
+console.log(
+  `${COUNT.toLocaleString('en-US')} PUTs of ${body.length} bytes at concurrency ${CONCURRENCY}, ${DELAY} ms per answer; medians of ${REPEATS} rounds (paths alternate within a round):`,
+);
 const paths = {
-  'sdk (as client.ts)': () => viaSdk({}),
-  'sdk + cacheMiddleware': () => viaSdk({ cacheMiddleware: true }),
-  'signer + handler (lean)': () => viaSigner(),
+  'sdk (S3Client as client.ts)': async () => viaSdk({}),
+  'sdk + cacheMiddleware': async () => viaSdk({ cacheMiddleware: true }),
+  'fast-put (Remote.fastPut)': viaFastPut,
 };
-for (const [name, make] of Object.entries(paths)) if (!ONLY || name.startsWith(ONLY)) await run(name.replace(/[^a-zA-Z]+/g, '-'), make());
+const chosen = Object.entries(paths).filter(([name]) => !ONLY || name.startsWith(ONLY));
+const results = new Map(chosen.map(([name]) => [name, []]));
+for (let round = 0; round < REPEATS; round++)
+  for (const [name, make] of chosen) results.get(name).push(await run(`${name.replace(/[^a-zA-Z]+/g, '-')}${round}`, await make()));
+const base = results.values().next().value;
+const baseCpu = median(base.map((r) => r.perPut));
+for (const [name, runs] of results) {
+  const seconds = median(runs.map((r) => r.seconds));
+  const perPut = median(runs.map((r) => r.perPut));
+  console.log(
+    `${name.padEnd(30)} ${seconds.toFixed(2).padStart(7)} s ${int(COUNT / seconds).padStart(7)} PUTs/s ${int(perPut).padStart(5)} us CPU per PUT ` +
+      `(${int(1e6 / perPut)} PUTs/s on one core; CPU per PUT ${(perPut / baseCpu).toFixed(2)}x the first path's)`,
+  );
+}
 server.kill();

@@ -12,7 +12,12 @@ import type { PublishOptions } from '../publish/publish.js';
 import { parseTarget } from '../publish/target.js';
 import type { Io } from './io.js';
 
-export const DEFAULT_CONCURRENCY = 32;
+/**
+ * Requests in flight: chosen from the measured cold publish of a million users (BENCHMARKS.md,
+ * publish-1m), the fastest setting whose peak memory stays within the target; more in flight was
+ * faster still, and larger.
+ */
+export const DEFAULT_CONCURRENCY = 128;
 
 export interface RemoteFlags {
   endpoint?: string;

@@ -9,7 +9,6 @@
  * errors explained by Remote.failure.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
-import type { FinalizeRequestMiddleware, MetadataBearer } from '@smithy/types';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -87,12 +86,13 @@ function credentials(session: boolean) {
 /** A Remote whose SDK client signs without its telemetry headers, and sends virtual-hosted requests to 127.0.0.1 too. */
 function remoteFor(options: Partial<RemoteOptions>, region = 'us-east-1'): Remote {
   const remote = new Remote({ bucket: 'profiles', prefix: '', concurrency: 1, maxAttempts: 3, ...options }, region);
-  const strip: FinalizeRequestMiddleware<object, MetadataBearer> = (next) => (args) => {
+  // A finalizeRequest middleware (typed loosely: the SDK's own types are a package of their own).
+  const strip = (next: (args: { request: unknown }) => Promise<unknown>) => (args: { request: unknown }) => {
     const headers = (args.request as { headers: Record<string, string> }).headers;
     for (const name of TELEMETRY) delete headers[name];
     return next(args);
   };
-  remote.client.middlewareStack.addRelativeTo(strip, {
+  remote.client.middlewareStack.addRelativeTo(strip as never, {
     relation: 'before',
     toMiddleware: 'httpSigningMiddleware',
     name: 'testStripTelemetry',

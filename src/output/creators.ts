@@ -47,13 +47,14 @@ export class CreatorsList {
   private readonly names: string[] = [];
   /** Each member's data hash, or a manifest entry that starts with it (see HASH_LENGTH). */
   private readonly hashes: string[] = [];
-  /** Where a member's JSON is: >= 0, an offset in the scratch file; KEPT, in the last list file. */
+  /**
+   * Where a member's JSON is: >= 0, an offset in the scratch file; KEPT or CARRIED (kept, its hash
+   * being its whole manifest entry, which this build leaves as it is), in the last list file.
+   */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
   /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted share i - 1's. */
   private readonly sources: number[] = [];
-  /** A carried-over member's manifest entry (keepCarried), which this build leaves as it is. */
-  private readonly carried: (string | undefined)[] = [];
   private readonly adopted: { path: string; bytes: number }[] = [];
   private readonly scratch: BufferedFileWriter;
   /** The last build's list file and members, when members can be copied from it. */
@@ -97,13 +98,14 @@ export class CreatorsList {
 
   /**
    * A member unchanged since the last build, whose `length` bytes of JSON are in the last list file.
-   * `hash` is its data hash, or its manifest entry (which starts with it: not cut out per member).
+   * `hash` is its data hash, or its manifest entry (which starts with it: not cut out per member);
+   * `carried`, that entry unchanged in this build (keepCarried).
    */
-  keep(name: string, hash: string, length: number): void {
+  keep(name: string, hash: string, length: number, carried = false): void {
     if (!this.canKeep) throw new Error(`bug: ${name} kept without a last list to copy it from`);
     this.names.push(name);
     this.hashes.push(hash);
-    this.offsets.push(KEPT);
+    this.offsets.push(carried ? CARRIED : KEPT);
     this.lengths.push(length);
     this.sources.push(0);
   }
@@ -148,9 +150,7 @@ export class CreatorsList {
     const { names, lengths, entries } = last.members;
     for (let i = 0; i < names.length; i++) {
       const entry = this.tx.carriedListEntry(names[i]!, entries?.[i]);
-      if (entry === undefined) continue;
-      this.keep(names[i]!, entry, lengths[i]!);
-      this.carried[this.names.length - 1] = entry;
+      if (entry !== undefined) this.keep(names[i]!, entry, lengths[i]!, true);
     }
     return true;
   }
@@ -174,7 +174,7 @@ export class CreatorsList {
     const listed = {
       names: order.map((i) => this.names[i]!),
       lengths: order.map((i) => this.lengths[i]!),
-      entries: order.map((i) => this.carried[i]),
+      entries: order.map((i) => (this.offsets[i] === CARRIED ? this.hashes[i] : undefined)),
     };
     this.tx.setList(listed);
     if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
@@ -211,7 +211,7 @@ export class CreatorsList {
       for (let position = 0; position < order.length;) {
         if (position > 0) sink.write(',');
         const i = order[position]!;
-        if (this.offsets[i] !== KEPT) {
+        if (!isKept(this.offsets[i]!)) {
           sink.write(scratch[this.sources[i]!]!.read(this.offsets[i]!, this.lengths[i]!));
           position++;
         } else {
@@ -234,7 +234,7 @@ export class CreatorsList {
     const start = cursor.locate(names[first]!);
     let end = start + lengths[first]!;
     let runEnd = position + 1;
-    while (runEnd < order.length && offsets[order[runEnd]!] === KEPT && cursor.isFollowedBy(runEnd - position, names[order[runEnd]!]!)) {
+    while (runEnd < order.length && isKept(offsets[order[runEnd]!]!) && cursor.isFollowedBy(runEnd - position, names[order[runEnd]!]!)) {
       end += 1 + lengths[order[runEnd]!]!;
       runEnd++;
     }
@@ -268,8 +268,10 @@ export class CreatorsList {
 /** Characters of a data hash (core/hash.ts): base64url, so one byte each. */
 const HASH_LENGTH = 16;
 
-/** The offset of a member kept from the last list (found there in `finish`). */
-const KEPT = -1;
+/** The offsets of a member kept from the last list (found there in `finish`): any kept one, a carried one. */
+const KEPT = -1,
+  CARRIED = -2;
+const isKept = (offset: number) => offset < 0;
 
 /**
  * Finds kept members in the last list by walking it alongside the new one: both are in name order,

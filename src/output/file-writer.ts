@@ -3,6 +3,7 @@
  * once, so the strings handed in die young: at a million profiles, batching strings instead kept
  * hundreds of megabytes of them alive long enough to reach V8's old generation.
  */
+import { createHash, type Hash } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 
 const BUFFER_SIZE = 1 << 20;
@@ -18,6 +19,7 @@ export class BufferedFileWriter {
   private fd: number | undefined;
   private readonly buffer = Buffer.allocUnsafe(BUFFER_SIZE);
   private used = 0;
+  private digest: Hash | undefined;
 
   /**
    * `translate` turns a filesystem error into the caller's own (an output error, say); `flags` is
@@ -99,8 +101,18 @@ export class BufferedFileWriter {
     this.writeOut(this.buffer.subarray(0, used));
   }
 
+  /**
+   * A SHA-256 of every byte written after this call, fed as the bytes go out (the manifest's digest
+   * of itself: no second read of the file).
+   */
+  digestFromHere(): Hash {
+    this.flush();
+    return (this.digest = createHash('sha256'));
+  }
+
   private writeOut(bytes: Uint8Array): void {
     if (this.fd === undefined) throw new Error(`bug: ${this.path} is already closed`);
+    this.digest?.update(bytes);
     try {
       for (let done = 0; done < bytes.length;) done += writeSync(this.fd, bytes, done);
     } catch (cause) {

@@ -22,7 +22,6 @@
  * the header alone, instead of reading a million entries (publish/quiet.ts). Appended claims change
  * the size, which voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
  */
-import { createHash } from 'node:crypto';
 import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
@@ -276,6 +275,7 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     const header = `${HEADER}\t${manifest.renderedBy}\n`;
     out.write(header);
     out.write(digestLine('0'.repeat(DIGEST_HEX), 0));
+    const digest = out.digestFromHere();
     // Each line is encoded straight into the writer's buffer: a string per line was tens of
     // megabytes of garbage every watch cycle at a million profiles.
     for (const [key, entry] of manifest.files) out.writeTabbedLine('f', key, entry);
@@ -292,7 +292,7 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
         out.writeTabbedLine('u', key, entry);
     }
     out.close();
-    fillDigestLine(temporary, Buffer.byteLength(header));
+    fillDigestLine(temporary, Buffer.byteLength(header), digest.digest('hex'));
   });
 }
 
@@ -301,7 +301,6 @@ const SIZE_DIGITS = 15;
 
 /** The digest line, fixed width (written as a placeholder first, filled in at the end). */
 const digestLine = (hex: string, bytes: number) => `d\t${hex}\t${String(bytes).padStart(SIZE_DIGITS, '0')}\n`;
-const DIGEST_LINE_BYTES = digestLine('0'.repeat(DIGEST_HEX), 0).length;
 
 function parseDigestLine(line: string): { digest: string; bytes: number } | undefined {
   const [kind, digest, bytes] = line.split('\t');
@@ -309,18 +308,11 @@ function parseDigestLine(line: string): { digest: string; bytes: number } | unde
   return { digest, bytes: Number(bytes) };
 }
 
-/**
- * Fills in the digest line of a closed manifest file: the SHA-256 of every byte after it, read back
- * (from the page cache; hashing while writing would need a string per line again), and its size.
- */
-function fillDigestLine(path: string, at: number): void {
+/** Fills in the digest line of a closed manifest file: the digest of every byte after it, and the file's size. */
+function fillDigestLine(path: string, at: number, digest: string): void {
   const fd = openSync(path, 'r+');
   try {
-    const digest = createHash('sha256');
-    const chunk = Buffer.allocUnsafe(LINE_CHUNK);
-    let position = at + DIGEST_LINE_BYTES;
-    for (let read; (read = readSync(fd, chunk, 0, chunk.length, position)) > 0; position += read) digest.update(chunk.subarray(0, read));
-    writeSync(fd, digestLine(digest.digest('hex'), fstatSync(fd).size), at);
+    writeSync(fd, digestLine(digest, fstatSync(fd).size), at);
   } finally {
     closeSync(fd);
   }

@@ -21,12 +21,24 @@ export type WriteCondition = { ifMatch: string } | { ifNoneMatch: '*' } | undefi
 /** The condition that a write over what was read must carry: nothing there, or the version read. */
 export const unchangedSince = (etag: string | undefined): WriteCondition => (etag === undefined ? { ifNoneMatch: '*' } : { ifMatch: etag });
 
-/** The object, or undefined when there is none. `known` (an ETag) makes an unchanged object cost no body: 'unchanged'. */
-export async function readObject(remote: Remote, path: string, known?: string): Promise<StoredObject | 'unchanged' | undefined> {
+/**
+ * The object, or undefined when there is none. `known` (an ETag) makes an unchanged object cost no
+ * body: 'unchanged'. `firstBytes` reads only that many of its first bytes (all of it when it is
+ * shorter, or when the server ignores the range).
+ */
+export async function readObject(
+  remote: Remote,
+  path: string,
+  known?: string,
+  firstBytes?: number,
+): Promise<StoredObject | 'unchanged' | undefined> {
   const { bucket, prefix } = remote.options;
+  const range = firstBytes === undefined ? undefined : `bytes=0-${firstBytes - 1}`;
   try {
     return await remote.call(async () => {
-      const output = await remote.client.send(new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), IfNoneMatch: known }));
+      const output = await remote.client.send(
+        new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), IfNoneMatch: known, Range: range }),
+      );
       return {
         $metadata: output.$metadata,
         bytes: await output.Body!.transformToByteArray(),
@@ -37,27 +49,6 @@ export async function readObject(remote: Remote, path: string, known?: string): 
   } catch (error) {
     if (Remote.failedWith(error, 'NoSuchKey', 'NotFound')) return undefined;
     if (known !== undefined && statusOf(error) === 304) return 'unchanged';
-    throw error;
-  }
-}
-
-/**
- * The first `bytes` bytes of an object (all of it when it is shorter, or when the server ignores the
- * range), or undefined when there is none.
- */
-export async function readObjectStart(remote: Remote, path: string, bytes: number): Promise<Uint8Array | undefined> {
-  const { bucket, prefix } = remote.options;
-  try {
-    return await remote
-      .call(async () => {
-        const output = await remote.client.send(
-          new GetObjectCommand({ Bucket: bucket, Key: objectKey(prefix, path), Range: `bytes=0-${bytes - 1}` }),
-        );
-        return { $metadata: output.$metadata, bytes: await output.Body!.transformToByteArray() };
-      }, `read ${path} in the bucket`)
-      .then((read) => read.bytes);
-  } catch (error) {
-    if (Remote.failedWith(error, 'NoSuchKey', 'NotFound')) return undefined;
     throw error;
   }
 }

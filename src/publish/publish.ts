@@ -202,35 +202,36 @@ async function dryRun(remote: Remote, tree: LocalTree, options: PublishOptions):
 
 function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared: Outcome['compared'], options: PublishOptions): Outcome {
   return {
-    out: tree.outDir,
-    to: describeTarget(remote.options),
-    where: remote.where,
-    dryRun: Boolean(options.dryRun),
+    ...outcomeHead(remote, tree.outDir, options),
     compared,
     changed: !isEmptyPlan(plan),
     profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
     objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
     list: plan.listFiles.includes(CREATORS_FILE),
-    bytes: 0,
-    notices: [],
   };
 }
 
+/** The outcome of a quiet check that found the bucket holding this very tree (quiet.ts). */
 function quietOutcome(remote: Remote, held: { profiles: number; files: number }, options: PublishOptions): Outcome {
   return {
-    out: resolveOutDir(options.out),
-    to: describeTarget(remote.options),
-    where: remote.where,
-    dryRun: Boolean(options.dryRun),
+    ...outcomeHead(remote, resolveOutDir(options.out), options),
     compared: 'state',
     changed: false,
     profiles: { put: 0, deleted: 0 },
     objects: { put: 0, deleted: 0, unchanged: held.profiles * PROFILE_DIRS.length + held.files },
     list: false,
-    bytes: 0,
-    notices: [],
   };
 }
+
+/** What every outcome says whatever the plan: where from, where to, and nothing sent yet. */
+const outcomeHead = (remote: Remote, out: string, options: PublishOptions) => ({
+  out,
+  to: describeTarget(remote.options),
+  where: remote.where,
+  dryRun: Boolean(options.dryRun),
+  bytes: 0,
+  notices: [] as string[],
+});
 
 const unfencedNotice = (remote: Remote) =>
   `${remote.where} ignores conditional writes (accepted with --single-writer): nothing keeps two publishers apart, so only one may ever publish to this prefix`;

@@ -13,7 +13,7 @@ import { resolveOutDir } from '../core/layout.js';
 import { readManifestDigest } from '../output/manifest.js';
 import type { Remote } from './client.js';
 import { assertRequiredFiles } from './local.js';
-import { readObjectStart } from './objects.js';
+import { readObject, type StoredObject } from './objects.js';
 import { parseIntentHead, parseStateHead, REMOTE_INTENT, REMOTE_STATE } from './state.js';
 
 /** Enough of a gzipped record to inflate its header line. */
@@ -24,13 +24,14 @@ export async function bucketHoldsTree(remote: Remote, outDir: string): Promise<{
   const out = resolveOutDir(outDir);
   const digest = readManifestDigest(out);
   if (digest === undefined) return undefined;
-  const [state, intent] = await Promise.all([
-    readObjectStart(remote, REMOTE_STATE, HEAD_BYTES),
-    readObjectStart(remote, REMOTE_INTENT, HEAD_BYTES),
-  ]);
-  const head = state === undefined ? undefined : parseStateHead(state);
+  // No ETag is known here, so neither read answers 'unchanged'.
+  const [state, intent] = (await Promise.all([
+    readObject(remote, REMOTE_STATE, undefined, HEAD_BYTES),
+    readObject(remote, REMOTE_INTENT, undefined, HEAD_BYTES),
+  ])) as (StoredObject | undefined)[];
+  const head = state === undefined ? undefined : parseStateHead(state.bytes);
   if (head === undefined || head.tree !== digest) return undefined;
-  if (intent !== undefined && parseIntentHead(intent)?.id !== head.id) return undefined;
+  if (intent !== undefined && parseIntentHead(intent.bytes)?.id !== head.id) return undefined;
   // A tree that lost a document since is not publishable, quiet or not (as the full path says).
   assertRequiredFiles(out);
   return { profiles: head.profiles, files: head.files };

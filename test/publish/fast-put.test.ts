@@ -84,6 +84,16 @@ function credentials(session: boolean) {
 }
 
 /** A Remote whose SDK client signs without its telemetry headers, and sends virtual-hosted requests to 127.0.0.1 too. */
+/** Runs `use` with a Remote for these options (remoteFor's), closed afterwards. */
+async function withRemote(args: Parameters<typeof remoteFor>, use: (remote: Remote) => Promise<void>): Promise<void> {
+  const remote = remoteFor(...args);
+  try {
+    await use(remote);
+  } finally {
+    remote.close();
+  }
+}
+
 function remoteFor(options: Partial<RemoteOptions>, region = 'us-east-1'): Remote {
   const remote = new Remote({ bucket: 'profiles', prefix: '', concurrency: 1, maxAttempts: 3, ...options }, region);
   // A finalizeRequest middleware (typed loosely: the SDK's own types are a package of their own).
@@ -165,9 +175,8 @@ describe('the lean PutObject path signs exactly as the SDK', () => {
     it(c.name, async () => {
       credentials(c.session);
       vi.useFakeTimers({ toFake: ['Date'], now: new Date('2026-11-25T10:02:11.000Z') });
-      const remote = remoteFor({ endpoint: c.endpoint(), pathStyle: c.pathStyle }, c.region);
       let first: { host?: string | undefined; url?: string | undefined; token?: string | string[] | undefined } | undefined;
-      try {
+      await withRemote([{ endpoint: c.endpoint(), pathStyle: c.pathStyle }, c.region], async (remote) => {
         for (const [i, key] of KEYS.entries()) {
           const body = `{"n":${i},"text":"ü ${key}"}`;
           const gzip = i % 3 === 2;
@@ -195,32 +204,26 @@ describe('the lean PutObject path signs exactly as the SDK', () => {
         else expect(url).toBe(`${c.endpoint().includes('/base') ? '/base' : ''}/profiles/site/v1/api/v1/users/alice?x-id=PutObject`);
         if (c.session) expect(first!.token).toBe(SESSION);
         expect(remote.counts.PUT).toBe(KEYS.length * 2);
-      } finally {
-        remote.close();
-      }
+      });
     });
   }
 
   it('writes no credential anywhere but the signature and the session token header', async () => {
     credentials(true);
-    const remote = remoteFor({ endpoint: `http://127.0.0.1:${port}` });
-    try {
+    await withRemote([{ endpoint: `http://127.0.0.1:${port}` }], async (remote) => {
       await fastPut(remote, 'site/v1/x', '{}', false);
       const [request] = recorded;
       const text = JSON.stringify(request);
       expect(text).not.toContain(SECRET);
       expect(text.split(SESSION).length - 1).toBe(1); // the x-amz-security-token header only
-    } finally {
-      remote.close();
-    }
+    });
   });
 });
 
 describe('the lean PutObject path fails as the SDK does', () => {
   it('retries 5xx and throttling answers up to the attempts allowed, counting them', async () => {
     credentials(false);
-    const remote = remoteFor({ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 3 });
-    try {
+    await withRemote([{ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 3 }], async (remote) => {
       answers = [503, 500];
       await fastPut(remote, 'site/v1/retried', '{}', false);
       expect(remote.retries).toBe(2);
@@ -236,29 +239,23 @@ describe('the lean PutObject path fails as the SDK does', () => {
         /cannot upload site\/v1\/exhausted .*the server kept failing \(HTTP 503 SlowDown\) after 3 attempts/,
       );
       expect(remote.retries).toBe(4);
-    } finally {
-      remote.close();
-    }
+    });
   });
 
   it('does not retry an access denied, and explains it', async () => {
     credentials(false);
-    const remote = remoteFor({ endpoint: `http://127.0.0.1:${port}` });
-    try {
+    await withRemote([{ endpoint: `http://127.0.0.1:${port}` }], async (remote) => {
       answers = [403];
       const error = await fastPut(remote, 'site/v1/denied', '{}', false).catch((e: unknown) => e);
       expect((error as Error).message).toMatch(/access denied \(AccessDenied\)/);
       expect(remote.counts.PUT).toBe(1);
       expect(remote.retries).toBe(0);
-    } finally {
-      remote.close();
-    }
+    });
   });
 
   it('checks the fence before every attempt: a lost lease stops the retries, and is what is reported', async () => {
     credentials(false);
-    const remote = remoteFor({ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 5 });
-    try {
+    await withRemote([{ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 5 }], async (remote) => {
       let attempts = 0;
       const lost = new SnapshotError('prefixHeld', 'the lease was lost');
       remote.fence = () => {
@@ -269,8 +266,6 @@ describe('the lean PutObject path fails as the SDK does', () => {
       expect(error).toBe(lost);
       expect(recorded).toHaveLength(1); // the second attempt never reached the socket
       expect(remote.counts.PUT).toBe(1);
-    } finally {
-      remote.close();
-    }
+    });
   });
 });

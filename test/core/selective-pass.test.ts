@@ -10,7 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BuildOptions, BuildReport } from '../../src/build.js';
 import { StrictWarningsError } from '../../src/core/errors.js';
-import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../src/core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE } from '../../src/core/layout.js';
 import { StoreSession } from '../../src/incremental/session.js';
 import { StoreShadow } from '../../src/store/shadow.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
@@ -63,6 +63,15 @@ afterEach(() => session.close());
 const write = (statement: string) => execSql(db, statement);
 const pass = (options: Partial<BuildOptions> = {}) => buildTo(db, out, { session, storeSettleMs: 60_000, ...options });
 
+/** The manifest's profile lines, members first in list order as written, then the rest sorted. */
+function profileEntries(tree: string): string[] {
+  const lines = readFileSync(join(tree, MANIFEST_FILE), 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('u\t'));
+  const members = lines.filter((line) => /\t\d+$/.test(line));
+  return [...members, ...lines.filter((line) => !/\t\d+$/.test(line)).sort()];
+}
+
 /**
  * The tree and report equal a fresh build's at the same snapshot time: byte for byte, or when some
  * documents were kept from a pass at an earlier snapshot time (whose meta they keep), all but meta.
@@ -78,6 +87,8 @@ function expectSameAsFresh(report: BuildReport, snapshotMs = SNAPSHOT_MS): void 
     else expect(data(readFileSync(join(out, f), 'utf8')), f).toEqual(data(readFileSync(join(other, f), 'utf8')));
   }
   for (const key of ['profiles', 'creators', 'skipped', 'warnings'] as const) expect(report[key], key).toEqual(fresh[key]);
+  // The profile entries the pass recorded (many carried over, not looked up) are the fresh build's.
+  expect(profileEntries(out)).toEqual(profileEntries(other));
 }
 
 /** Writes `statement`, then runs a pass that must read exactly `rowsRead` users and publish what a fresh build does. */

@@ -12,6 +12,7 @@
  */
 import { fstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { collectIfGrown } from '../core/memory.js';
 import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { replaceFileWith } from './folders.js';
@@ -30,6 +31,8 @@ const PIECE_MEMBERS = 16;
 const MAX_PIECE_MEMBERS = 4 * PIECE_MEMBERS;
 /** The members before a piece that are its dictionary: most of what deflate gains from a long window. */
 const DICTIONARY_MEMBERS = 4;
+/** Pieces between checks of the heap: each piece deflated leaves a zlib stream's objects behind. */
+const COLLECT_EVERY = 1024;
 /** Characters of a data hash at the start of each member's hash string (core/hash.ts). */
 const HASH_LENGTH = 16;
 
@@ -138,6 +141,7 @@ function assemble(sink: BufferedFileWriter, listFile: string, layout: ListLayout
     out.deflate(list.read(0, arrayStart), undefined, false);
     const starts = pieceStarts(layout.names);
     for (let p = 0; p + 1 < starts.length; p++) {
+      if (p % COLLECT_EVERY === 0) collectIfGrown();
       const start = starts[p]!;
       const end = starts[p + 1]!;
       const from = Math.max(0, start - DICTIONARY_MEMBERS);

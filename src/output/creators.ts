@@ -13,6 +13,7 @@
  * no rewrite and no assembly.
  */
 import { Fingerprint } from '../core/hash.js';
+import { collectNow } from '../core/memory.js';
 import { stageCreatorsGzip, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './manifest.js';
@@ -58,7 +59,9 @@ export class CreatorsList {
   private readonly adopted: { path: string; bytes: number }[] = [];
   private readonly scratch: BufferedFileWriter;
   /** The last build's list file and members, when members can be copied from it. */
-  private readonly last: { file: string; members: ListOrder } | undefined;
+  private last: { file: string; members: ListOrder } | undefined;
+  /** The members once `finish` has let go of their bookkeeping. */
+  private finalSize: number | undefined;
 
   /**
    * `mayKeep` false: every member is rendered, none kept (a share of a pass whose owner cannot copy
@@ -75,7 +78,7 @@ export class CreatorsList {
   }
 
   get size(): number {
-    return this.names.length;
+    return this.finalSize ?? this.names.length;
   }
 
   /** Whether members can be kept from the last list (`keep`); otherwise each must be `add`ed. */
@@ -178,8 +181,20 @@ export class CreatorsList {
     };
     this.tx.setList(listed);
     if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
+    this.letGoOfMembers();
     const layout = { headLength, ...listed, hashes: memberHashes };
     return stageCreatorsGzip(this.tx, { path: this.path, hash: digest, rewritten }, layout);
+  }
+
+  /**
+   * Frees the per-member bookkeeping and the last list once the list is written: at a million
+   * members they are tens of megabytes the variant and the commit after it do not need.
+   */
+  private letGoOfMembers(): void {
+    this.finalSize = this.names.length;
+    for (const column of [this.names, this.hashes, this.offsets, this.lengths, this.sources]) column.length = 0;
+    this.last = undefined;
+    collectNow(); // most of the heap's growth since the last collection is garbage now
   }
 
   /** Member indexes in list order. Lower-case ASCII names: code-unit order is "lower case, ascending". */

@@ -274,6 +274,14 @@ export class OutputTransaction {
     return carried.size;
   }
 
+  /**
+   * For a pass that reads every row: the last list's recorded entries serve only `carryOver`, and
+   * would keep every member's last entry alive beside the one this pass makes for it.
+   */
+  readsEveryRow(): void {
+    if (this.previous.list !== undefined) this.previous.list.entries = undefined;
+  }
+
   /** The entry of a profile carried over by `carryOver` and not published again by this pass. */
   carriedEntry(name: string): string | undefined {
     const claimed = this.claimed;
@@ -430,6 +438,7 @@ export class OutputTransaction {
   /** This build's creators list members in list order, with their lengths (the manifest lists them so). */
   setList(members: ListOrder): void {
     this.next.list = members;
+    this.previous.list = undefined; // read only while the new list is made: a million members' worth
   }
 
   /** Whether a profile of this name is already part of this build (case-insensitive duplicates). */

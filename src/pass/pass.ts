@@ -174,6 +174,7 @@ class Pass {
         this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
         this.readRows('selected');
       } else {
+        this.output.readsEveryRow();
         this.readShared();
       }
       this.inputs.onProgress?.(this.rowsRead);
@@ -193,6 +194,7 @@ class Pass {
   stageShare(hooks: ShareHooks): PassShare {
     try {
       this.onRows = () => hooks.rowsRead(this.rowsRead);
+      this.output.readsEveryRow();
       this.readRows(this.share!.part);
       const { profiles, skipped, rendered, rowsRead, warnings, stableUntilMs } = this.result();
       const output = this.output.handOver();

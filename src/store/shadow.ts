@@ -58,6 +58,30 @@ const AGE_TURNS = 'o.created_ms IS NULL OR ((:at - o.created_ms + :margin) % :da
 /** The first moment after `at` when copy row `o`'s account age turns over. */
 const NEXT_AGE_TURN = ':at + :day - ((:at - o.created_ms) % :day + :day) % :day';
 
+/**
+ * Where in a day copy row `o`'s account age turns over (created_ms modulo a day, in [0, day)):
+ * indexed, so a quiet cycle finds the few ages turning without a walk of the whole copy
+ * (`agesTurning` asks for ranges of it; AGE_TURNS and NEXT_AGE_TURN say the same in one walk).
+ */
+const AGE_PHASE = `age_phase AS (((created_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS})`;
+
+/**
+ * The age phases (AGE_PHASE) AGE_TURNS holds for, as inclusive ranges: (at + margin - phase) modulo
+ * a day is below the width exactly for the `width` phases up to (at + margin) modulo a day.
+ */
+function turningPhases(ages: Record<string, number>): [number, number][] {
+  const { at, day, margin, width } = ages as { at: number; day: number; margin: number; width: number };
+  if (width === 0) return [];
+  const last = (((at + margin) % day) + day) % day;
+  const first = last - width + 1;
+  return first >= 0
+    ? [[first, last]]
+    : [
+        [0, last],
+        [first + day, day - 1],
+      ];
+}
+
 /** StoreChanges.stableUntilMs from the earliest NEXT_AGE_TURN (a little early: see AGE_MARGIN_MS). */
 const stableUntil = (nextTurn: number | null) => (nextTurn === null ? Infinity : nextTurn - AGE_MARGIN_MS);
 
@@ -123,7 +147,8 @@ export class StoreShadow {
       db.exec(`
         DROP TABLE IF EXISTS temp.shadow_users;
         DROP TABLE IF EXISTS temp.shadow_socials;
-        CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms);
+        CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms, ${AGE_PHASE});
+        CREATE INDEX temp.shadow_users_age_phase ON shadow_users (age_phase);
         CREATE TABLE temp.shadow_socials (id INTEGER PRIMARY KEY, ${SOCIAL_COLUMNS.join(', ')});
         ${COPY_USERS};
         INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials;
@@ -261,17 +286,28 @@ export class StoreShadow {
     const counts = this.counts;
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
-    const [turning, next] = this.db
-      .prepare(
-        `SELECT json_group_array(o.id) FILTER (WHERE ${AGE_TURNS}), min(${NEXT_AGE_TURN})
-      FROM temp.shadow_users o`,
-      )
-      .raw()
-      .get(ages) as [string, number | null];
-    const users = JSON.parse(turning) as number[];
+    const users = this.usersOfPhases(turningPhases(ages));
     if (!users.every((id) => Number.isSafeInteger(id))) return undefined;
     this.pending = { users: counts.users, socials: counts.socials, socialIds: '[]', small: [] };
-    return { users: new Set(users), stableUntilMs: stableUntil(next) };
+    return { users: new Set(users), stableUntilMs: stableUntil(this.nextAgeTurn(ages.at!)) };
+  }
+
+  /** Ids of the copy's users whose age phase lies in one of `phases`, or who have none (created_at unparsed). */
+  private usersOfPhases(phases: [number, number][]): number[] {
+    const select = this.db.prepare('SELECT id FROM temp.shadow_users WHERE age_phase BETWEEN ? AND ?').pluck();
+    const users = this.db.prepare('SELECT id FROM temp.shadow_users WHERE age_phase IS NULL').pluck().all() as number[];
+    for (const [first, last] of phases) for (const id of select.iterate(first, last) as Iterable<number>) users.push(id);
+    return users;
+  }
+
+  /** min(NEXT_AGE_TURN) over the copy, from the index: the first age phase after `at`'s, else the first of the next day. */
+  private nextAgeTurn(at: number): number | null {
+    const phase = ((at % DAY_MS) + DAY_MS) % DAY_MS;
+    const first = this.db.prepare('SELECT min(age_phase) FROM temp.shadow_users WHERE age_phase > ?').pluck();
+    const later = first.get(phase) as number | null;
+    if (later !== null) return at + later - phase;
+    const earliest = this.db.prepare('SELECT min(age_phase) FROM temp.shadow_users').pluck().get() as number | null;
+    return earliest === null ? null : at + DAY_MS + earliest - phase;
   }
 
   /** The copy's usernames of these users (those it has). */

@@ -60,6 +60,12 @@ export class CreatorsList {
   private readonly scratch: BufferedFileWriter;
   /** The last build's list file and members, when members can be copied from it. */
   private last: { file: string; members: ListOrder } | undefined;
+  /**
+   * In a selective pass (keepCarried), the last list's members carried over as they were, kept as
+   * that list plus the few that dropped out, not member by member: at a million members, copying
+   * each into the columns above cost more than the rest of a quiet cycle's bookkeeping.
+   */
+  private carried: CarriedMembers | undefined;
   /** The members once `finish` has let go of their bookkeeping. */
   private finalSize: number | undefined;
 
@@ -78,7 +84,7 @@ export class CreatorsList {
   }
 
   get size(): number {
-    return this.finalSize ?? this.names.length;
+    return this.finalSize ?? this.names.length + (this.carried?.count ?? 0);
   }
 
   /** Whether members can be kept from the last list (`keep`); otherwise each must be `add`ed. */
@@ -101,14 +107,13 @@ export class CreatorsList {
 
   /**
    * A member unchanged since the last build, whose `length` bytes of JSON are in the last list file.
-   * `hash` is its data hash, or its manifest entry (which starts with it: not cut out per member);
-   * `carried`, that entry unchanged in this build (keepCarried).
+   * `hash` is its data hash, or its manifest entry (which starts with it: not cut out per member).
    */
-  keep(name: string, hash: string, length: number, carried = false): void {
+  keep(name: string, hash: string, length: number): void {
     if (!this.canKeep) throw new Error(`bug: ${name} kept without a last list to copy it from`);
     this.names.push(name);
     this.hashes.push(hash);
-    this.offsets.push(carried ? CARRIED : KEPT);
+    this.offsets.push(KEPT);
     this.lengths.push(length);
     this.sources.push(0);
   }
@@ -144,17 +149,30 @@ export class CreatorsList {
   }
 
   /**
-   * In a selective pass (OutputTransaction.carryOver), keeps every member of the last list whose
-   * profile was carried over, in one walk of that list. False when members cannot be kept.
+   * Right after OutputTransaction.carryOver (a selective pass), keeps every member of the last list
+   * whose profile was carried over: all but those handed back, found by name. An entry the last
+   * list did not record is filled in from the carried profiles. False when members cannot be kept.
    */
   keepCarried(): boolean {
     const last = this.last;
-    if (last === undefined) return false;
-    const { names, lengths, entries } = last.members;
-    for (let i = 0; i < names.length; i++) {
-      const entry = this.tx.carriedListEntry(names[i]!, entries?.[i]);
-      if (entry !== undefined) this.keep(names[i]!, entry, lengths[i]!, true);
+    const released = this.tx.releasedProfiles();
+    if (last === undefined || released === undefined) return false;
+    const { names } = last.members;
+    const entries = (last.members.entries ??= new Array<string | undefined>(names.length));
+    const dropped = new Uint8Array(names.length);
+    let count = names.length;
+    const drop = (index: number) => {
+      count -= 1 - dropped[index]!;
+      dropped[index] = 1;
+    };
+    for (const name of released) {
+      const index = indexOfName(names, name);
+      if (index !== -1) drop(index);
     }
+    for (let i = 0; i < names.length; i++) {
+      if (dropped[i] === 0 && entries[i] === undefined && (entries[i] = this.tx.carriedEntry(names[i]!)) === undefined) drop(i);
+    }
+    this.carried = { members: last.members, entries, dropped, count };
     return true;
   }
 
@@ -174,11 +192,7 @@ export class CreatorsList {
       this.writeMembers(sink, order, headLength);
       sink.write(`]${tail()}`);
     });
-    const listed = {
-      names: order.map((i) => this.names[i]!),
-      lengths: order.map((i) => this.lengths[i]!),
-      entries: order.map((i) => (this.offsets[i] === CARRIED ? this.hashes[i] : undefined)),
-    };
+    const listed = this.inListOrder(order);
     this.tx.setList(listed);
     if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
     this.letGoOfMembers();
@@ -191,16 +205,50 @@ export class CreatorsList {
    * members they are tens of megabytes the variant and the commit after it do not need.
    */
   private letGoOfMembers(): void {
-    this.finalSize = this.names.length;
+    this.finalSize = this.size;
     for (const column of [this.names, this.hashes, this.offsets, this.lengths, this.sources]) column.length = 0;
     this.last = undefined;
+    this.carried = undefined;
     collectNow(); // most of the heap's growth since the last collection is garbage now
   }
 
-  /** Member indexes in list order. Lower-case ASCII names: code-unit order is "lower case, ascending". */
+  /**
+   * The members in list order, each as its index in the columns, or as ~i for member i of the last
+   * list carried over. Lower-case ASCII names: code-unit order is "lower case, ascending".
+   */
   private listOrder(): number[] {
     const names = this.names;
-    return Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
+    const own = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
+    const carried = this.carried;
+    if (carried === undefined) return own;
+    const order = new Array<number>(own.length + carried.count);
+    const lastNames = carried.members.names;
+    let next = 0;
+    for (let i = 0, at = 0; i < lastNames.length; i++) {
+      if (carried.dropped[i] === 1) continue;
+      while (next < own.length && names[own[next]!]! < lastNames[i]!) order[at++] = own[next++]!;
+      order[at++] = ~i;
+    }
+    for (let at = order.length - (own.length - next); next < own.length;) order[at++] = own[next++]!;
+    return order;
+  }
+
+  /** The list's members in `order`, with their lengths and (where this pass leaves it as it was) manifest entries. */
+  private inListOrder(order: number[]): Required<ListOrder> {
+    const listed = {
+      names: new Array<string>(order.length),
+      lengths: new Array<number>(order.length),
+      entries: new Array<string | undefined>(order.length),
+    };
+    const last = this.carried?.members;
+    const entries = this.carried?.entries;
+    for (let at = 0; at < order.length; at++) {
+      const i = order[at]!;
+      listed.names[at] = i < 0 ? last!.names[~i]! : this.names[i]!;
+      listed.lengths[at] = i < 0 ? last!.lengths[~i]! : this.lengths[i]!;
+      listed.entries[at] = i < 0 ? entries![~i] : undefined;
+    }
+    return listed;
   }
 
   /**
@@ -211,7 +259,8 @@ export class CreatorsList {
   private memberHashes(order: number[]): Buffer {
     const hashes = Buffer.allocUnsafe(order.length * HASH_LENGTH);
     let used = 0;
-    for (const i of order) used += hashes.write(this.hashes[i]!, used, HASH_LENGTH, 'latin1');
+    const carried = this.carried?.entries;
+    for (const i of order) used += hashes.write(i < 0 ? carried![~i]! : this.hashes[i]!, used, HASH_LENGTH, 'latin1');
     return hashes;
   }
 
@@ -221,12 +270,15 @@ export class CreatorsList {
     const scratch: PositionedReader[] = [];
     const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
     const cursor = new LastListCursor(this.last?.members, headLength);
+    const carried = new LastListOffsets(this.carried?.members, headLength);
     try {
       for (const file of scratchFiles) scratch.push(new PositionedReader(file.path, file.bytes <= this.readWholeLimit));
       for (let position = 0; position < order.length;) {
         if (position > 0) sink.write(',');
         const i = order[position]!;
-        if (!isKept(this.offsets[i]!)) {
+        if (i < 0) {
+          position = copyCarriedRun(sink, last!, carried, order, position);
+        } else if (this.offsets[i] !== KEPT) {
           sink.write(scratch[this.sources[i]!]!.read(this.offsets[i]!, this.lengths[i]!));
           position++;
         } else {
@@ -249,7 +301,12 @@ export class CreatorsList {
     const start = cursor.locate(names[first]!);
     let end = start + lengths[first]!;
     let runEnd = position + 1;
-    while (runEnd < order.length && isKept(offsets[order[runEnd]!]!) && cursor.isFollowedBy(runEnd - position, names[order[runEnd]!]!)) {
+    while (
+      runEnd < order.length &&
+      order[runEnd]! >= 0 &&
+      offsets[order[runEnd]!] === KEPT &&
+      cursor.isFollowedBy(runEnd - position, names[order[runEnd]!]!)
+    ) {
       end += 1 + lengths[order[runEnd]!]!;
       runEnd++;
     }
@@ -283,16 +340,55 @@ export class CreatorsList {
 /** Characters of a data hash (core/hash.ts): base64url, so one byte each. */
 const HASH_LENGTH = 16;
 
-/** The offsets of a member kept from the last list (found there in `finish`): any kept one, a carried one. */
-const KEPT = -1,
-  CARRIED = -2;
-const isKept = (offset: number) => offset < 0;
+/** The offset of a member kept from the last list (found there in `finish`). */
+const KEPT = -1;
+
+/** The last list's members a selective pass carried over (CreatorsList.keepCarried). */
+interface CarriedMembers {
+  members: ListOrder;
+  /** Each member's manifest entry (filled in where the list recorded none). */
+  entries: (string | undefined)[];
+  /** 1 for a member not carried over. */
+  dropped: Uint8Array;
+  /** Members carried over. */
+  count: number;
+}
+
+/** The index of `name` in `names`, which are in code-unit order; -1 when it is not there. */
+function indexOfName(names: readonly string[], name: string): number {
+  let low = 0,
+    high = names.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const at = names[middle]!;
+    if (at === name) return middle;
+    if (at < name) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
+}
 
 /**
- * Finds kept members in the last list by walking it alongside the new one: both are in name order,
- * so each lookup moves forward only.
+ * Copies the run of carried members from `order[position]` on that were neighbours in the last
+ * list too (~i, ~(i + 1), ...), commas between them included, in one read; returns the position after it.
  */
-class LastListCursor {
+function copyCarriedRun(
+  sink: BufferedFileWriter,
+  last: PositionedReader,
+  offsets: LastListOffsets,
+  order: number[],
+  position: number,
+): number {
+  const first = ~order[position]!;
+  let runEnd = position + 1;
+  while (runEnd < order.length && order[runEnd] === order[runEnd - 1]! - 1) runEnd++;
+  const start = offsets.of(first);
+  last.copy(start, offsets.of(first + runEnd - position) - 1 - start, sink);
+  return runEnd;
+}
+
+/** Byte offsets of the last list's members by index, for indexes asked in ascending order. */
+class LastListOffsets {
   private index = 0;
   private offset: number;
 
@@ -300,19 +396,38 @@ class LastListCursor {
     private readonly members: ListOrder | undefined,
     headLength: number,
   ) {
-    // The array opens after the head and its "[".
-    this.offset = headLength + 1;
+    this.offset = headLength + 1; // after the head and its "["
+  }
+
+  /** Where member `index` starts (for one past the last, where a next one would). */
+  of(index: number): number {
+    const lengths = this.members!.lengths;
+    for (; this.index < index; this.index++) this.offset += lengths[this.index]! + 1;
+    return this.offset;
+  }
+}
+
+/**
+ * Finds kept members in the last list: by name, then where it sits. Both lists are in name order,
+ * so members are asked for in ascending order and the offsets are summed forward only.
+ */
+class LastListCursor {
+  private index = 0;
+  private readonly offsets: LastListOffsets;
+
+  constructor(
+    private readonly members: ListOrder | undefined,
+    headLength: number,
+  ) {
+    this.offsets = new LastListOffsets(members, headLength);
   }
 
   /** The byte offset of member `name` in the last list file; the cursor stays on it. */
   locate(name: string): number {
-    const members = this.members;
-    while (members !== undefined && this.index < members.names.length && members.names[this.index]! < name) {
-      this.offset += members.lengths[this.index]! + 1;
-      this.index++;
-    }
-    if (members === undefined || members.names[this.index] !== name) throw new Error(`bug: kept member ${name} is not in the last list`);
-    return this.offset;
+    const index = this.members === undefined ? -1 : indexOfName(this.members.names, name);
+    if (index === -1) throw new Error(`bug: kept member ${name} is not in the last list`);
+    this.index = index;
+    return this.offsets.of(index);
   }
 
   /** Whether the member `ahead` places after the located one in the last list is `name`. */

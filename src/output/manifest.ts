@@ -100,6 +100,24 @@ export function listLength(entry: string): number | undefined {
   return Number.isSafeInteger(length) && length > 0 ? length : undefined;
 }
 
+/**
+ * Whether listLength(entry) is defined, without cutting the length out in the common case (the
+ * manifest is written with a million member entries every watch cycle).
+ */
+function hasListLength(entry: string): boolean {
+  const second = entry.indexOf('\t', entry.indexOf('\t') + 1);
+  const digits = entry.length - second - 1;
+  if (second === -1 || digits === 0) return false;
+  if (digits > 15) return listLength(entry) !== undefined;
+  let positive = false;
+  for (let i = second + 1; i < entry.length; i++) {
+    const code = entry.charCodeAt(i);
+    if (!isDigit(code)) return listLength(entry) !== undefined;
+    positive ||= code !== 48;
+  }
+  return positive;
+}
+
 /** The stamp of a file entry, if it has one. */
 export function fileEntryStamp(entry: string): string | undefined {
   const tab = entry.indexOf('\t');
@@ -288,7 +306,7 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     }
     for (const [key, entry] of manifest.profiles) {
       // A member's entry ends in its length, any other in a tab (or its hash: format 1).
-      if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || listLength(entry) === undefined)
+      if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || !hasListLength(entry))
         out.writeTabbedLine('u', key, entry);
     }
     out.close();

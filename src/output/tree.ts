@@ -289,13 +289,11 @@ export class OutputTransaction {
   }
 
   /**
-   * carriedEntry for a member of the last list, given the entry that list recorded for it (when it
-   * did): right after carryOver, a member is carried exactly when it is not among the few profiles
-   * handed back, and its entry is the recorded one, so no lookup among a million entries is needed.
+   * Right after `carryOver`, before this pass publishes anything, the names it handed back (their
+   * users are read again): every other member of the last list is carried over. Undefined otherwise.
    */
-  carriedListEntry(name: string, recorded: string | undefined): string | undefined {
-    if (recorded === undefined || this.claimed === undefined || this.claimed.size > 0) return this.carriedEntry(name);
-    return this.previous.profiles.has(name) ? undefined : recorded;
+  releasedProfiles(): Iterable<string> | undefined {
+    return this.claimed?.size === 0 ? this.previous.profiles.keys() : undefined;
   }
 
   /**

@@ -2,6 +2,7 @@
  * A publish under faults: a server that throttles, fails and drops connections; a publish killed
  * with SIGKILL at random points; and the order of its requests, checked while readers watch.
  */
+import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { buildTo } from '../helpers/build.js';
 import { hasMoto, readBucket, s3Env, startMoto, startProxy, startS3rver } from '../helpers/s3.js';
@@ -111,12 +112,26 @@ describe('publish under faults', () => {
           ` INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (${1000 + round}, 'kill${round}', 'K', '', '2025-06-01 00:00:00', 1, 'active');`,
       );
       buildTo(site.db, site.out);
-      const delay = 100 + Math.floor(random() * 900);
       const before = proxy.log.length;
-      const run = await runCliAsync(args, { env: s3Env(), onSpawn: (child) => setTimeout(() => child.kill('SIGKILL'), delay) });
+      const uploading = () => proxy.log.slice(before).some((r) => r.method === 'PUT' && r.path.includes('/v1/users/'));
+      // Even rounds are killed at a random moment (the lock, the intent, the upload or after it);
+      // odd ones a random moment after their first profile went up, however slow the machine is
+      // to start the publish, so the kills mid-upload this test needs do not depend on its load.
+      const delay = 100 + Math.floor(random() * 900);
+      const killLater = (child: ChildProcess) => setTimeout(() => child.kill('SIGKILL'), delay);
+      const killMidUpload = (child: ChildProcess) => {
+        const poll = setInterval(() => {
+          if (child.exitCode !== null || child.signalCode !== null) clearInterval(poll);
+          else if (uploading()) {
+            clearInterval(poll);
+            setTimeout(() => child.kill('SIGKILL'), Math.floor(random() * 200));
+          }
+        }, 5);
+      };
+      const run = await runCliAsync(args, { env: s3Env(), onSpawn: round % 2 === 0 ? killLater : killMidUpload });
       if (run.signal === 'SIGKILL') {
         // Killed mid-publish: some profile went up (it got past the lock and its intent).
-        if (proxy.log.slice(before).some((r) => r.method === 'PUT' && r.path.includes('/v1/users/'))) killedUploading++;
+        if (uploading()) killedUploading++;
         killed++;
         await new Promise((r) => setTimeout(r, 4000));
       } else expect(run.code, run.stderr).toBe(0);

@@ -60,7 +60,7 @@ export function addBuildOptions(command: Command): Command {
     .addOption(
       new Option(
         '--threads <n>',
-        `threads a full pass over a large store (${count(SHARE_FROM)} users or more) is shared between, at most one per CPU; 1 keeps it on one thread. A rebuild of a tree past about half a million profiles stays on one thread, to bound its memory. The output is the same`,
+        `threads a full pass over a large store (${count(SHARE_FROM)} users or more) is shared between, at most one per CPU; 1 keeps it on one thread. A rebuild of a tree past about half a million profiles stays on one thread, to bound its memory. From 2, a worker thread also compresses part of the creators list's gzip variant when much of it changed. The output is the same`,
       ).default(String(DEFAULTS.threads)),
     );
 }

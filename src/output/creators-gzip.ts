@@ -8,7 +8,8 @@
  * compressed from the last variant instead of being deflated again (gzip-member.ts). Piece
  * boundaries fall where a member's name hashes to one, so a member added or removed moves no other
  * boundary. Where each piece sits in the variant is kept beside the manifest (CREATORS_GZIP_INDEX_FILE),
- * tied to the variant file it describes by that file's stamp.
+ * tied to the variant file it describes by that file's stamp. When many pieces must be deflated, a
+ * worker thread deflates some of them (deflate-pool.ts).
  */
 import { fstatSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import type { BufferedFileWriter } from './file-writer.js';
 import { replaceFileWith } from './folders.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
 import { readPieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
+import { pieceDeflater, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
 
@@ -49,21 +51,23 @@ export interface ListLayout {
   lengths: readonly number[];
 }
 
-/** What one variant cost: pieces in all, and those copied from the last variant. */
+/** What one variant cost: pieces in all, those copied from the last variant, and those deflated on a worker. */
 export interface GzipPieces {
   pieces: number;
   reused: number;
+  onWorker: number;
 }
 
 /**
  * Stages the variant whenever the list is (`listRewritten`: its envelope's meta may differ even when
  * its members do not) or the last build left none; after the commit, records where its pieces are
- * for the next build.
+ * for the next build. The pieces to deflate are shared between up to `threads` threads (deflate-pool.ts).
  */
 export function stageCreatorsGzip(
   tx: OutputTransaction,
   list: { path: string; hash: string; rewritten: boolean },
   layout: ListLayout,
+  threads: number,
 ): GzipPieces | undefined {
   const listPath = list.path;
   const variantPath = gzipVariantPath(listPath);
@@ -71,8 +75,9 @@ export function stageCreatorsGzip(
   let pieces: Piece[] = [];
   let counts: GzipPieces | undefined;
   const write = (sink: BufferedFileWriter) => {
-    pieces = assemble(sink, tx.fileToPublish(listPath), layout, last);
-    counts = { pieces: pieces.length, reused: pieces.filter((p) => p.reused).length };
+    const { written, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
+    pieces = written;
+    counts = cost;
   };
   const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
   if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), pieces));
@@ -129,34 +134,68 @@ function pieceKey(hashes: Buffer, from: number, start: number, end: number): str
   return `${(low >>> 0).toString(36)}.${(high >>> 0).toString(36)}`;
 }
 
-/** Writes the variant of `listFile` into `sink`; returns its member pieces, where each now sits. */
-function assemble(sink: BufferedFileWriter, listFile: string, layout: ListLayout, last: PieceIndex | undefined): Piece[] {
+/** The pieces in list order: each one's key, and its compressed copy in the last variant when it is kept. */
+interface PiecePlan {
+  pieces: { key: string; kept: Piece | undefined }[];
+  /** The ranges of the pieces not kept, to deflate (deflate-pool.ts). */
+  ranges: PieceRanges;
+}
+
+/** Cuts the list into pieces and finds those the last variant holds; `member` is memberOffsets(layout). */
+function planPieces(layout: ListLayout, member: Float64Array, last: PieceIndex | undefined): PiecePlan {
+  const starts = pieceStarts(layout.names);
+  const pieces: PiecePlan['pieces'] = [];
+  const ranges: number[] = [];
+  const arrayStart = member[0]!;
+  for (let p = 0; p + 1 < starts.length; p++) {
+    const start = starts[p]!;
+    const end = starts[p + 1]!;
+    const from = Math.max(0, start - DICTIONARY_MEMBERS);
+    const key = pieceKey(layout.hashes, from, start, end);
+    const byteStart = start === 0 ? arrayStart : member[start]! - 1; // the comma before it
+    const byteEnd = member[end]! - 1;
+    const kept = last?.pieces.get(key);
+    if (kept !== undefined && kept.length === byteEnd - byteStart) {
+      pieces.push({ key, kept });
+      continue;
+    }
+    pieces.push({ key, kept: undefined });
+    ranges.push(Math.max(start === 0 ? 0 : member[from]!, byteStart - WINDOW_BYTES), byteStart, byteEnd);
+  }
+  return { pieces, ranges: Float64Array.from(ranges) };
+}
+
+/**
+ * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to `threads`
+ * threads; returns its member pieces, where each now sits.
+ */
+function assemble(
+  sink: BufferedFileWriter,
+  listFile: string,
+  layout: ListLayout,
+  last: PieceIndex | undefined,
+  threads: number,
+): GzipPieces & { written: Piece[] } {
   const list = new PositionedReader(listFile, false);
   const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
   const member = memberOffsets(layout);
-  const pieces: Piece[] = [];
+  const written: Piece[] = [];
   const out = new MemberWriter(sink);
+  let onWorker = 0;
   try {
     const arrayStart = member[0]!;
     out.deflate(list.read(0, arrayStart), undefined, false);
-    const starts = pieceStarts(layout.names);
-    for (let p = 0; p + 1 < starts.length; p++) {
-      if (p % COLLECT_EVERY === 0) collectIfGrown();
-      const start = starts[p]!;
-      const end = starts[p + 1]!;
-      const from = Math.max(0, start - DICTIONARY_MEMBERS);
-      const key = pieceKey(layout.hashes, from, start, end);
-      const byteStart = start === 0 ? arrayStart : member[start]! - 1; // the comma before it
-      const byteEnd = member[end]! - 1;
-      const kept = last?.pieces.get(key);
-      if (kept !== undefined && kept.length === byteEnd - byteStart) {
-        pieces.push({ ...kept, offset: out.copy(lastFile!, kept), reused: true });
-        continue;
+    const plan = planPieces(layout, member, last);
+    const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
+    try {
+      for (let p = 0; p < plan.pieces.length; p++) {
+        if (p % COLLECT_EVERY === 0) collectIfGrown();
+        const { key, kept } = plan.pieces[p]!;
+        if (kept !== undefined) written.push({ ...kept, offset: out.copy(lastFile!, kept), reused: true });
+        else written.push({ key, ...out.put(deflater.next()), reused: false });
       }
-      const dictionaryStart = Math.max(start === 0 ? 0 : member[from]!, byteStart - WINDOW_BYTES);
-      const bytes = list.read(dictionaryStart, byteEnd - dictionaryStart);
-      const dictionary = bytes.subarray(0, byteStart - dictionaryStart);
-      pieces.push({ key, ...out.deflate(bytes.subarray(byteStart - dictionaryStart), dictionary, false), reused: false });
+    } finally {
+      onWorker = deflater.close();
     }
     const tailStart = layout.names.length === 0 ? arrayStart : member[layout.names.length]! - 1;
     const size = fstatSync(list.fd).size;
@@ -166,7 +205,7 @@ function assemble(sink: BufferedFileWriter, listFile: string, layout: ListLayout
     list.close();
     lastFile?.close();
   }
-  return pieces;
+  return { written, pieces: written.length, reused: written.filter((p) => p.reused).length, onWorker };
 }
 
 /**
@@ -186,13 +225,16 @@ class MemberWriter {
 
   /** Deflates a piece of the data; returns where it went and what it holds. */
   deflate(data: Buffer, dictionary: Buffer | undefined, last: boolean): Omit<Piece, 'key' | 'reused'> {
+    return this.put({ compressed: deflatePiece(data, dictionary, last), crc: crc32(data), length: data.length });
+  }
+
+  /** Writes a piece deflated elsewhere; returns where it went and what it holds. */
+  put({ compressed, crc, length }: DeflatedPiece): Omit<Piece, 'key' | 'reused'> {
     this.copyRun();
     const offset = this.sink.bytesWritten;
-    const compressed = deflatePiece(data, dictionary, last);
-    const crc = crc32(data);
     this.sink.write(compressed);
-    this.add(crc, data.length);
-    return { offset, compressed: compressed.length, length: data.length, crc };
+    this.add(crc, length);
+    return { offset, compressed: compressed.length, length, crc };
   }
 
   /** Copies a piece compressed before from the last variant; returns its offset in this one. */

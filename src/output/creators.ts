@@ -179,9 +179,10 @@ export class CreatorsList {
   /**
    * Publishes the list as `head` + JSON array + `tail()` (the envelope), rewriting it only when its
    * members or their data changed, and gives the transaction the members in list order. Then its
-   * gzip variant (creators-gzip.ts); returns what that cost, when it was staged.
+   * gzip variant (creators-gzip.ts), deflated on up to `threads` threads; returns what that cost,
+   * when it was staged.
    */
-  finish(head: string, tail: () => string): GzipPieces | undefined {
+  finish(head: string, tail: () => string, threads = 1): GzipPieces | undefined {
     this.scratch.close();
     const order = this.listOrder();
     const headLength = Buffer.byteLength(head);
@@ -197,7 +198,7 @@ export class CreatorsList {
     if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
     this.letGoOfMembers();
     const layout = { headLength, ...listed, hashes: memberHashes };
-    return stageCreatorsGzip(this.tx, { path: this.path, hash: digest, rewritten }, layout);
+    return stageCreatorsGzip(this.tx, { path: this.path, hash: digest, rewritten }, layout, threads);
   }
 
   /**

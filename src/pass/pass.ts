@@ -51,7 +51,7 @@ export interface PassInputs {
   onProgress: ((rowsRead: number) => void) | undefined;
   /** When the build started (performance.now()), for the list's executionTimeMs. */
   started: number;
-  /** Threads a full pass may be shared between (1: not shared). */
+  /** Threads a full pass may be shared between, and the gzip variant's pieces deflated on (1: one thread). */
   threads: number;
 }
 
@@ -299,8 +299,8 @@ class Pass {
 
   /** The creators list, the error documents and the contract (published byte for byte). */
   private stageFixedDocuments(): void {
-    const { snapshotMs, started } = this.inputs;
-    this.creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(snapshotMs, this.elapsedSince(started))));
+    const { snapshotMs, started, threads } = this.inputs;
+    this.creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(snapshotMs, this.elapsedSince(started))), threads);
     for (const code of Object.keys(ERRORS) as ErrorCode[]) {
       const spec = ERRORS[code];
       this.output.file(errorFile(code), fingerprint(errorBody(spec)), () => errorDocument(spec, meta(snapshotMs, 0)));

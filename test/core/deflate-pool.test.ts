@@ -1,0 +1,121 @@
+/**
+ * The gzip variant's pieces deflated on a worker thread beside this one (src/output/deflate-pool.ts):
+ * the same bytes as on one thread, whichever thread deflates each piece, and the same when the
+ * worker cannot start or dies halfway. The worker module exists only compiled, so these tests use
+ * build/'s, as the CLI does; the last one builds a store through the CLI on one thread and on two.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflateOptions, type PieceRanges } from '../../src/output/deflate-pool.js';
+import { WINDOW_BYTES } from '../../src/output/gzip-member.js';
+import { PositionedReader } from '../../src/output/positioned-reader.js';
+import { runCli } from '../helpers/process.js';
+import { eachTestWorkspace, execSql, TestStore, type Workspace } from '../helpers/store.js';
+
+const COMPILED_WORKER = new URL('../../build/output/deflate-worker.js', import.meta.url);
+const PIECES = SHARE_DEFLATE_FROM * 2;
+
+let dir: Workspace['dir'];
+eachTestWorkspace((workspace) => ({ dir } = workspace));
+
+/** A list-like file of PIECES pieces of a few kilobytes, and their ranges, each with a dictionary of the bytes before it. */
+function pieceFile(): { file: string; ranges: PieceRanges } {
+  const members = Array.from({ length: PIECES * 12 }, (_, i) =>
+    JSON.stringify({ username: `user${i}`, bio: `bio ${i} ${'ab'.repeat(i % 97)}`, views: (i * 7919) % 10007 }),
+  );
+  const text = `{"data":[${members.join(',')}]}`;
+  const file = join(dir.path, 'list');
+  writeFileSync(file, text);
+  const ranges = new Float64Array(3 * PIECES);
+  const size = Buffer.byteLength(text) - 1;
+  for (let p = 0; p < PIECES; p++) {
+    const start = Math.floor((size * p) / PIECES);
+    ranges.set([Math.max(0, start - WINDOW_BYTES), start, Math.floor((size * (p + 1)) / PIECES)], 3 * p);
+  }
+  return { file, ranges };
+}
+
+/** Every piece deflated with `options`, and how many the worker did; `pauseMs` before taking the first. */
+function deflateAll(file: string, ranges: PieceRanges, options: DeflateOptions, pauseMs = 0) {
+  const reader = new PositionedReader(file, false);
+  try {
+    const deflater = pieceDeflater(reader, file, ranges, options);
+    // Holding this thread back lets the worker start and take pieces, however slowly it starts.
+    if (pauseMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pauseMs);
+    const pieces = Array.from({ length: ranges.length / 3 }, () => {
+      const { compressed, crc, length } = deflater.next();
+      return { compressed: Buffer.from(compressed).toString('base64'), crc, length };
+    });
+    return { pieces, byWorker: deflater.close() };
+  } finally {
+    reader.close();
+  }
+}
+
+describe('deflating pieces on a worker', () => {
+  it('gives every piece the bytes and CRC it has on one thread', () => {
+    const { file, ranges } = pieceFile();
+    const one = deflateAll(file, ranges, { threads: 1 });
+    expect(one.byWorker).toBe(0);
+    const two = deflateAll(file, ranges, { threads: 2, workerUrl: COMPILED_WORKER }, 1000);
+    expect(two.byWorker).toBeGreaterThan(0);
+    expect(two.byWorker).toBeLessThan(PIECES);
+    expect(two.pieces).toEqual(one.pieces);
+  });
+
+  it('deflates everything here when the worker cannot start', () => {
+    const { file, ranges } = pieceFile();
+    const one = deflateAll(file, ranges, { threads: 1 });
+    const throws = new URL('./fixtures/deflate-worker-throws.mjs', import.meta.url);
+    const two = deflateAll(file, ranges, { threads: 2, workerUrl: throws }, 500);
+    expect(two.byWorker).toBe(0);
+    expect(two.pieces).toEqual(one.pieces);
+  });
+
+  it('gives up on a worker that stops answering, and deflates the rest here', () => {
+    const { file, ranges } = pieceFile();
+    const one = deflateAll(file, ranges, { threads: 1 });
+    const dies = new URL('./fixtures/deflate-worker-dies.mjs', import.meta.url);
+    const started = Date.now();
+    const two = deflateAll(file, ranges, { threads: 2, workerUrl: dies, patienceMs: 300 }, 1000);
+    expect(two.byWorker).toBe(8); // what it answered before it died
+    expect(two.pieces).toEqual(one.pieces);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
+
+describe('the gzip variant built on two threads', () => {
+  const USERS = 6000;
+  const WORDS = ['creator', 'art', 'music', 'daily', 'streams', 'ünïcödé', 'podcast', 'travel', 'code', '✨', 'games', 'photos'];
+  /** A bio of a few kilobytes, words picked by the id: enough deflating that the worker gets its share. */
+  const bio = (id: number) => Array.from({ length: 300 }, (_, i) => WORDS[(id * 31 + i * i * 7) % WORDS.length]).join(' ');
+
+  function build(db: string, out: string, threads: number): void {
+    const result = runCli(['build', '--db', db, '--out', out, '--threads', String(threads)], {
+      env: { SOURCE_DATE_EPOCH: '1767225600' },
+      timeoutMs: 120_000,
+    });
+    expect(result.code, result.stderr).toBe(0);
+  }
+
+  const variant = (out: string) => readFileSync(join(out, 'service-api/v1/.creators.gz'));
+
+  it('is the bytes of the one-thread variant and decodes to the list, cold and after a change', () => {
+    const db = join(dir.path, 'profiles.db');
+    const store = new TestStore(db);
+    store.users(USERS, (id) => ({ user: { username: `u${id}x`, bio: bio(id), views: id } }));
+    store.close();
+    const one = join(dir.path, 'one');
+    const two = join(dir.path, 'two');
+    for (const round of [0, 1]) {
+      // A tenth of the users changed: most pieces are deflated again, among ones copied from the last variant.
+      if (round > 0) execSql(db, 'UPDATE users SET views = views + 1 WHERE id % 10 = 3');
+      build(db, one, 1);
+      build(db, two, 2);
+      expect(variant(two).equals(variant(one))).toBe(true);
+      expect(gunzipSync(variant(two)).equals(readFileSync(join(two, 'service-api/v1/creators')))).toBe(true);
+    }
+  });
+});

@@ -5,6 +5,7 @@
  * unchanged store, for any window: one that wraps past midnight, an empty one, one of nearly a day.
  */
 import { describe, expect, it } from 'vitest';
+import { prng } from '../../src/seed/synthetic.js';
 import { ProfileStore } from '../../src/store/read.js';
 import { eachTestWorkspace, TestStore, type Workspace } from '../helpers/store.js';
 
@@ -13,16 +14,6 @@ const USERS = 400;
 
 let db: Workspace['db'];
 eachTestWorkspace((w) => ({ db } = w));
-
-/** A deterministic pseudo-random sequence (mulberry32): the same windows on every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** created_at values across days and times of day, with milliseconds, before 1970, and unparsable ones. */
 function createdAt(id: number, next: () => number): { text: string; ms?: number } {
@@ -76,7 +67,7 @@ function windows(next: () => number, created: number[]): [number, number][] {
 
 describe("the watcher's copy finds turning ages by index", () => {
   it('finds the users and the next turn the full comparison finds, for windows of every kind', () => {
-    const next = random(30);
+    const next = prng(30);
     const all = windows(next, fill(next));
     const store = ProfileStore.open(db);
     try {

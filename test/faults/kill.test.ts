@@ -14,22 +14,13 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { prng } from '../../src/seed/synthetic.js';
 import { startCli } from '../helpers/process.js';
 import { BASE, buildArgs, changeStore, cli, EPOCH, INJECT, makeStore, servedBytes } from './helpers.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
 
 const ALLOWED =
   /^((api|service-api)\/v1\/users\/[a-z0-9_-][a-z0-9._-]*|service-api\/v1\/creators|service-api\/v1\/\.creators\.gz|api\/v1\/openapi\.json|_errors\/[a-z-]+\.json)$/;
-
-/** mulberry32: the kill points come from a fixed seed, so a failure replays exactly. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let dir: Workspace['dir'];
 let db: string;
@@ -87,7 +78,7 @@ describe('kill -9 at exact points, repeated', () => {
     const total = Number(readFileSync(countFile, 'utf8').split(' ')[0]);
     expect(total).toBeGreaterThan(100);
 
-    const rand = random(7);
+    const rand = prng(7);
     // One point in each part of the rebuild (staging, commit), plus seeded ones anywhere.
     const points = [2, Math.floor(total * 0.9), ...Array.from({ length: 3 }, () => 1 + Math.floor(rand() * total))];
     for (const n of points) {
@@ -118,7 +109,7 @@ describe('kill -9 at exact points, repeated', () => {
 
   it('a watcher killed at seeded points of its cycles, three times over while the store changes: always servable; a restarted watcher converges', async () => {
     makeStore(db, 150);
-    const rand = random(11);
+    const rand = prng(11);
     const versions: Map<string, string>[] = [];
     let mustHave = new Set<string>();
     for (let round = 1; round <= 3; round++) {

@@ -38,7 +38,6 @@ import {
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_ENV, machine as machineLine, seededStore } from './bench-common.mjs';
-import { readSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(repo, 'bin/profile-snapshot.js');
@@ -452,14 +451,12 @@ const table = rows
       `| ${r.users.toLocaleString('en-US')} | ${r.fs} | ${r.scenario} | ${fmt(r.seconds, r.seconds < 0.1 ? 3 : 2)} | ${r.ratio === undefined ? '' : `${fmt(r.ratio)}x`} | ${cpuCell(r.userS)} | ${cpuCell(r.systemS)} | ${r.written ?? ''} | ${r.rendered ?? ''} | ${r.rssMb ? fmt(r.rssMb, 0) : ''} |`,
   )
   .join('\n');
-// The load and soak figures (npm run load) live in their own marked section: keep it.
+// Other scripts' figures (serve, publish, load, gzip, ...) live in marked sections after this
+// script's own part: everything from the first marker on is kept as it is, whatever its sections.
 const benchmarksFile = value('--report', join(repo, 'BENCHMARKS.md'));
 const previous = existsSync(benchmarksFile) ? readFileSync(benchmarksFile, 'utf8') : '';
-const serveSection = readSection(previous, 'serve');
-const loadSection = readSection(previous, 'load');
-const publishSection = readSection(previous, 'publish');
-const workerSection = readSection(previous, 'worker');
-const experimentsSection = readSection(previous, 'experiments');
+const firstMarker = previous.search(/^<!-- /m);
+const otherSections = firstMarker === -1 ? '' : previous.slice(firstMarker).replace(/\n*$/, '');
 writeFileSync(
   benchmarksFile,
   `# Benchmarks
@@ -516,7 +513,7 @@ ${goals.map((t) => `| ${t.what} | ${t.goal} | ${t.figure} | ${t.ok ? 'met' : '**
 
 Reproduce: \`npm run build && npm run bench\` (add \`-- --1m\` for a million users; stores are cached
 in .bench/stores).
-${serveSection ? `\n${serveSection}\n` : ''}${experimentsSection ? `\n${experimentsSection}\n` : ''}${publishSection ? `\n${publishSection}\n` : ''}${workerSection ? `\n${workerSection}\n` : ''}${loadSection ? `\n${loadSection}\n` : ''}`,
+${otherSections ? `\n${otherSections}\n` : ''}`,
 );
 log(`wrote ${relative(process.cwd(), benchmarksFile) || benchmarksFile}`);
 

@@ -15,12 +15,3 @@ export function writeSection(file, name, section) {
       : `${current.replace(/\n*$/, '')}${current ? '\n\n' : ''}${section}\n`;
   writeFileSync(file, next);
 }
-
-/** The section `name` of `text`, markers included, or '' when it has none. */
-export function readSection(text, name) {
-  const open = `<!-- ${name}:start -->`,
-    close = `<!-- ${name}:end -->`;
-  const start = text.indexOf(open);
-  const end = text.indexOf(close, start);
-  return start !== -1 && end !== -1 ? text.slice(start, end + close.length) : '';
-}

@@ -12,13 +12,11 @@
  * worker thread deflates some of them (deflate-pool.ts).
  */
 import { fstatSync } from 'node:fs';
-import { join } from 'node:path';
 import { collectIfGrown } from '../core/memory.js';
-import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
+import { gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
-import { replaceFileWith } from './folders.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
-import { readPieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
+import { readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
 import { pieceDeflater, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
@@ -80,14 +78,8 @@ export function stageCreatorsGzip(
     counts = cost;
   };
   const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
-  if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), pieces));
+  if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), PIECE_SETTINGS, pieces));
   return counts;
-}
-
-function writePieceIndex(outDir: string, stamp: string | undefined, pieces: readonly Piece[]): void {
-  if (stamp === undefined) return;
-  const lines = pieces.map((p) => `${p.key}\t${p.offset}\t${p.compressed}\t${p.length}\t${p.crc}\n`);
-  replaceFileWith(outDir, join(outDir, CREATORS_GZIP_INDEX_FILE), `${PIECE_SETTINGS}\t${stamp}\n${lines.join('')}`);
 }
 
 /** Member i's first byte in the list file, for each member, and one past the array's members. */

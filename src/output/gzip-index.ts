@@ -7,6 +7,8 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CREATORS_GZIP_INDEX_FILE } from '../core/layout.js';
+import { replaceFileWith } from './folders.js';
+import { fileStamp } from './manifest.js';
 import type { OutputTransaction } from './tree.js';
 
 export interface Piece {
@@ -29,6 +31,12 @@ export interface PieceIndex {
 }
 
 /**
+ * The index this process wrote last, as it wrote it: a long-lived process (the watcher) takes it
+ * from here, while the file is still that one, rather than reading and parsing it every cycle.
+ */
+let written: { indexPath: string; indexStamp: string | undefined; header: string; pieces: readonly Piece[] } | undefined;
+
+/**
  * The last build's pieces of the variant at `variantPath`, when its file is still the one it wrote and the index was made
  * for that file with `settings`. Undefined otherwise (first build, a damaged or foreign index).
  */
@@ -38,6 +46,9 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
   rmSync(`${indexPath}.tmp`, { force: true });
   const last = tx.intactPreviousFile(variantPath);
   if (last === undefined) return undefined;
+  const header = `${settings}\t${last.stamp}`;
+  if (written?.indexPath === indexPath && written.header === header && written.indexStamp === fileStamp(indexPath))
+    return { file: last.file, pieces: new Map(written.pieces.map((piece) => [piece.key, piece])) };
   let text: string;
   try {
     text = readFileSync(indexPath, 'latin1');
@@ -45,7 +56,7 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
     return undefined;
   }
   const lines = text.split('\n');
-  if (lines[0] !== `${settings}\t${last.stamp}`) return undefined;
+  if (lines[0] !== header) return undefined;
   const pieces = new Map<string, Piece>();
   for (let i = 1; i < lines.length; i++) {
     const [key, offset, compressed, length, crc] = lines[i]!.split('\t');
@@ -60,4 +71,15 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
     });
   }
   return { file: last.file, pieces };
+}
+
+/** Writes the index of the variant whose file has `stamp` (none: nothing is written), pieces cut with `settings`. */
+export function writePieceIndex(outDir: string, stamp: string | undefined, settings: string, pieces: readonly Piece[]): void {
+  written = undefined;
+  if (stamp === undefined) return;
+  const indexPath = join(outDir, CREATORS_GZIP_INDEX_FILE);
+  const header = `${settings}\t${stamp}`;
+  const lines = pieces.map((p) => `${p.key}\t${p.offset}\t${p.compressed}\t${p.length}\t${p.crc}\n`);
+  replaceFileWith(outDir, indexPath, `${header}\n${lines.join('')}`);
+  written = { indexPath, indexStamp: fileStamp(indexPath), header, pieces };
 }

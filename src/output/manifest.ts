@@ -29,6 +29,7 @@ import { BufferedFileWriter } from './file-writer.js';
 import { replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 import { partitionOf, type Partition } from '../core/partition.js';
+import { UnchangedLineCopier, type LastMemberLines } from './unchanged-lines.js';
 
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';
@@ -50,6 +51,8 @@ export interface Manifest {
   list: ListOrder | undefined;
   /** The digest line's digest, when the file has one and is still the size it records (see above). */
   digest?: string | undefined;
+  /** Where the member lines start in the file, when this process wrote it (unchanged-lines.ts). */
+  membersAt?: number;
 }
 
 export interface ListOrder {
@@ -287,8 +290,12 @@ function forEachLine(
   }
 }
 
-/** Replaces the manifest atomically (temporary file, then rename), streaming it out. */
-export function writeManifest(outDir: string, manifest: Manifest): void {
+/**
+ * Replaces the manifest atomically (temporary file, then rename), streaming it out. Member lines
+ * found unchanged in `last` (the file on disk, as this process wrote it) are copied from there.
+ */
+export function writeManifest(outDir: string, manifest: Manifest, last?: LastMemberLines): void {
+  let membersAt = 0;
   replaceManifest(outDir, 'new', (out, temporary) => {
     const header = `${HEADER}\t${manifest.renderedBy}\n`;
     out.write(header);
@@ -298,11 +305,18 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     // megabytes of garbage every watch cycle at a million profiles.
     for (const [key, entry] of manifest.files) out.writeTabbedLine('f', key, entry);
     // List members first, in list order (see the format above), then every other profile.
+    membersAt = out.bytesWritten;
     const members = manifest.list?.names ?? [];
     const entries = manifest.list?.entries;
-    for (let i = 0; i < members.length; i++) {
-      const key = members[i]!;
-      out.writeTabbedLine('u', key, entries?.[i] ?? manifest.profiles.get(key) ?? PENDING);
+    const copier = last && new UnchangedLineCopier(last, out);
+    try {
+      for (let i = 0; i < members.length; i++) {
+        const key = members[i]!;
+        const entry = entries?.[i] ?? manifest.profiles.get(key) ?? PENDING;
+        if (copier?.take(key, entry) !== true) out.writeTabbedLine('u', key, entry);
+      }
+    } finally {
+      copier?.close();
     }
     for (const [key, entry] of manifest.profiles) {
       // A member's entry ends in its length, any other in a tab (or its hash: format 1).
@@ -312,6 +326,7 @@ export function writeManifest(outDir: string, manifest: Manifest): void {
     out.close();
     fillDigestLine(temporary, Buffer.byteLength(header), digest.digest('hex'));
   });
+  manifest.membersAt = membersAt;
 }
 
 const DIGEST_HEX = 64;

@@ -16,8 +16,9 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, unli
 import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
+import { lastMemberLines, type LastMemberLines } from './unchanged-lines.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
-import { CANONICAL_USERNAME, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
+import { CANONICAL_USERNAME, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
 import type { Partition } from '../core/partition.js';
 import {
   entryHash,
@@ -124,6 +125,8 @@ export class OutputTransaction {
    * records a new signature). Left as it was, the next build could keep nothing it rendered.
    */
   private manifestChanged = false;
+  /** The last manifest's member lines, when this process wrote it: unchanged ones are copied from there. */
+  private lastMemberLines: LastMemberLines | undefined;
   private finished = false;
   private readonly committed: ((stampOf: (path: string) => string | undefined) => void)[] = [];
   /** A share's view (`join`): it stages into the owner's folder and never commits or clears it. */
@@ -436,7 +439,9 @@ export class OutputTransaction {
   /** This build's creators list members in list order, with their lengths (the manifest lists them so). */
   setList(members: ListOrder): void {
     this.next.list = members;
-    this.previous.list = undefined; // read only while the new list is made: a million members' worth
+    const { previous } = this;
+    this.lastMemberLines = lastMemberLines(join(this.outDir, MANIFEST_FILE), previous.membersAt, previous.list);
+    previous.list = undefined; // read only while the new list is made: a million members' worth
   }
 
   /** Whether a profile of this name is already part of this build (case-insensitive duplicates). */
@@ -461,10 +466,10 @@ export class OutputTransaction {
         counts.written = this.moveStagedIntoPlace(stagedEntries);
         counts.removed = this.removeStale(stale);
         this.completeListEntries();
-        writeManifest(outDir, next);
+        writeManifest(outDir, next, this.lastMemberLines);
       } else if (this.manifestChanged) {
         this.completeListEntries();
-        writeManifest(outDir, next);
+        writeManifest(outDir, next, this.lastMemberLines);
       }
       rmSync(this.stagingDir, { recursive: true, force: true });
     } catch (cause) {

@@ -178,7 +178,9 @@ class Pass {
         this.readShared();
       }
       this.inputs.onProgress?.(this.rowsRead);
-      collectIfGrown();
+      // A selective pass read few rows, and the list collects once it is written (letGoOfMembers):
+      // a full collection costs as much as the live heap, a million carried entries, so one will do.
+      if (this.selection === undefined) collectIfGrown();
       this.stageFixedDocuments();
       if (this.inputs.strict && this.warnings.length > 0) throw new StrictWarningsError(this.warnings);
       collectIfGrown();

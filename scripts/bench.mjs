@@ -505,7 +505,7 @@ ${runs.map((r) => `- ${r}`).join('\n')}
 
 `
     : ''
-}Targets (issues 5, 14 and 18: 2-core machine, tmpfs, checked against the figures above):
+}Targets (issues 5, 14, 18 and 30: 2-core machine, tmpfs, checked against the figures above):
 
 | target | goal | measured | |
 |---|---|---|---|

@@ -178,8 +178,10 @@ class Pass {
         this.readShared();
       }
       this.inputs.onProgress?.(this.rowsRead);
-      // A selective pass read few rows, and the list collects once it is written (letGoOfMembers):
-      // a full collection costs as much as the live heap, a million carried entries, so one will do.
+      // A full pass collects before the list: a shared one has just taken in its threads' shares,
+      // whose garbage would otherwise stay through the list's writing. A selective pass read few
+      // rows, and the list collects once it is written (letGoOfMembers): a full collection costs as
+      // much as the live heap, a million carried entries, so one a cycle will do.
       if (this.selection === undefined) collectIfGrown();
       this.stageFixedDocuments();
       if (this.inputs.strict && this.warnings.length > 0) throw new StrictWarningsError(this.warnings);

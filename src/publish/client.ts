@@ -75,7 +75,7 @@ export class Remote {
 
   constructor(
     readonly options: RemoteOptions,
-    region: string,
+    readonly region: string,
   ) {
     // No socket limit: a request queued in the agent would have passed the fence long before it is
     // sent. The upload and delete pools bound the requests in flight to about --concurrency.

@@ -13,14 +13,15 @@
  *
  * The holder stops writing on its own clock before any waiter can take over: it counts its lease valid
  * until three quarters of a TTL after its last successful renewal was sent (`assertHeld`), and the
- * publisher checks that before every request it sends (Remote.fence).
+ * publisher checks that before every request it sends (Remote.fence). Renewals run on a thread of
+ * their own (lease-keeper.ts): a long build on the main thread does not let the lease lapse.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { performance } from 'node:perf_hooks';
 import { prefixHeldError, remoteError, SnapshotError } from '../core/errors.js';
 import { STATE_DIR } from '../core/layout.js';
-import type { Remote } from './client.js';
+import type { Remote, RemoteOptions } from './client.js';
+import { Ending, monotonicMs, RenewalThread, Validity, type LeaseHandoff } from './lease-keeper.js';
 import { readObject, writeObject, type WriteCondition } from './objects.js';
 import { provePreconditions } from './preconditions.js';
 
@@ -83,12 +84,18 @@ export function thisHolder(id: string = randomBytes(6).toString('base64url')): L
 
 /** A lease this process holds. */
 export class Lease {
-  private validUntil: number;
+  private readonly validity: Validity;
   private lost: SnapshotError | undefined;
   private timer: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
   private onLost: ((error: SnapshotError) => void) | undefined;
   private renewing: Promise<void> | undefined;
+  /** Renewals handed to the renewal thread (lease-keeper.ts), and the lease's id there. */
+  private kept: { thread: RenewalThread; id: number } | undefined;
+  /** Hears of each renewal (the renewal thread tells the main thread). */
+  onRenewed: ((etag: string, body: LeaseBody) => void) | undefined;
+  /** Writes of the lease object since it was taken or handed over: renewals and the release. */
+  writes = 0;
 
   private constructor(
     private readonly remote: Remote,
@@ -96,9 +103,22 @@ export class Lease {
     private etag: string,
     private body: LeaseBody,
     private readonly options: LeaseOptions,
-    sentAt: number,
+    validity: Validity,
   ) {
-    this.validUntil = sentAt + validityMs(options.ttlMs);
+    this.validity = validity;
+  }
+
+  private static taken(remote: Remote, name: LeaseName, etag: string, body: LeaseBody, options: LeaseOptions, sentAt: number): Lease {
+    const validity = new Validity();
+    validity.untilMs = sentAt + validityMs(options.ttlMs);
+    return new Lease(remote, name, etag, body, options, validity);
+  }
+
+  /** In the renewal thread: the lease the main thread handed over, over the validity they share. */
+  static resume(remote: Remote, handoff: LeaseHandoff): Lease {
+    const body = handoff.body as LeaseBody;
+    const options = { ttlMs: handoff.ttlMs, singleWriter: handoff.singleWriter, holder: body.holder };
+    return new Lease(remote, handoff.name as LeaseName, handoff.etag, body, options, new Validity(handoff.validity));
   }
 
   /** The lease's current holder, or undefined when there is no lease object. */
@@ -118,16 +138,18 @@ export class Lease {
     remote: Remote,
     name: LeaseName,
     options: LeaseOptions,
-    seen = new Map<string, number>(),
+    seen: Sightings = new Sightings(),
   ): Promise<Lease | LeaseView> {
+    // Started now, so that it has loaded by the time a lease is taken (see keepRenewing).
+    RenewalThread.shared();
     for (let attempt = 0; ; attempt++) {
       const view = await Lease.look(remote, name);
-      if (view !== undefined && !isFree(view, options.holder, seen)) return view;
-      const sentAt = performance.now();
+      if (view !== undefined && !seen.isFree(view, options.holder)) return view;
+      const sentAt = monotonicMs();
       const body = newBody(name, options, view);
       const etag = await writeObject(remote, leasePath(name), JSON.stringify(body), 'application/json', takeCondition(view));
       if (etag !== 'refused') {
-        const lease = new Lease(remote, name, etag, body, options, sentAt);
+        const lease = Lease.taken(remote, name, etag, body, options, sentAt);
         await lease.checkPreconditions(view);
         return lease;
       }
@@ -136,42 +158,68 @@ export class Lease {
     }
   }
 
-  /** Takes the lease, waiting up to `waitMs` for its holder; then exit 8 naming the holder. */
-  static async acquire(remote: Remote, name: LeaseName, options: LeaseOptions, waitMs: number): Promise<Lease> {
-    const started = performance.now();
-    const seen = new Map<string, number>();
+  /**
+   * Takes the lease, waiting up to `waitMs` for its holder; then exit 8 naming the holder. `seen`:
+   * what this process already saw of the lease (a standby watcher looks at it every cycle).
+   */
+  static async acquire(remote: Remote, name: LeaseName, options: LeaseOptions, waitMs: number, seen = new Sightings()): Promise<Lease> {
+    const started = monotonicMs();
     for (let pause = 250; ; pause = Math.min(2000, pause * 2)) {
       const result = await Lease.tryAcquire(remote, name, options, seen);
       if (result instanceof Lease) return result;
-      const left = started + waitMs - performance.now();
+      const left = started + waitMs - monotonicMs();
       if (left <= 0) throw heldError(remote, result, waitMs);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
+      // Looked at again as soon as it expires, not up to a pause later.
+      const wait = Math.min(pause, left, seen.expiresInMs(result) + EXPIRY_MARGIN_MS);
+      await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 
   /** Throws once the lease may have passed to another holder: nothing more may be written under it. */
   assertHeld(): void {
     if (this.lost) throw this.lost;
-    if (performance.now() > this.validUntil) {
+    if (monotonicMs() > this.validity.untilMs) {
       this.lost = remoteError(
         `the ${this.name} lease on ${this.remote.where} was not renewed in time (its holder must stop writing)`,
-        "check the network to the bucket and the machine's load; raise --lease-ttl if builds or pauses outlast it",
+        "check the network to the bucket and the machine's load; raise --lease-ttl if the process is paused (a stopped VM, SIGSTOP) longer than it allows",
       );
       throw this.lost;
+    }
+    if (this.validity.ended === Ending.Lost) {
+      // Still valid by the clock, so the renewal thread found it taken over; its words arrive by message, maybe not yet.
+      throw (this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was taken over by another publisher`));
     }
   }
 
   get held(): boolean {
-    return this.lost === undefined && performance.now() <= this.validUntil;
+    return this.lost === undefined && this.validity.ended === Ending.None && monotonicMs() <= this.validity.untilMs;
   }
 
   /**
-   * Renews every quarter TTL until released. `onLost` hears, once, of a lease taken over or not
-   * renewed in time, the moment its validity ends: a quarter TTL before anyone may take over, time
-   * for the holder to cut its requests in flight.
+   * Renews every quarter TTL until released, from the renewal thread when it runs (so a blocked main
+   * thread does not let the lease lapse). `onLost` hears, once, of a lease taken over or not renewed
+   * in time, the moment its validity ends: a quarter TTL before anyone may take over, time for the
+   * holder to cut its requests in flight.
    */
   keepRenewing(onLost: (error: SnapshotError) => void = () => undefined): void {
     this.onLost = onLost;
+    this.keepRenewingHere();
+    this.armDeadline();
+    const thread = RenewalThread.shared();
+    void thread?.ready.then(() => this.handOver(thread));
+  }
+
+  /** Moves the renewals to the renewal thread, unless the lease was released or lost meanwhile. */
+  private async handOver(thread: RenewalThread): Promise<void> {
+    if (this.onLost === undefined || this.kept !== undefined) return;
+    clearInterval(this.timer);
+    // Never two renewals of one version: the thread starts from the version the last one wrote.
+    await this.renewing;
+    if (this.onLost === undefined || !this.held) return;
+    this.keepRenewingIn(thread);
+  }
+
+  private keepRenewingHere(): void {
     this.timer = setInterval(
       () => {
         if (this.renewing !== undefined || !this.held) return;
@@ -182,7 +230,29 @@ export class Lease {
       Math.max(50, this.options.ttlMs / 4),
     );
     this.timer.unref();
-    this.armDeadline();
+  }
+
+  private keepRenewingIn(thread: RenewalThread): void {
+    const handoff: LeaseHandoff = {
+      remote: { ...this.remote.options, region: this.remote.region },
+      name: this.name,
+      etag: this.etag,
+      body: this.body,
+      ttlMs: this.options.ttlMs,
+      singleWriter: this.options.singleWriter,
+      validity: this.validity.buffer,
+    };
+    const id = thread.keep(handoff, {
+      renewed: (etag, body) => {
+        this.etag = etag;
+        this.body = body as LeaseBody;
+      },
+      lost: (kind, message, hint) => {
+        this.lost ??= new SnapshotError(kind, message, { hint });
+        this.lose();
+      },
+    });
+    this.kept = { thread, id };
   }
 
   /** Calls `lose` when the validity ends unrenewed (re-armed by each renewal). */
@@ -198,7 +268,7 @@ export class Lease {
           this.lose();
         }
       },
-      this.validUntil - performance.now() + 1,
+      Math.max(0, this.validity.untilMs - monotonicMs()) + 1,
     );
     this.deadline.unref();
   }
@@ -207,6 +277,7 @@ export class Lease {
   private lose(): void {
     clearInterval(this.timer);
     clearTimeout(this.deadline);
+    this.validity.end(Ending.Lost);
     const onLost = this.onLost;
     this.onLost = undefined;
     onLost?.(this.lost!);
@@ -215,13 +286,14 @@ export class Lease {
   /** Replaces the lease over its own last version: refused means another holder took it. */
   async renew(): Promise<void> {
     this.assertHeld();
-    const sentAt = performance.now();
+    const sentAt = monotonicMs();
     const body: LeaseBody = { ...this.body, renewedAt: new Date().toISOString(), renewals: this.body.renewals + 1 };
     let etag: string | 'refused';
     try {
+      this.writes++;
       etag = await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
     } catch (error) {
-      if (performance.now() > this.validUntil) this.assertHeld();
+      if (monotonicMs() > this.validity.untilMs) this.assertHeld();
       throw error; // a failed renewal is tried again at the next tick, while the lease is still valid
     }
     if (etag === 'refused') {
@@ -230,7 +302,8 @@ export class Lease {
     }
     this.etag = etag;
     this.body = body;
-    this.validUntil = sentAt + validityMs(this.options.ttlMs);
+    this.validity.untilMs = sentAt + validityMs(this.options.ttlMs);
+    this.onRenewed?.(etag, body);
     this.armDeadline();
   }
 
@@ -239,13 +312,27 @@ export class Lease {
     clearInterval(this.timer);
     clearTimeout(this.deadline);
     this.onLost = undefined;
+    if (this.kept !== undefined) {
+      this.remote.counts.PUT += await this.kept.thread.release(this.kept.id);
+      this.kept = undefined;
+      this.lost ??= prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
+      this.validity.end(Ending.Released);
+      return;
+    }
     await this.renewing;
     if (!this.held) return;
     this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
+    this.validity.end(Ending.Released);
     const body: LeaseBody = { ...this.body, released: true, renewedAt: new Date().toISOString() };
+    this.writes++;
     await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag }).catch(
       () => undefined,
     );
+  }
+
+  /** The bucket this lease lives in (the renewal thread keeps one client per bucket). */
+  get remoteOptions(): RemoteOptions {
+    return this.remote.options;
   }
 
   /** The holder as status files show it. */
@@ -294,18 +381,41 @@ export class Lease {
 /** The holder's own validity: three quarters of the TTL, so it stops before any waiter may take over. */
 const validityMs = (ttlMs: number) => (ttlMs * 3) / 4;
 
-function isFree(view: LeaseView, holder: LeaseHolder, seen: Map<string, number>): boolean {
-  if (view.body.released || view.body.holder.id === holder.id) return true;
-  const ttlMs = view.body.ttlSeconds * 1000;
-  if (view.ageMs !== undefined && view.ageMs > ttlMs + DATE_SLACK_MS) return true;
-  let firstSeen = seen.get(view.etag);
-  if (firstSeen === undefined) {
-    // A new version: the holder is alive. Only the latest is remembered (a standby looks for days).
-    seen.clear();
-    seen.set(view.etag, (firstSeen = performance.now()));
+/**
+ * What a waiter saw of a lease: since when (its own monotonic clock) the version it last saw has
+ * stood unchanged. A version first seen already old by the bucket's clock counts from its last write,
+ * not from the first look: a standby that saw the leader's lease for a TTL, or a lease the server says
+ * was last written a while ago, is not waited out a second time.
+ */
+export class Sightings {
+  private etag: string | undefined;
+  /** When the version was last written, estimated on this process's monotonic clock. */
+  private writtenAt = 0;
+
+  /** Whether the lease may be taken: absent, released, this holder's own, or unrenewed for a TTL. */
+  isFree(view: LeaseView, holder: LeaseHolder): boolean {
+    if (view.body.released || view.body.holder.id === holder.id) return true;
+    return this.expiresInMs(view) < 0;
   }
-  return performance.now() - firstSeen > ttlMs + DATE_SLACK_MS;
+
+  /** How long until the version `view` shows expires, unrenewed (negative once it has). */
+  expiresInMs(view: LeaseView): number {
+    const now = monotonicMs();
+    const ttlMs = view.body.ttlSeconds * 1000;
+    if (view.etag !== this.etag) {
+      // A new version: the holder was alive when it wrote it. Only the latest is remembered.
+      this.etag = view.etag;
+      this.writtenAt = now - (view.ageMs ?? 0);
+    } else if (view.ageMs !== undefined) {
+      // The bucket's clock may tell of an older write than the first look did (its dates have whole seconds).
+      this.writtenAt = Math.min(this.writtenAt, now - view.ageMs);
+    }
+    return this.writtenAt + ttlMs + DATE_SLACK_MS - now;
+  }
 }
+
+/** A waiter looks again this long after the lease should have expired (timers fire a little early or late). */
+const EXPIRY_MARGIN_MS = 50;
 
 const takeCondition = (view: LeaseView | undefined): WriteCondition => (view === undefined ? { ifNoneMatch: '*' } : { ifMatch: view.etag });
 

@@ -23,7 +23,7 @@ import { outputError, SnapshotError } from '../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
 import { entryHash, manifestStamp } from '../output/manifest.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
-import { Lease, thisHolder, type LeaseOptions } from './lease.js';
+import { Lease, thisHolder, type LeaseOptions, type Sightings } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
@@ -53,6 +53,8 @@ export interface PublishOptions {
   leaseTtlMs?: number | undefined;
   /** Accept a store that ignores conditional writes: nothing then keeps two publishers apart. */
   singleWriter?: boolean | undefined;
+  /** What this process already saw of the prefix's lock (a standby watcher looks at it each cycle). */
+  lockSightings?: Sightings | undefined;
   onProgress?: ((progress: PublishProgress) => void) | undefined;
 }
 
@@ -139,7 +141,8 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
     if (options.dryRun) return dryRun(remote, tree, options);
     assertPresent(tree, { profiles: [...tree.profiles.keys()], files: [...tree.files.keys()] });
   }
-  const lock = await Lease.acquire(remote, 'lock', leaseOptions(options), options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+  const lockWaitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const lock = await Lease.acquire(remote, 'lock', leaseOptions(options), lockWaitMs, options.lockSightings);
   try {
     // A lease lost mid-publish: cut the requests in flight (their retries meet the fence), so none
     // lands after another publisher has taken over.

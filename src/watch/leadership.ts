@@ -3,11 +3,12 @@
  * leadership lease (publish/lease.ts, `leader`). The others stand by: they keep building their own
  * trees, look at the lease once a cycle, and take it when its holder releases it (SIGTERM) or it
  * expires (kill -9, a lost network): within the TTL plus one cycle. The leader renews the lease every
- * quarter TTL; a leader whose lease lapsed (a build that blocked longer than the lease allows) finds
- * it still its own at the next look and retakes it, unless another watcher took over meanwhile.
+ * quarter TTL from a thread of its own (publish/lease-keeper.ts), so a long build never costs it the
+ * lead; a leader whose lease lapsed all the same (a lost network) finds it still its own at the next
+ * look and retakes it, unless another watcher took over meanwhile.
  */
 import type { Remote, RemoteOptions } from '../publish/client.js';
-import type { Lease, LeaseHolder, LeaseView } from '../publish/lease.js';
+import type { Lease, LeaseHolder, LeaseView, Sightings } from '../publish/lease.js';
 import type { LeaseHolderStatus, PublishStatus } from './status.js';
 
 export type Role = PublishStatus['role'];
@@ -25,8 +26,12 @@ export class Leadership {
   private holder: LeaseHolder | undefined;
   private closed = false;
   private remote: Remote | undefined;
-  /** Since when each version of the lease was seen unchanged (a waiter's own clock, see lease.ts). */
-  private readonly unchangedSince = new Map<string, number>();
+  /**
+   * What this watcher saw of the leadership lease and of the publish lock (see lease.ts): a standby
+   * that takes over from a leader killed mid-publish does not wait out the lock's TTL a second time.
+   */
+  private sightings: { leader: Sightings; lock: Sightings } | undefined;
+  private checking: Promise<Role> | undefined;
 
   constructor(private readonly options: LeadershipOptions) {}
 
@@ -34,16 +39,30 @@ export class Leadership {
     return this.lease?.held ? 'leader' : 'standby';
   }
 
-  /** Leader or standby as of now: takes the lease when it is free. Throws when the bucket cannot be read. */
-  async check(): Promise<Role> {
-    if (this.closed) return 'standby';
-    if (this.lease?.held) return 'leader';
+  /**
+   * Leader or standby as of now: takes the lease when it is free. Throws when the bucket cannot be
+   * read. Never two looks at once (a second caller shares the look under way).
+   */
+  check(): Promise<Role> {
+    if (this.closed) return Promise.resolve('standby');
+    if (this.lease?.held) return Promise.resolve('leader');
+    this.checking ??= this.look().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  /** What this watcher saw of the publish lock while standing by: a publish's wait for it goes on from there. */
+  get lockSightings(): Sightings | undefined {
+    return this.sightings?.lock;
+  }
+
+  private async look(): Promise<Role> {
     // Loaded on first use: the AWS SDK is only for watchers that publish.
-    const { Lease, thisHolder } = await import('../publish/lease.js');
+    const { Lease, Sightings, thisHolder } = await import('../publish/lease.js');
     this.remote ??= await (await import('../publish/client.js')).Remote.open(this.options.remote);
     this.holder ??= thisHolder();
+    this.sightings ??= { leader: new Sightings(), lock: new Sightings() };
     const options = { ttlMs: this.options.ttlMs, singleWriter: this.options.singleWriter, holder: this.holder };
-    const result = await Lease.tryAcquire(this.remote, 'leader', options, this.unchangedSince);
+    const result = await Lease.tryAcquire(this.remote, 'leader', options, this.sightings.leader);
     if (result instanceof Lease) {
       this.lease = result;
       result.keepRenewing();
@@ -52,6 +71,9 @@ export class Leadership {
     }
     this.lease = undefined;
     this.see(result);
+    // The leader's publish may hold the lock: counted from now, a takeover does not wait for it twice.
+    const lock = await Lease.look(this.remote, 'lock');
+    if (lock !== undefined) this.sightings.lock.expiresInMs(lock);
     return 'standby';
   }
 

@@ -165,6 +165,7 @@ export class Watcher {
     try {
       // Let the caller attach to `done` and its handlers before the first (synchronous) cycle.
       await tick();
+      await this.publisher?.firstLook(FIRST_LOOK_MS);
       while (!this.stopping) {
         const started = performance.now();
         this.regenerateRequested = false;
@@ -336,6 +337,9 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
     error: null,
   };
 }
+
+/** How long a publishing watcher's first build waits for its first look at the leadership lease. */
+const FIRST_LOOK_MS = 5_000;
 
 /** One turn of the event loop (through its poll phase, where pending signals are delivered). */
 function tick(): Promise<void> {

@@ -38,7 +38,7 @@ export interface Health {
 /** From 50 ms (an idle cycle of a small store) to 2 minutes (a full rebuild of a large one). */
 const CYCLE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 
-type PublishGauges = Record<'sinceLastPublish' | 'behind' | 'leader', Gauge>;
+type PublishGauges = Record<'sinceLastPublish' | 'behind' | 'leader' | 'leaseAge' | 'leaderInfo', Gauge>;
 
 export class WatchMetrics {
   readonly registry = new Registry();
@@ -168,6 +168,10 @@ export class WatchMetrics {
     this.publishGauges.sinceLastPublish.set(secondsOrMinusOne(ageMs(publish.lastSuccessAt, nowMs)));
     this.publishGauges.behind.set(publish.behind ? 1 : 0);
     this.publishGauges.leader.set(publish.role === 'leader' ? 1 : 0);
+    this.publishGauges.leaseAge.set(publish.leaseAgeSeconds ?? -1);
+    // One series: the leader as this watcher last saw it (itself, or the one it stands by for).
+    this.publishGauges.leaderInfo.reset();
+    if (publish.leader !== null) this.publishGauges.leaderInfo.set({ host: publish.leader.host, pid: String(publish.leader.pid) }, 1);
   }
 
   private async respond(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -221,6 +225,17 @@ function publishGauges(registers: Registry[]): PublishGauges {
       registers,
     ),
     leader: gauge('profile_snapshot_leader', '1 while this watcher holds the leadership lease and publishes, 0 on standby.', registers),
+    leaseAge: gauge(
+      'profile_snapshot_leader_lease_age_seconds',
+      'Seconds since the leadership lease was last renewed, as this watcher last saw it (0 on the leader); -1 before the first look.',
+      registers,
+    ),
+    leaderInfo: new Gauge({
+      name: 'profile_snapshot_leader_info',
+      help: 'The watcher that leads the prefix, as this watcher last saw it: 1 for its host and pid.',
+      labelNames: ['host', 'pid'],
+      registers,
+    }),
   };
 }
 

@@ -75,6 +75,18 @@ export class PublishRunner {
     if (this.running === undefined) this.running = this.drain();
   }
 
+  /**
+   * The watcher's first look at the lease, before its first build: its status names the leader (or
+   * itself) from the start. Waits at most `waitMs`; a bucket that cannot be read is reported by the
+   * first publish.
+   */
+  async firstLook(waitMs: number): Promise<void> {
+    const look = this.leads().catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([look, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+    clearTimeout(timer);
+  }
+
   /** Resolves once no publish runs and none is pending. */
   async idle(): Promise<void> {
     await this.running;
@@ -120,7 +132,7 @@ export class PublishRunner {
       this.hooks.onStart(cycle);
       // Loaded on first use: the AWS SDK is only for watchers that publish.
       const { publish } = await import('../publish/publish.js');
-      report = await publish(this.options);
+      report = await publish({ ...this.options, lockSightings: this.leadership.lockSightings });
     } catch (failure) {
       error = errorStatus(failure);
     }

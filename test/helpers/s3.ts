@@ -162,6 +162,8 @@ export interface ProxyOptions {
   delayMs?: number;
   /** Decides a fault per request (n counts from 1): answer 503, cut the connection, or stall. */
   fault?: (n: number, method: string, path: string) => 'status503' | 'reset' | 'slow' | undefined;
+  /** false: answers without Date and Last-Modified headers (a store whose clock the client cannot read). */
+  dates?: boolean;
 }
 
 /**
@@ -194,6 +196,11 @@ export async function startProxy(
       const forward = httpRequest(
         { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
         (answer) => {
+          if (options.dates === false) {
+            res.sendDate = false;
+            delete answer.headers.date;
+            delete answer.headers['last-modified'];
+          }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
           answer.on('end', () =>

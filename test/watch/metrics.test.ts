@@ -5,6 +5,7 @@
  * otherwise; nothing private (a path, the bucket, the endpoint, a credential) reaches a scraper.
  */
 import { renameSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { assessHealth, WatchMetrics } from '../../src/watch/metrics.js';
@@ -90,14 +91,21 @@ const PUBLISH_METRICS = [
   'profile_snapshot_seconds_since_last_publish gauge',
   'profile_snapshot_publish_behind gauge',
   'profile_snapshot_leader gauge',
+  'profile_snapshot_leader_lease_age_seconds gauge',
+  'profile_snapshot_leader_info gauge',
 ];
 const types = (text: string) => [...text.matchAll(/^# TYPE (\S+ \S+)$/gm)].map((m) => m[1]);
 
-/** Every label of every sample is `le` or `outcome`, and every outcome is one of the fixed set. */
-function labelsAreFixed(text: string): void {
+/**
+ * Every label of every sample is `le` or `outcome`, every outcome one of the fixed set; or the
+ * leader's `host` and `pid` (this machine's host name and `leaderPid`).
+ */
+function labelsAreFixed(text: string, leaderPid?: number): void {
   for (const [, name, value] of text.matchAll(/[{,](\w+)="([^"]*)"/g)) {
-    expect(['le', 'outcome']).toContain(name);
+    expect(['le', 'outcome', ...(leaderPid === undefined ? [] : ['host', 'pid'])]).toContain(name);
     if (name === 'outcome') expect(['ok', 'failed', 'success', 'failure']).toContain(value);
+    if (name === 'host') expect(value).toBe(hostname());
+    if (name === 'pid') expect(value).toBe(String(leaderPid));
   }
 }
 
@@ -270,13 +278,15 @@ describe('watch --metrics', () => {
       expect(sample(samples, 'profile_snapshot_publish_behind')).toBe(status(out)!.publish!.behind ? 1 : 0);
       expect(sample(samples, 'profile_snapshot_seconds_since_last_publish')).toBeGreaterThanOrEqual(0);
       expect(sample(samples, 'profile_snapshot_leader')).toBe(status(out)!.publish!.role === 'leader' ? 1 : 0);
+      expect(sample(samples, `profile_snapshot_leader_info{host="${hostname()}",pid="${watcher.pid}"}`)).toBe(1);
+      expect(sample(samples, 'profile_snapshot_leader_lease_age_seconds')).toBe(0);
 
       const healthText = JSON.stringify((await health(base)).body);
       for (const privateText of [SECRET, bucket, server.endpoint, new URL(server.endpoint).host, dir.path, PREFIX]) {
         expect(text).not.toContain(privateText);
         expect(healthText).not.toContain(privateText);
       }
-      labelsAreFixed(text);
+      labelsAreFixed(text, watcher.pid);
     }, 40_000);
   });
 });

@@ -1,0 +1,245 @@
+/**
+ * The promises around a leader's failure, with real watchers on moto_server:
+ *
+ *   - a leader killed with kill -9 in the middle of a publish (its publish lock still held) is replaced
+ *     so that a store change reaches the bucket within the TTL + 1 s + one cycle + a publish, whether
+ *     the bucket's clock can be read (Date and Last-Modified) or not (then what the standby saw of the
+ *     leases counts); readers never see a listed user without both profile objects meanwhile;
+ *   - a standby's status names the leader from its first look, even with a bucket far away;
+ *   - a leader whose build outlasts its lease's TTL keeps the lead: the lease is renewed during the
+ *     build, and no standby takes over.
+ */
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientFor, hasMoto, s3Env, startMoto, startProxy, type S3Server } from '../helpers/s3.js';
+import { listCoveredWhileReading } from '../publish/helpers.js';
+import {
+  ensureCompiled,
+  FIXTURES,
+  makeStore,
+  runCliAsync,
+  sql,
+  startCli,
+  startNode,
+  status,
+  tempDir,
+  userName,
+  waitFor,
+  type Proc,
+} from './helpers.js';
+
+const PREFIX = 'snap';
+const SECRET = 'takeover-secret-never-printed';
+
+describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_server)', () => {
+  if (!hasMoto) console.warn('moto_server is not installed: the takeover tests are skipped (pip install "moto[server]")');
+  let moto: S3Server;
+  const dir = tempDir();
+  beforeAll(async () => {
+    ensureCompiled();
+    moto = await startMoto();
+  });
+  afterAll(async () => {
+    await moto?.close();
+    dir.cleanup();
+  });
+
+  /** Watchers of one store on one prefix, each with its own out dir, through `endpoint`. */
+  function watchers(db: string, bucket: string, endpoint: string, ttlS: number, intervalS: number, extra: string[] = []) {
+    const out = (name: string) => join(dir.path, `${bucket}-${name}`);
+    const start = (name: string) =>
+      startCli(
+        [
+          'watch',
+          ...['--db', db, '--out', out(name), '--interval', String(intervalS), '--lease-ttl', String(ttlS)],
+          ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', endpoint, '--path-style', ...extra],
+        ],
+        { env: s3Env({ SOURCE_DATE_EPOCH: '1767225600', AWS_SECRET_ACCESS_KEY: SECRET }) },
+      );
+    const publish = (name: string) => status(out(name))?.publish;
+    const leads = (name: string) => publish(name)?.role === 'leader' && publish(name)?.lastSuccessAt;
+    const standsBy = (name: string, leader: Proc) => publish(name)?.role === 'standby' && publish(name)?.leader?.pid === leader.pid;
+    return { out, start, publish, leads, standsBy };
+  }
+
+  const read = async (bucket: string, path: string): Promise<string | undefined> => {
+    const client = clientFor(moto.endpoint);
+    try {
+      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${PREFIX}/${path}` }));
+      return await object.Body!.transformToString();
+    } catch {
+      return undefined;
+    } finally {
+      client.destroy();
+    }
+  };
+  const lease = async (bucket: string, name: 'leader' | 'lock') => {
+    const text = await read(bucket, `.profile-snapshot/${name}`);
+    return text === undefined ? undefined : (JSON.parse(text) as { released: boolean; renewals: number; holder: { pid: number } });
+  };
+  async function until(what: string, condition: () => Promise<boolean>, timeoutMs: number): Promise<number> {
+    const started = Date.now();
+    while (!(await condition())) {
+      if (Date.now() - started > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    return Date.now() - started;
+  }
+
+  const TTL_S = 4;
+  const INTERVAL_S = 0.5;
+  /** A publish of one changed profile (two objects, the list, its variant, the record) on moto, with room for a loaded machine. */
+  const PUBLISH_S = 2;
+
+  for (const dates of [true, false]) {
+    it(`kill -9 mid-publish: the change reaches the bucket within TTL + 1 s + a cycle + a publish (${dates ? "the bucket's clock" : 'no dates: what the standby saw'})`, async () => {
+      const bucket = await moto.bucket();
+      const proxy = dates ? undefined : await startProxy(moto.endpoint, { dates: false });
+      const db = join(dir.path, `${bucket}.db`);
+      makeStore(db, 400);
+      const w = watchers(db, bucket, proxy?.endpoint ?? moto.endpoint, TTL_S, INTERVAL_S);
+      const a = w.start('a');
+      await waitFor('watcher a to lead and publish', () => w.leads('a'), 30_000);
+      const b = w.start('b');
+      await waitFor('watcher b to stand by under a', () => w.standsBy('b', a), 15_000);
+
+      let reading = true,
+        reads = 0;
+      const reader = (async () => {
+        while (reading) if (await listCoveredWhileReading(moto.endpoint, bucket, PREFIX)) reads++;
+      })();
+      try {
+        // A large change, so that a's publish is long; a is killed once its first profile is up.
+        sql(db, "UPDATE users SET display_name = 'Changed ' || id");
+        await until(
+          'a to start publishing the change',
+          async () => (await read(bucket, `api/v1/users/${userName(1)}`))?.includes('Changed 1') === true,
+          20_000,
+        );
+        a.child.kill('SIGKILL');
+        const killedAt = Date.now();
+        // Its publish was under way: the lock it took is still held, and the list not yet up.
+        expect((await lease(bucket, 'lock'))?.released).toBe(false);
+        expect((await lease(bucket, 'lock'))?.holder.pid).toBe(a.pid);
+        sql(db, "UPDATE users SET display_name = 'After the kill' WHERE id = 2");
+        await until(
+          'the change after the kill to reach the bucket',
+          async () => (await read(bucket, `api/v1/users/${userName(2)}`))?.includes('After the kill') === true,
+          60_000,
+        );
+        const seconds = (Date.now() - killedAt) / 1000;
+        expect(seconds).toBeLessThan(TTL_S + 1 + INTERVAL_S + PUBLISH_S);
+        expect(w.publish('b')?.role).toBe('leader');
+        await until('a reader to check the whole list once after the takeover', async () => reads > 0, 60_000);
+      } finally {
+        reading = false;
+        await reader;
+        await b.stop(10_000);
+        await proxy?.close();
+      }
+      expect(reads).toBeGreaterThan(0);
+      for (const proc of [a, b]) expect(proc.stderr() + proc.stdout()).not.toContain(SECRET);
+    }, 120_000);
+  }
+
+  it('a standby names the leader (pid, lease age) from its first look, with the bucket 300 ms away: status, regenerate, metrics', async () => {
+    const bucket = await moto.bucket();
+    const proxy = await startProxy(moto.endpoint, { delayMs: 300 });
+    const db = join(dir.path, `${bucket}.db`);
+    makeStore(db, 60);
+    const w = watchers(db, bucket, proxy.endpoint, 10, 0.5, ['--metrics', '127.0.0.1:0']);
+    const a = w.start('a');
+    try {
+      await waitFor('watcher a to lead and publish', () => w.leads('a'), 30_000);
+      for (let run = 1; run <= 4; run++) {
+        const b = w.start('b');
+        try {
+          // Every status b writes from its second cycle on names a.
+          const seen = await waitFor(`run ${run}: b's second cycle`, () => {
+            const now = status(w.out('b'));
+            return now !== undefined && now.cycles >= 2 ? now : undefined;
+          });
+          expect(seen.publish?.role).toBe('standby');
+          expect(seen.publish?.leader?.pid).toBe(a.pid);
+          expect(seen.publish?.leaseAgeSeconds).toBeGreaterThanOrEqual(0);
+          expect(seen.publish?.leaseAgeSeconds).toBeLessThanOrEqual(10);
+          if (run === 1) {
+            const regenerate = await runCliAsync(['regenerate', '--out', w.out('b')]);
+            expect(regenerate.stderr).toMatch(
+              new RegExp(`publish: standby: host .+, pid ${a.pid} leads \\(lease renewed [\\d.]+ s ago\\)`),
+            );
+            const [, host, port] = await b.waitForStderr(/metrics on http:\/\/([\d.]+):(\d+)\/metrics\n/, 15_000);
+            const metrics = await (await fetch(`http://${host}:${port}/metrics`)).text();
+            expect(metrics).toMatch(new RegExp(`profile_snapshot_leader_info\\{host="[^"]+",pid="${a.pid}"\\} 1`));
+            expect(metrics).toMatch(/profile_snapshot_leader_lease_age_seconds [\d.]+\n/);
+            expect(metrics).toMatch(/profile_snapshot_leader 0\n/);
+          }
+        } finally {
+          await b.stop(10_000);
+        }
+      }
+    } finally {
+      await a.stop(10_000);
+      await proxy.close();
+    }
+  }, 180_000);
+
+  it('a leader whose build outlasts the TTL keeps the lead: its lease is renewed during the build, no standby takes over', async () => {
+    const bucket = await moto.bucket();
+    const db = join(dir.path, `${bucket}.db`);
+    makeStore(db, 60);
+    // Rollback-journal mode: a writer's exclusive lock blocks readers, and a reader waits for it synchronously.
+    sql(db, 'PRAGMA journal_mode = DELETE');
+    const TTL_S = 2;
+    const HOLD_MS = 7000;
+    const w = watchers(db, bucket, moto.endpoint, TTL_S, 0.5, ['--busy-timeout', '30000', '--json']);
+    const a = w.start('a');
+    try {
+      await waitFor('watcher a to lead and publish', () => w.leads('a'), 30_000);
+      const b = w.start('b');
+      try {
+        await waitFor('watcher b to stand by under a', () => w.standsBy('b', a), 15_000);
+        const cycles = status(w.out('a'))!.cycles;
+        const holder = startNode([join(FIXTURES, 'hold-store.mjs'), db, String(HOLD_MS)]);
+        const renewals: { at: number; renewals: number }[] = [];
+        // Each cycle of a, as `--json` prints it on stdout.
+        const longCycle = () =>
+          a
+            .stdout()
+            .split('\n')
+            .filter((line) => line.startsWith('{'))
+            .map((line) => JSON.parse(line) as { number: number; startedAt: string; finishedAt: string; durationMs: number })
+            .find((cycle) => cycle.number > cycles && cycle.durationMs > HOLD_MS / 2);
+        await until(
+          "a's long cycle to end",
+          async () => {
+            const leader = await lease(bucket, 'leader');
+            if (leader !== undefined) renewals.push({ at: Date.now(), renewals: leader.renewals });
+            return longCycle() !== undefined;
+          },
+          60_000,
+        );
+        const long = longCycle()!;
+        const build = { from: Date.parse(long.startedAt), to: Date.parse(long.finishedAt) };
+        await holder.exit;
+        expect(build.to - build.from).toBeGreaterThan(TTL_S * 1000 * 2);
+        // Renewed every half second (a quarter TTL) through the build: some renewals seen in every second of it.
+        const during = renewals.filter((r) => r.at > build.from + 500 && r.at < build.to - 500);
+        expect(new Set(during.map((r) => r.renewals)).size).toBeGreaterThanOrEqual((build.to - build.from) / 1000 - 2);
+        // b, blocked as long by the same lock, still stands by once both builds are over.
+        const bCycles = status(w.out('b'))!.cycles;
+        await waitFor("b's cycles after the lock", () => (status(w.out('b'))?.cycles ?? 0) > bCycles + 2, 30_000);
+        expect(w.publish('b')?.role).toBe('standby');
+        expect(w.publish('b')?.runs).toBe(0);
+        expect(w.publish('a')?.role).toBe('leader');
+        expect((await lease(bucket, 'leader'))?.holder.pid).toBe(a.pid);
+        expect(a.stderr()).not.toMatch(/not renewed in time|standby:/);
+      } finally {
+        await b.stop(30_000);
+      }
+    } finally {
+      await a.stop(30_000);
+    }
+  }, 180_000);
+});

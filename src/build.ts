@@ -49,7 +49,8 @@ export interface BuildOptions {
   lockWaitMs?: number;
   /**
    * Read every row even when the store is unchanged since the last build (by default such a build
-   * reads nothing and writes nothing: see incremental/plan.ts).
+   * reads nothing and writes nothing: see incremental/plan.ts), and heal the tree: every file the
+   * manifest says is unchanged is checked on disk, and one missing, truncated or altered is rewritten.
    */
   fullPass?: boolean;
   /**
@@ -86,6 +87,12 @@ export interface BuildReport {
   /** Threads that read them (a full pass of a large store is shared: see `threads` in BuildOptions). */
   threads: number;
   files: WriteCounts;
+  /**
+   * Files of the last build whose data did not change but which a full build (`fullPass`) found
+   * missing, truncated or altered on disk and rewrote (counted in `files.written`). Null when the
+   * build did not look: a plain build trusts the manifest.
+   */
+  repaired: number | null;
   warnings: RowWarning[];
   /** Advice about the whole tree (not data warnings: never fatal, even under --strict). */
   notices: string[];
@@ -150,6 +157,7 @@ function resolveInputs(options: BuildOptions): BuildInputs {
     strict: options.strict ?? false,
     onProgress: options.onProgress,
     threads: options.threads ?? DEFAULT_THREADS,
+    healing: options.fullPass ?? false,
   };
 }
 
@@ -212,6 +220,7 @@ function unchangedReport(last: LastPass, options: BuildOptions, inputs: BuildInp
     rowsRead: 0,
     threads: 0,
     files: { written: 0, unchanged: last.files, removed: 0 },
+    repaired: null,
     warnings: last.warnings,
     notices: notices(last.profiles, options, inputs),
     seconds: (performance.now() - inputs.started) / 1000,
@@ -231,6 +240,7 @@ function passReport(staged: StagedPass, files: WriteCounts, options: BuildOption
     rowsRead,
     threads,
     files,
+    repaired: inputs.healing ? staged.output.repaired : null,
     warnings,
     notices: notices(profiles, options, inputs),
     seconds: (performance.now() - inputs.started) / 1000,

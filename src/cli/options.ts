@@ -49,7 +49,7 @@ export function addBuildOptions(command: Command): Command {
     .option('--json', 'print the report (counts, every warning) as JSON on stdout', false)
     .option(
       '--full',
-      'read every row even when the store is unchanged since the last build (by default such a build reads and writes nothing)',
+      'read every row even when the store is unchanged since the last build (by default such a build reads and writes nothing), and rewrite every file of the tree that is missing, truncated or altered',
       false,
     )
     .addOption(

@@ -7,7 +7,8 @@ import type { RowWarning } from '../render/user.js';
 export function formatSummary(report: BuildReport): string {
   return (
     `profile-snapshot: ${plural(report.profiles, 'profile')} published (${plural(report.creators, 'creator')}), ` +
-    `${count(report.skipped)} skipped; ${filesLine(report.files)}; ${plural(report.warnings.length, 'warning')}; ` +
+    `${count(report.skipped)} skipped; ${filesLine(report.files)}${report.repaired === null ? '' : `, ${count(report.repaired)} repaired`}; ` +
+    `${plural(report.warnings.length, 'warning')}; ` +
     `${report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : ''}${report.seconds.toFixed(2)} s`
   );
 }

@@ -41,8 +41,8 @@ export class RowKeeper {
     if (created === undefined) return undefined;
     // The same account age renderUser derives, so this is the signature it would be stored under.
     const signature = rowSignature(row, wholeDaysBetween(created.ms, this.snapshotMs));
-    if (!hasSignature(last, signature)) return signature;
-    this.output.keepProfile(name, last);
+    // A healing build may find the profile's files damaged: then it is rendered again.
+    if (!hasSignature(last, signature) || !this.output.keepProfile(name, last)) return signature;
     this.stableUntilMs = Math.min(this.stableUntilMs, nextAgeChangeMs(created.ms, this.snapshotMs));
     this.kept++;
     // The whole entry, which starts with the data hash: a hash cut out of it (a sliced string per

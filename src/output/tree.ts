@@ -12,12 +12,13 @@
  * Files the tool did not write are never replaced or removed: a target path that exists but is not
  * in the manifest stops the build (exit 5).
  */
-import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { lastMemberLines, type LastMemberLines } from './unchanged-lines.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
+import { damagedProfileFiles } from './intact.js';
 import { CANONICAL_USERNAME, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
 import type { Partition } from '../core/partition.js';
 import {
@@ -69,6 +70,8 @@ export interface OutputShare {
   unchangedFiles: number;
   /** Whether it staged whole fresh folders (a first build). */
   fresh: boolean;
+  /** Files of its share found damaged (see `repaired`). */
+  repaired: number;
   /** Whether an entry of its share differs from the last build's (see `manifestChanged`). */
   manifestChanged: boolean;
 }
@@ -133,11 +136,24 @@ export class OutputTransaction {
   private readonly share: Partition | undefined;
   /** In a shared pass, the owner's own share: the only one whose last entries it read. */
   private readonly ownPart: Partition | undefined;
+  /**
+   * A healing build (`build --full`): a file the manifest says is unchanged is trusted only once it
+   * is checked on disk (see `needsRepair`, `intactPreviousFile`); one that is not is rewritten.
+   */
+  private readonly healing: boolean;
+  /** Profiles `keepProfile` found damaged (their files already counted in `repaired`). */
+  private readonly damaged = new Set<string>();
+  /**
+   * Files of the last build whose data did not change, found missing, truncated or altered and
+   * rewritten by a healing build (a plain build does not look: always 0).
+   */
+  repaired = 0;
 
-  private constructor(outDir: string, renderedBy: string, role: { share?: Partition; ownPart?: Partition }) {
+  private constructor(outDir: string, renderedBy: string, role: { share?: Partition; ownPart?: Partition; healing?: boolean }) {
     const { share, ownPart } = role;
     this.outDir = outDir;
     this.share = share;
+    this.healing = role.healing ?? false;
     this.stagingDir = join(outDir, STAGING_DIR);
     if (share === undefined) {
       prepareDir(outDir, outDir);
@@ -164,10 +180,11 @@ export class OutputTransaction {
    * Opens the out dir (absolute; created if needed) and reads what the last build wrote. `renderedBy` names
    * the tool and base URL rendering this build: row signatures recorded under another are not used.
    * With `ownPart`, the owner of a shared pass reads only that share's profiles (`join` reads the
-   * others' in their threads); see `includePart` for a share it reads after all.
+   * others' in their threads); see `includePart` for a share it reads after all. `healing`: a
+   * `build --full`, which checks the files it would otherwise trust and rewrites damaged ones.
    */
-  static begin(outDir: string, renderedBy = '', ownPart?: Partition): OutputTransaction {
-    return new OutputTransaction(outDir, renderedBy, { ownPart });
+  static begin(outDir: string, renderedBy = '', ownPart?: Partition, healing = false): OutputTransaction {
+    return new OutputTransaction(outDir, renderedBy, { ownPart, healing });
   }
 
   /**
@@ -175,8 +192,8 @@ export class OutputTransaction {
    * stages the profiles of one share of the users, with that share of the last build's entries,
    * and hands them over with `handOver`. It commits nothing and never clears the staging folder.
    */
-  static join(outDir: string, renderedBy: string, share: Partition): OutputTransaction {
-    return new OutputTransaction(outDir, renderedBy, { share });
+  static join(outDir: string, renderedBy: string, share: Partition, healing = false): OutputTransaction {
+    return new OutputTransaction(outDir, renderedBy, { share, healing });
   }
 
   /**
@@ -203,6 +220,7 @@ export class OutputTransaction {
       unchangedFiles: this.unchangedFiles,
       fresh: this.freshDirs !== undefined,
       manifestChanged: this.manifestChanged,
+      repaired: this.repaired,
     };
   }
 
@@ -232,6 +250,7 @@ export class OutputTransaction {
     // thread read every share's last entries).
     for (const name of share.stale) if (!previous.profiles.has(name)) previous.profiles.set(name, PENDING);
     this.unchangedFiles += share.unchangedFiles;
+    this.repaired += share.repaired;
     this.manifestChanged ||= share.manifestChanged;
     if (share.fresh) this.freshDirs ??= this.freshDirPaths();
   }
@@ -244,12 +263,33 @@ export class OutputTransaction {
     return this.signaturesHold ? this.previous.profiles.get(name) : undefined;
   }
 
-  /** Keeps a profile exactly as the last build published it (its row signature did not change). */
-  keepProfile(name: string, entry: string): void {
+  /**
+   * Keeps a profile exactly as the last build published it (its row signature did not change).
+   * False, keeping nothing, when a healing build finds its files damaged: it must be rendered again.
+   */
+  keepProfile(name: string, entry: string): boolean {
+    if (this.healing && this.countDamaged(name, entryHash(entry)) > 0) {
+      this.damaged.add(name);
+      return false;
+    }
     this.previous.profiles.delete(name);
     this.next.profiles.set(name, entry);
     this.claimed?.add(name);
     this.unchangedFiles += PROFILE_DIRS.length;
+    return true;
+  }
+
+  /** Counts a profile's damaged files into `repaired` (they are about to be rewritten); returns them. */
+  private countDamaged(name: string, hash: string): number {
+    const damaged = damagedProfileFiles(this.outDir, name, hash);
+    this.repaired += damaged;
+    return damaged;
+  }
+
+  /** In a healing build, whether a profile whose data did not change must be rewritten all the same. */
+  private needsRepair(name: string, hash: string): boolean {
+    if (!this.healing) return false;
+    return this.damaged.delete(name) || this.countDamaged(name, hash) > 0;
   }
 
   /**
@@ -260,7 +300,8 @@ export class OutputTransaction {
    * half-way through a commit), and a pass must read every row.
    */
   carryOver(released: ReadonlySet<string>): number | undefined {
-    if (!this.signaturesHold || this.next.profiles.size > 0 || this.claimed !== undefined) return undefined;
+    // A healing build checks every profile it keeps, which carrying them over in one move cannot.
+    if (this.healing || !this.signaturesHold || this.next.profiles.size > 0 || this.claimed !== undefined) return undefined;
     const carried = this.previous.profiles;
     for (const entry of carried.values()) if (entry === PENDING) return undefined;
     const returned = new Map<string, string>();
@@ -315,7 +356,7 @@ export class OutputTransaction {
     this.next.profiles.set(name, entry);
     this.claimed?.add(name);
     if (entry !== previousEntry) this.manifestChanged = true;
-    if (previousHash === hash) {
+    if (previousHash === hash && !this.needsRepair(name, hash)) {
       this.unchangedFiles += PROFILE_DIRS.length;
       return;
     }
@@ -620,17 +661,33 @@ export class OutputTransaction {
     renameSync(staged, `${this.outDir}/${first}/${name}`);
   }
 
-  /** Whether the last build's file at `path` has this hash and is kept (unless `rewrite`); its entry moves to `next`. */
+  /**
+   * Whether the last build's file at `path` has this hash and is kept (unless `rewrite`); its entry
+   * moves to `next`. A healing build keeps it only while it is the very file the manifest recorded
+   * (see `isDamaged`); otherwise it is rewritten and counted as repaired.
+   */
   private takePreviousFile(path: string, hash: string, rewrite = false): boolean {
     const previousEntry = this.previous.files.get(path);
     const previousHash = previousEntry === undefined ? undefined : entryHash(previousEntry);
+    const damaged = this.healing && previousHash === hash && this.isDamaged(path, previousEntry!);
+    if (damaged) this.repaired += 1;
     this.previous.files.delete(path);
-    const kept = previousHash === hash && !rewrite;
+    const kept = previousHash === hash && !rewrite && !damaged;
     // An unchanged file keeps its entry, stamp included; a rewritten one gets its stamp at commit.
     this.next.files.set(path, kept ? previousEntry! : hash);
     if (kept) this.unchangedFiles += 1;
     else if (previousHash === undefined) this.refuseForeign(path);
     return kept;
+  }
+
+  /**
+   * Whether a recorded file is not the one the manifest recorded: another inode, size or mtime. An
+   * entry of an older manifest has no stamp; its file is only required to be there (a build that
+   * keeps it records a stamp where it can, see `stampUnchangedFile`).
+   */
+  private isDamaged(path: string, entry: string): boolean {
+    if (fileEntryStamp(entry) !== undefined) return this.intactPreviousFile(path) === undefined;
+    return !statSync(join(this.outDir, path), { throwIfNoEntry: false })?.isFile();
   }
 
   private refuseForeign(relativePath: string): void {

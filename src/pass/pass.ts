@@ -53,6 +53,8 @@ export interface PassInputs {
   started: number;
   /** Threads a full pass may be shared between, and the gzip variant's pieces deflated on (1: one thread). */
   threads: number;
+  /** `build --full`: every file the manifest says is unchanged is checked on disk, and rewritten if damaged. */
+  healing: boolean;
 }
 
 /** A pass rendered and staged, its output not committed yet. */
@@ -97,9 +99,9 @@ export function stagePass(inputs: PassInputs, selection: Selection | undefined):
 }
 
 function startThreads(inputs: PassInputs): PassThreads | undefined {
-  const { store, threads, outDir, renderedBy, baseUrl, snapshotMs, reproducible } = inputs;
+  const { store, threads, outDir, renderedBy, baseUrl, snapshotMs, reproducible, healing } = inputs;
   if (threads < 2) return undefined;
-  const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderedBy, baseUrl, snapshotMs, reproducible };
+  const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderedBy, baseUrl, snapshotMs, reproducible, healing };
   return PassThreads.start(store, shared, threads, manifestBytes(outDir));
 }
 
@@ -161,8 +163,8 @@ class Pass {
     this.share = share;
     this.threads = role.threads;
     this.output = share
-      ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.part)
-      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, role.threads?.ownPart);
+      ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.part, inputs.healing)
+      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, role.threads?.ownPart, inputs.healing);
     this.creators = new CreatorsList(this.output, CREATORS_FILE, undefined, share?.mayKeepMembers ?? true);
     this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
     this.stableUntilMs = selection?.stableUntilMs ?? Infinity;

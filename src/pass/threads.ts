@@ -50,6 +50,7 @@ export interface ShareInputs {
   baseUrl: string;
   snapshotMs: number;
   reproducible: boolean;
+  healing: boolean;
   part: Partition;
 }
 

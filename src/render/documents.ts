@@ -34,6 +34,35 @@ export function successDocument(dataJson: string, m: Meta): string {
   return SUCCESS_HEAD + dataJson + envelopeTail(m);
 }
 
+const META_KEY = ',"meta":';
+const ISO_MILLIS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+/**
+ * The data JSON of a success document exactly as `successDocument` writes it, or undefined for any
+ * other text (truncated, edited, another shape): what a --full build uses to tell whether a profile
+ * file on disk still holds the data its manifest entry was hashed from. The data is a User object,
+ * which has no "meta" key and whose strings escape every quote, so the last `,"meta":` is the tail's.
+ */
+export function successDocumentData(text: string): string | undefined {
+  const metaAt = text.lastIndexOf(META_KEY);
+  if (!text.startsWith(SUCCESS_HEAD) || metaAt < SUCCESS_HEAD.length || !text.endsWith('}')) return undefined;
+  let m: Partial<Meta>;
+  try {
+    m = JSON.parse(text.slice(metaAt + META_KEY.length, -1)) as Partial<Meta>;
+  } catch {
+    return undefined;
+  }
+  const { timestamp, version, executionTimeMs } = m ?? {};
+  const written =
+    typeof timestamp === 'string' &&
+    ISO_MILLIS.test(timestamp) &&
+    version === API_VERSION &&
+    Number.isSafeInteger(executionTimeMs) &&
+    executionTimeMs! >= 0 &&
+    text.endsWith(envelopeTail({ timestamp, version, executionTimeMs: executionTimeMs! }));
+  return written ? text.slice(SUCCESS_HEAD.length, metaAt) : undefined;
+}
+
 export interface ErrorSpec {
   status: number;
   code: string;

@@ -57,7 +57,11 @@ export class VerifyFailedError extends SnapshotError {
       `${report.out} must not be deployed: ${plural(report.defects.length, 'defect')} (${Object.entries(report.summary)
         .map(([k, c]) => `${c} ${k}`)
         .join(', ')})`,
-      { hint: 'rebuild (profile-snapshot build) and verify again; never deploy a snapshot that fails verify' },
+      {
+        hint:
+          'repair it with "profile-snapshot build --full" (it rewrites every file of its build that is missing, truncated or altered) ' +
+          'and verify again; never deploy a snapshot that fails verify',
+      },
     );
     this.name = 'VerifyFailedError';
   }

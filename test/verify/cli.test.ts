@@ -40,7 +40,7 @@ describe('profile-snapshot verify', () => {
       expect.stringMatching(/^defect: stray: api\/v1\/notes\.txt: not a document of the API/),
     ]);
     expect(lines.at(-1)).toMatch(
-      /^profile-snapshot: .*dist must not be deployed: 4 defects \(1 unparseable, 1 alias-missing, 1 creators-unknown, 1 stray\)\. Fix: rebuild/,
+      /^profile-snapshot: .*dist must not be deployed: 4 defects \(1 unparseable, 1 alias-missing, 1 creators-unknown, 1 stray\)\. Fix: repair it with "profile-snapshot build --full"/,
     );
   });
 

@@ -62,3 +62,5 @@ export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
 export const CREATORS_GZIP_INDEX_FILE = `${STATE_DIR}/creators-gzip-index`;
 /** The watcher's health status (watch/status.ts). */
 export const STATUS_FILE = `${STATE_DIR}/status.json`;
+/** `regenerate --full` asks the watcher for a full, healing cycle: this file says so until that cycle succeeds. */
+export const FULL_CYCLE_REQUEST_FILE = `${STATE_DIR}/full-cycle-requested`;

@@ -10,3 +10,6 @@ export const plural = (n: number | null, word: string): string => `${count(n)} $
 export function filesLine(files: { written: number; unchanged: number; removed: number }): string {
   return `files ${count(files.written)} written, ${count(files.unchanged)} unchanged, ${count(files.removed)} removed`;
 }
+
+/** ", 3 repaired" after the file counts of a full build or cycle; nothing when it did not look. */
+export const repairedText = (repaired: number | null | undefined): string => (repaired == null ? '' : `, ${count(repaired)} repaired`);

@@ -3,7 +3,7 @@
  * print the same words. Pure functions: the CLI decides where the lines go.
  */
 import { messageWithCause, SnapshotError } from '../core/errors.js';
-import { count, filesLine, plural } from '../core/text.js';
+import { count, filesLine, plural, repairedText } from '../core/text.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
 /** " (3 in a row)" after a failure that is not the first in a row; nothing after the first. */
@@ -26,7 +26,7 @@ export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string
   const files = cycle.files ?? { written: 0, unchanged: 0, removed: 0 };
   return (
     `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${plural(cycle.profiles, 'profile')} (${plural(cycle.creators, 'creator')}), ` +
-    `${count(cycle.skipped)} skipped; ${filesLine(files)}; ${plural(cycle.warnings, 'warning')}; ${seconds}`
+    `${count(cycle.skipped)} skipped; ${filesLine(files)}${repairedText(cycle.repaired)}; ${plural(cycle.warnings, 'warning')}; ${seconds}`
   );
 }
 

@@ -11,7 +11,10 @@
  * The library never touches signals or streams: the CLI wires SIGHUP to `regenerate()` and
  * SIGINT/SIGTERM to `stop()`, and prints the events.
  */
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { FULL_CYCLE_REQUEST_FILE } from '../core/layout.js';
 import { build, type BuildOptions, type BuildReport } from '../build.js';
 import { fingerprint } from '../core/hash.js';
 import { OutDirLock } from '../output/lock.js';
@@ -224,13 +227,18 @@ export class Watcher {
       // skip this cycle if another live process holds it now.
       this.lock.verify();
       const time = this.options.snapshotTime();
+      // `regenerate --full`: this cycle reads every row and heals the tree; asked again until one succeeds.
+      const fullRequest = join(this.lock.outDir, FULL_CYCLE_REQUEST_FILE);
+      const full = existsSync(fullRequest);
       const report = build({
         ...this.options.build,
+        ...(full ? { fullPass: true } : {}),
         snapshotMs: time.ms,
         reproducible: time.reproducible,
         lock: this.lock,
         session: this.session,
       });
+      if (full) rmSync(fullRequest, { force: true });
       return { report };
     } catch (failure) {
       return { failure };
@@ -333,6 +341,7 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
     rowsRead: report.rowsRead,
     warnings: report.warnings.length,
     files: report.files,
+    repaired: report.repaired,
     snapshotTime: report.snapshotTime,
     error: null,
   };

@@ -7,7 +7,9 @@
 import { describeHolder, OutDirLock, type LockHolder } from '../output/lock.js';
 import { outputError } from '../core/errors.js';
 import { readStatus, type CycleStatus, type PublishStatus } from './status.js';
-import { resolveOutDir } from '../core/layout.js';
+import { FULL_CYCLE_REQUEST_FILE, resolveOutDir } from '../core/layout.js';
+import { replaceFileWith } from '../output/folders.js';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 
 export interface RegenerateResult {
@@ -18,7 +20,14 @@ export interface RegenerateResult {
   publish: PublishStatus | null;
 }
 
-export async function regenerate(outDir: string, options: { timeoutMs: number; pollMs?: number }): Promise<RegenerateResult> {
+/**
+ * `full`: the cycle reads every row and heals the tree (as `build --full`): asked for through a file
+ * in the state folder, which the watcher removes once such a cycle succeeded.
+ */
+export async function regenerate(
+  outDir: string,
+  options: { timeoutMs: number; pollMs?: number; full?: boolean },
+): Promise<RegenerateResult> {
   const out = resolveOutDir(outDir);
   const holder = OutDirLock.holderOf(out);
   if (holder === undefined) {
@@ -34,6 +43,7 @@ export async function regenerate(outDir: string, options: { timeoutMs: number; p
       'that build brings the tree up to date when it finishes; run "profile-snapshot build" again after it if needed',
     );
   }
+  if (options.full) replaceFileWith(out, join(out, FULL_CYCLE_REQUEST_FILE), `${new Date().toISOString()}\n`);
   const requestedAt = process.hrtime.bigint();
   try {
     process.kill(holder.pid, 'SIGHUP');

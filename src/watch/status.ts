@@ -33,6 +33,8 @@ export interface CycleStatus {
   rowsRead: number | null;
   warnings: number | null;
   files: WriteCounts | null;
+  /** Files a full cycle (`regenerate --full`) found damaged and rewrote; null when the cycle did not look. */
+  repaired?: number | null;
   snapshotTime: string | null;
   error: {
     kind: string;

@@ -12,7 +12,8 @@ import { CREATORS_FILE, CREATORS_GZIP_FILE, errorFile, PROFILE_DIRS } from '../.
 import { partitionOf } from '../../src/core/partition.js';
 import { SHARE_FROM } from '../../src/pass/threads.js';
 import { publishedFiles } from '../helpers/output.js';
-import { runCli } from '../helpers/process.js';
+import { runCli, runCliAsync, startCli } from '../helpers/process.js';
+import { ensureCompiled, status, waitFor } from '../watch/helpers.js';
 import { eachTestWorkspace, sampleStore, TestStore, userName, type Workspace } from '../helpers/store.js';
 
 let dir: Workspace['dir'];
@@ -97,4 +98,30 @@ describe('build --full heals the tree', () => {
     expect(verify().code).toBe(0);
     expectAsFreshBuild();
   }, 180_000);
+
+  it('a watcher asked with regenerate --full heals its tree in that cycle, and only that one', async () => {
+    ensureCompiled();
+    sampleStore(db);
+    const watcher = startCli(['watch', '--db', db, '--out', out, '--interval', '30'], { env: ENV });
+    try {
+      await waitFor('the first cycle', () => status(out)?.lastSuccess, 30_000);
+      const damaged = damage({ deleted: 'alice', aliasDeleted: 'bob', edited: 'zoe' });
+      const plain = await runCliAsync(['regenerate', '--out', out, '--json']);
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(verify().code).toBe(5);
+
+      const full = await runCliAsync(['regenerate', '--out', out, '--full', '--json']);
+      expect(full.code, full.stderr).toBe(0);
+      expect(JSON.parse(full.stdout)).toMatchObject({ ok: true, repaired: damaged });
+      expect(full.stderr).toContain(`, ${damaged} repaired;`);
+      const audit = verify();
+      expect(audit.code, audit.stderr).toBe(0);
+      expectAsFreshBuild();
+      // The request is spent: the next cycle is a plain one again.
+      const next = await runCliAsync(['regenerate', '--out', out, '--json']);
+      expect(JSON.parse(next.stdout).repaired).toBeNull();
+    } finally {
+      await watcher.stop(10_000);
+    }
+  }, 120_000);
 });

@@ -17,6 +17,7 @@ interface RegenerateFlags {
   out?: string;
   timeout: string;
   json?: boolean;
+  full?: boolean;
 }
 
 export function regenerateCommand(io: Io, state: CliState): Command {
@@ -25,10 +26,15 @@ export function regenerateCommand(io: Io, state: CliState): Command {
     .addOption(outOption("the watcher's output folder"))
     .addOption(new Option('--timeout <seconds>', 'give up (exit 5) if the cycle has not finished by then').default('600'))
     .option('--json', "print the cycle's status as JSON on stdout", false)
+    .option(
+      '--full',
+      'a full cycle, as build --full: read every row, and rewrite every file of the tree that is missing, truncated or altered',
+      false,
+    )
     .action(async (flags: RegenerateFlags) => {
       state.json = Boolean(flags.json);
       const timeoutSeconds = parseNumber(flags.timeout, '--timeout', { expected: 'a positive whole number of seconds', positive: true });
-      const result = await regenerate(outDirOption(flags, io.env), { timeoutMs: timeoutSeconds * 1000 });
+      const result = await regenerate(outDirOption(flags, io.env), { timeoutMs: timeoutSeconds * 1000, full: Boolean(flags.full) });
       const { cycle } = result;
       if (state.json) io.stdout.write(`${JSON.stringify(cycle, null, 2)}\n`);
       if (!cycle.ok && cycle.error && KINDS.includes(cycle.error.kind as SnapshotErrorKind)) {

@@ -11,9 +11,9 @@
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientFor, hasMoto, s3Env, startMoto, startProxy, type S3Server } from '../helpers/s3.js';
-import { listCoveredWhileReading } from '../publish/helpers.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { clientFor, hasMoto, s3Env, startMoto, startProxy } from '../helpers/s3.js';
+import { listCoveredWhileReading, s3Workspace } from '../publish/helpers.js';
 import {
   ensureCompiled,
   FIXTURES,
@@ -23,7 +23,6 @@ import {
   startCli,
   startNode,
   status,
-  tempDir,
   userName,
   waitFor,
   type Proc,
@@ -34,20 +33,12 @@ const SECRET = 'takeover-secret-never-printed';
 
 describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_server)', () => {
   if (!hasMoto) console.warn('moto_server is not installed: the takeover tests are skipped (pip install "moto[server]")');
-  let moto: S3Server;
-  const dir = tempDir();
-  beforeAll(async () => {
-    ensureCompiled();
-    moto = await startMoto();
-  });
-  afterAll(async () => {
-    await moto?.close();
-    dir.cleanup();
-  });
+  const workspace = s3Workspace(startMoto, 'ps-watch-takeover-');
+  beforeAll(() => ensureCompiled(), 120_000);
 
   /** Watchers of one store on one prefix, each with its own out dir, through `endpoint`. */
   function watchers(db: string, bucket: string, endpoint: string, ttlS: number, intervalS: number, extra: string[] = []) {
-    const out = (name: string) => join(dir.path, `${bucket}-${name}`);
+    const out = (name: string) => join(workspace.dir, `${bucket}-${name}`);
     const start = (name: string) =>
       startCli(
         [
@@ -64,7 +55,7 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
   }
 
   const read = async (bucket: string, path: string): Promise<string | undefined> => {
-    const client = clientFor(moto.endpoint);
+    const client = clientFor(workspace.server.endpoint);
     try {
       const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${PREFIX}/${path}` }));
       return await object.Body!.transformToString();
@@ -94,11 +85,11 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
 
   for (const dates of [true, false]) {
     it(`kill -9 mid-publish: the change reaches the bucket within TTL + 1 s + a cycle + a publish (${dates ? "the bucket's clock" : 'no dates: what the standby saw'})`, async () => {
-      const bucket = await moto.bucket();
-      const proxy = dates ? undefined : await startProxy(moto.endpoint, { dates: false });
-      const db = join(dir.path, `${bucket}.db`);
+      const bucket = await workspace.server.bucket();
+      const proxy = dates ? undefined : await startProxy(workspace.server.endpoint, { dates: false });
+      const db = join(workspace.dir, `${bucket}.db`);
       makeStore(db, 400);
-      const w = watchers(db, bucket, proxy?.endpoint ?? moto.endpoint, TTL_S, INTERVAL_S);
+      const w = watchers(db, bucket, proxy?.endpoint ?? workspace.server.endpoint, TTL_S, INTERVAL_S);
       const a = w.start('a');
       await waitFor('watcher a to lead and publish', () => w.leads('a'), 30_000);
       const b = w.start('b');
@@ -107,7 +98,7 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
       let reading = true,
         reads = 0;
       const reader = (async () => {
-        while (reading) if (await listCoveredWhileReading(moto.endpoint, bucket, PREFIX)) reads++;
+        while (reading) if (await listCoveredWhileReading(workspace.server.endpoint, bucket, PREFIX)) reads++;
       })();
       try {
         // A large change, so that a's publish is long; a is killed once its first profile is up.
@@ -144,9 +135,9 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
   }
 
   it('a standby names the leader (pid, lease age) from its first look, with the bucket 300 ms away: status, regenerate, metrics', async () => {
-    const bucket = await moto.bucket();
-    const proxy = await startProxy(moto.endpoint, { delayMs: 300 });
-    const db = join(dir.path, `${bucket}.db`);
+    const bucket = await workspace.server.bucket();
+    const proxy = await startProxy(workspace.server.endpoint, { delayMs: 300 });
+    const db = join(workspace.dir, `${bucket}.db`);
     makeStore(db, 60);
     const w = watchers(db, bucket, proxy.endpoint, 10, 0.5, ['--metrics', '127.0.0.1:0']);
     const a = w.start('a');
@@ -186,14 +177,14 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
   }, 180_000);
 
   it('a leader whose build outlasts the TTL keeps the lead: its lease is renewed during the build, no standby takes over', async () => {
-    const bucket = await moto.bucket();
-    const db = join(dir.path, `${bucket}.db`);
+    const bucket = await workspace.server.bucket();
+    const db = join(workspace.dir, `${bucket}.db`);
     makeStore(db, 60);
     // Rollback-journal mode: a writer's exclusive lock blocks readers, and a reader waits for it synchronously.
     sql(db, 'PRAGMA journal_mode = DELETE');
     const TTL_S = 2;
     const HOLD_MS = 7000;
-    const w = watchers(db, bucket, moto.endpoint, TTL_S, 0.5, ['--busy-timeout', '30000', '--json']);
+    const w = watchers(db, bucket, workspace.server.endpoint, TTL_S, 0.5, ['--busy-timeout', '30000', '--json']);
     const a = w.start('a');
     try {
       await waitFor('watcher a to lead and publish', () => w.leads('a'), 30_000);

@@ -4,7 +4,7 @@
  * the one exit point.
  */
 import { Command, CommanderError } from 'commander';
-import { ExitCode, messageWithCause, SnapshotError, StrictWarningsError } from '../core/errors.js';
+import { ExitCode, reportOf, StrictWarningsError } from '../core/errors.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
 import { TOOL_VERSION } from '../core/version.js';
@@ -68,19 +68,17 @@ function exitCodeFor(error: unknown, io: Io, state: CliState): number {
     if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return ExitCode.ok;
     return ExitCode.usage; // commander has already said what was wrong
   }
-  if (error instanceof SnapshotError) {
-    if (error instanceof StrictWarningsError) io.stderr.write(formatWarnings(error.warnings));
-    io.stderr.write(`profile-snapshot: ${messageWithCause(error)}${error.hint ? `. Fix: ${error.hint}.` : ''}\n`);
-    if (state.json) {
-      const warnings = error instanceof StrictWarningsError ? error.warnings : undefined;
-      io.stdout.write(
-        `${JSON.stringify({ error: { kind: error.kind, exitCode: error.exitCode, message: error.message, hint: error.hint ?? null }, warnings }, null, 2)}\n`,
-      );
-    }
-    return error.exitCode;
+  const report = reportOf(error);
+  if (report.kind === 'bug') {
+    io.stderr.write(`profile-snapshot: ${report.message}${report.stack === undefined ? '' : `\n${report.stack}`}\n`);
+    return report.exitCode;
   }
-  io.stderr.write(
-    `profile-snapshot: internal error, please report it: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-  );
-  return ExitCode.bug;
+  if (error instanceof StrictWarningsError) io.stderr.write(formatWarnings(error.warnings));
+  io.stderr.write(`profile-snapshot: ${report.message}${report.hint ? `. Fix: ${report.hint}.` : ''}\n`);
+  if (state.json) {
+    const warnings = error instanceof StrictWarningsError ? error.warnings : undefined;
+    const { kind, exitCode, message, hint } = report;
+    io.stdout.write(`${JSON.stringify({ error: { kind, exitCode, message, hint }, warnings }, null, 2)}\n`);
+  }
+  return report.exitCode;
 }

@@ -7,7 +7,7 @@ import type { BuildOptions } from '../build.js';
 import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
 import { DEFAULT_OUT_DIR } from '../core/layout.js';
 import { count } from '../core/text.js';
-import { DEFAULT_THREADS, SHARE_FROM } from '../pass/threads.js';
+import { DEFAULT_THREADS, SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../pass/threads.js';
 import { parseNumber, wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
 
@@ -60,7 +60,7 @@ export function addBuildOptions(command: Command): Command {
     .addOption(
       new Option(
         '--threads <n>',
-        `threads a full pass over a large store (${count(SHARE_FROM)} users or more) is shared between, at most one per CPU; 1 keeps it on one thread. A rebuild of a tree past about half a million profiles stays on one thread, to bound its memory. From 2, a worker thread also compresses part of the creators list's gzip variant when much of it changed. The output is the same`,
+        `threads a full pass over a large store (${count(SHARE_FROM)} users or more) is shared between, at most one per CPU; 1 keeps it on one thread. A rebuild of a tree whose manifest passes ${SHARE_REBUILD_BELOW_BYTES / 2 ** 20} MiB stays on one thread, to bound its memory. From 2, a worker thread also compresses part of the creators list's gzip variant when much of it changed. The output is the same`,
       ).default(String(DEFAULTS.threads)),
     );
 }

@@ -1,16 +1,12 @@
 /** Human-facing text: the one-line build summary, warnings, and a progress line on a terminal. */
 import type { BuildReport } from '../build.js';
-import { count, filesLine, plural, repairedText } from '../core/text.js';
+import { summaryCounts } from '../core/text.js';
 import type { RowWarning } from '../render/user.js';
 
-/** e.g. "profile-snapshot: 25 profiles (19 creators), 3 skipped; files 52 written, 0 unchanged, 0 removed; 4 warnings; 0.12 s" */
+/** e.g. "profile-snapshot: 25 profiles published (19 creators), 3 skipped; files 52 written, 0 unchanged, 0 removed; 4 warnings; 0.12 s" */
 export function formatSummary(report: BuildReport): string {
-  return (
-    `profile-snapshot: ${plural(report.profiles, 'profile')} published (${plural(report.creators, 'creator')}), ` +
-    `${count(report.skipped)} skipped; ${filesLine(report.files)}${repairedText(report.repaired)}; ` +
-    `${plural(report.warnings.length, 'warning')}; ` +
-    `${report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : ''}${report.seconds.toFixed(2)} s`
-  );
+  const unchanged = report.storeUnchanged ? 'store unchanged since the last build, no row read; ' : '';
+  return `profile-snapshot: ${summaryCounts({ ...report, warnings: report.warnings.length })}; ${unchanged}${report.seconds.toFixed(2)} s`;
 }
 
 const SHOWN_WARNINGS = 20;

@@ -67,6 +67,30 @@ export function describeCause(cause: unknown): string {
   return String(cause);
 }
 
+/** How a failure is reported, by the CLI's exit and in a watcher's status alike. */
+export interface ErrorReport {
+  kind: SnapshotErrorKind | 'bug';
+  exitCode: number;
+  message: string;
+  hint: string | null;
+  /** For a bug: the stack, for the report. */
+  stack?: string;
+}
+
+/** A typed failure keeps its kind, exit code and hint, its cause in its message; anything else is a bug (exit 1). */
+export function reportOf(error: unknown): ErrorReport {
+  if (error instanceof SnapshotError) {
+    return { kind: error.kind, exitCode: error.exitCode, message: messageWithCause(error), hint: error.hint ?? null };
+  }
+  return {
+    kind: 'bug',
+    exitCode: ExitCode.bug,
+    message: `internal error, please report it: ${error instanceof Error ? error.message : String(error)}`,
+    hint: null,
+    ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
+  };
+}
+
 /** The error's message, with its cause in parentheses unless the message already says it. */
 export function messageWithCause(error: SnapshotError): string {
   const cause = error.cause === undefined ? '' : describeCause(error.cause);

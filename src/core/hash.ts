@@ -12,8 +12,12 @@ import { createHash, type Hash } from 'node:crypto';
  */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
 
+/** Characters of a fingerprint: 96 bits of base64url, one byte each as ASCII. */
+export const FINGERPRINT_LENGTH = 16;
+
 export function fingerprint(text: string): string {
-  return (oneShot ? oneShot('sha1', text, 'base64url') : createHash('sha1').update(text).digest('base64url')).slice(0, 16);
+  const digest = oneShot ? oneShot('sha1', text, 'base64url') : createHash('sha1').update(text).digest('base64url');
+  return digest.slice(0, FINGERPRINT_LENGTH);
 }
 
 /** The same over text given in pieces (a list's members), without joining them. */
@@ -26,6 +30,6 @@ export class Fingerprint {
   }
 
   digest(): string {
-    return this.hash.digest('base64url').slice(0, 16);
+    return this.hash.digest('base64url').slice(0, FINGERPRINT_LENGTH);
   }
 }

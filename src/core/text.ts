@@ -12,4 +12,25 @@ export function filesLine(files: { written: number; unchanged: number; removed: 
 }
 
 /** ", 3 repaired" after the file counts of a full build or cycle; nothing when it did not look. */
-export const repairedText = (repaired: number | null | undefined): string => (repaired == null ? '' : `, ${count(repaired)} repaired`);
+const repairedText = (repaired: number | null | undefined): string => (repaired == null ? '' : `, ${count(repaired)} repaired`);
+
+/** What a build or a cycle did, as its summary line says it. */
+export interface SummaryCounts {
+  profiles: number | null;
+  creators: number | null;
+  skipped: number | null;
+  files: { written: number; unchanged: number; removed: number };
+  repaired?: number | null | undefined;
+  warnings: number | null;
+}
+
+/**
+ * The counts of the summary line that a build prints and a watcher logs per cycle: "25 profiles
+ * published (19 creators), 3 skipped; files 52 written, 0 unchanged, 0 removed; 4 warnings".
+ */
+export function summaryCounts(counts: SummaryCounts): string {
+  return (
+    `${plural(counts.profiles, 'profile')} published (${plural(counts.creators, 'creator')}), ${count(counts.skipped)} skipped; ` +
+    `${filesLine(counts.files)}${repairedText(counts.repaired)}; ${plural(counts.warnings, 'warning')}`
+  );
+}

@@ -12,6 +12,7 @@
  * worker thread deflates some of them (deflate-pool.ts).
  */
 import { fstatSync } from 'node:fs';
+import { FINGERPRINT_LENGTH } from '../core/hash.js';
 import { collectIfGrown } from '../core/memory.js';
 import { gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
@@ -33,8 +34,6 @@ const MAX_PIECE_MEMBERS = 4 * PIECE_MEMBERS;
 const DICTIONARY_MEMBERS = 4;
 /** Pieces between checks of the heap: each piece deflated leaves a zlib stream's objects behind. */
 const COLLECT_EVERY = 1024;
-/** Characters of a data hash at the start of each member's hash string (core/hash.ts). */
-const HASH_LENGTH = 16;
 
 /** The settings the pieces were cut and keyed with: an index made with others is not used. */
 export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
@@ -44,7 +43,7 @@ export interface ListLayout {
   /** Bytes before the array's "[". */
   headLength: number;
   names: readonly string[];
-  /** Each member's data hash, HASH_LENGTH bytes, one after the other. */
+  /** Each member's data hash, FINGERPRINT_LENGTH bytes, one after the other. */
   hashes: Buffer;
   lengths: readonly number[];
 }
@@ -118,7 +117,7 @@ function pieceStarts(names: readonly string[]): number[] {
 function pieceKey(hashes: Buffer, from: number, start: number, end: number): string {
   let low = 0x811c9dc5 ^ (start - from);
   let high = 0x050c5d1f ^ (start === 0 ? 0x5e : 0x7c);
-  for (let at = from * HASH_LENGTH, stop = end * HASH_LENGTH; at < stop; at++) {
+  for (let at = from * FINGERPRINT_LENGTH, stop = end * FINGERPRINT_LENGTH; at < stop; at++) {
     const byte = hashes[at]!;
     low = Math.imul(low ^ byte, 0x01000193);
     high = Math.imul(high ^ byte, 0x01000193) ^ (low >>> 15);

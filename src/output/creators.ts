@@ -12,7 +12,7 @@
  * The list's change hash is taken over the members' own hashes in order, so an unchanged list costs
  * no rewrite and no assembly.
  */
-import { Fingerprint } from '../core/hash.js';
+import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
 import { stageCreatorsGzip, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
@@ -46,11 +46,11 @@ type ShareProfiles = Pick<OutputShare, 'names' | 'entries'>;
 
 export class CreatorsList {
   private readonly names: string[] = [];
-  /** Each member's data hash, or a manifest entry that starts with it (see HASH_LENGTH). */
+  /** Each member's data hash, or a manifest entry that starts with it (see FINGERPRINT_LENGTH). */
   private readonly hashes: string[] = [];
   /**
-   * Where a member's JSON is: >= 0, an offset in the scratch file; KEPT or CARRIED (kept, its hash
-   * being its whole manifest entry, which this build leaves as it is), in the last list file.
+   * Where a member's JSON is: >= 0, an offset in the scratch file; KEPT (kept, its hash being its
+   * whole manifest entry, which this build leaves as it is), in the last list file.
    */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
@@ -253,18 +253,18 @@ export class CreatorsList {
   }
 
   /**
-   * The members' data hashes in list order, HASH_LENGTH bytes each: the list's change hash is taken
+   * The members' data hashes in list order, FINGERPRINT_LENGTH bytes each: the list's change hash is taken
    * over them, and the gzip variant's piece keys (creators-gzip.ts). Each is copied out of its
    * string, which may be a whole manifest entry.
    */
   private memberHashes(order: number[]): Buffer {
-    const hashes = Buffer.allocUnsafe(order.length * HASH_LENGTH);
+    const hashes = Buffer.allocUnsafe(order.length * FINGERPRINT_LENGTH);
     const carried = this.carried?.entries;
     let at = 0;
     // Copied by a loop: a call into the encoder per member cost several times the copying.
     for (const i of order) {
       const text = i < 0 ? carried![~i]! : this.hashes[i]!;
-      for (let c = 0; c < HASH_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
+      for (let c = 0; c < FINGERPRINT_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
     }
     return hashes;
   }
@@ -341,9 +341,6 @@ export class CreatorsList {
     });
   }
 }
-
-/** Characters of a data hash (core/hash.ts): base64url, so one byte each. */
-const HASH_LENGTH = 16;
 
 /** The offset of a member kept from the last list (found there in `finish`). */
 const KEPT = -1;

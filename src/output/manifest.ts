@@ -22,7 +22,7 @@
  * the header alone, instead of reading a million entries (publish/quiet.ts). Appended claims change
  * the size, which voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
  */
-import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, writeSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
@@ -431,12 +431,14 @@ function copyIfPresent(from: string, to: string): boolean {
 /** Identifies one written file (inode, size, mtime): any rewrite, by anyone, changes it. */
 export function fileStamp(path: string): string | undefined {
   try {
-    const stats = statSync(path, { bigint: true });
-    return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
+    return stampOf(statSync(path, { bigint: true }));
   } catch {
     return undefined;
   }
 }
+
+/** The same stamp from the file's stats (an open file's, say). */
+export const stampOf = (stats: BigIntStats): string => `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
 
 /** The size of the out dir's manifest (0 when there is none): how many profiles the last build published, roughly. */
 export function manifestBytes(outDir: string): number {

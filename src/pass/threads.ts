@@ -30,10 +30,10 @@ const THREAD_URL = new URL('./thread.js', import.meta.url);
 /** Below this many users, starting another thread costs more than it saves. */
 export const SHARE_FROM = 20_000;
 /**
- * A rebuild is shared only while the last build's manifest is smaller than this (about half a
- * million profiles): each thread holds its share of the last build's entries beside what it stages,
- * and past it the two threads' peak takes a million-profile rebuild over its memory budget, which one
- * thread keeps (see BENCHMARKS.md). A first build has no entries to hold and is always shared.
+ * A rebuild is shared only while the last build's manifest is smaller than this: each thread holds
+ * its share of the last build's entries beside what it stages, and past it the two threads' peak
+ * takes a million-profile rebuild over its memory budget, which one thread keeps (see BENCHMARKS.md).
+ * A first build has no entries to hold and is always shared.
  */
 export const SHARE_REBUILD_BELOW_BYTES = 24 * 2 ** 20;
 /** A second CPU's worth: the machines the tool is built for have two (never more than there are CPUs). */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
-import { OutDirLock, sleepSync } from '../output/lock.js';
+import { readSettled } from '../output/settled.js';
 import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../output/manifest.js';
 
 export interface LocalTree {
@@ -39,24 +39,22 @@ const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle
  */
 export function readLocalTree(outDir: string, waitMs: number): LocalTree {
   const out = resolveOutDir(outDir);
-  const deadline = Date.now() + waitMs;
-  for (;;) {
+  const { value, pending } = readSettled(out, waitMs, () => {
     const stamp = manifestStamp(out);
     if (stamp === undefined) {
       throw outputError(`${out} holds no snapshot (no ${MANIFEST_FILE})`, `${REBUILD}; --out names the folder build wrote`);
     }
     const manifest = readManifest(out);
-    const pending = countPending(manifest);
-    if (pending === 0)
-      return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp, digest: manifest.digest });
-    if (OutDirLock.holderOf(out) === undefined || Date.now() >= deadline) {
-      throw outputError(
-        `${out} is not publishable: ${pending} entries of its manifest are pending (an interrupted or unfinished build)`,
-        REBUILD,
-      );
-    }
-    sleepSync(100);
+    return { value: { manifest, stamp }, pending: countPending(manifest) };
+  });
+  if (pending > 0) {
+    throw outputError(
+      `${out} is not publishable: ${pending} entries of its manifest are pending (an interrupted or unfinished build)`,
+      REBUILD,
+    );
   }
+  const { manifest, stamp } = value;
+  return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp, digest: manifest.digest });
 }
 
 function countPending(manifest: Manifest): number {

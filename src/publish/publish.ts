@@ -21,7 +21,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
-import { entryHash, manifestStamp } from '../output/manifest.js';
+import { entryHash, manifestStamp, stampOf } from '../output/manifest.js';
+import { DEFAULT_COMMIT_WAIT_MS } from '../output/settled.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions, type Sightings } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
@@ -45,7 +46,7 @@ export interface PublishOptions {
   full?: boolean | undefined;
   /** Decide and report, write nothing. */
   dryRun?: boolean | undefined;
-  /** How long to wait for a running build's commit to end (default 30 s). */
+  /** How long to wait for a running build's commit to end (default DEFAULT_COMMIT_WAIT_MS). */
   waitMs?: number | undefined;
   /** How long to wait for another publisher's lease on the prefix (default DEFAULT_LOCK_TIMEOUT_MS), then exit 8. */
   lockTimeoutMs?: number | undefined;
@@ -128,7 +129,7 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
   // The bucket already holds this tree: known from two headers, no million entries read.
   const held = options.full ? undefined : await bucketHoldsTree(remote, options.out);
   if (held !== undefined) return quietOutcome(remote, held, options);
-  const tree = readLocalTree(options.out, options.waitMs ?? 30_000);
+  const tree = readLocalTree(options.out, options.waitMs ?? DEFAULT_COMMIT_WAIT_MS);
   const first = options.full ? undefined : await readRecord(remote);
   // Decided before the lease is taken, so a quiet check, a dry run and a refusal write nothing.
   let firstPlan: PublishPlan | undefined;
@@ -313,7 +314,7 @@ async function sendListFile(remote: Remote, tree: LocalTree, path: string, sent:
   try {
     const expected = fileStampOf(tree, path);
     const stats = fstatSync(fd, { bigint: true });
-    if (expected !== undefined && expected !== `${stats.ino}:${stats.size}:${stats.mtimeNs}`) {
+    if (expected !== undefined && expected !== stampOf(stats)) {
       if (manifestStamp(tree.outDir) !== tree.manifestStamp) throw new TreeChanged();
       throw outputError(
         `${join(tree.outDir, path)} was changed since the build wrote it`,

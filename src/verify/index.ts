@@ -14,8 +14,7 @@
 import { performance } from 'node:perf_hooks';
 import { SnapshotError } from '../core/errors.js';
 import { plural } from '../core/text.js';
-import { OutDirLock, sleepSync } from '../output/lock.js';
-import { manifestStamp } from '../output/manifest.js';
+import { DEFAULT_COMMIT_WAIT_MS, readSettled } from '../output/settled.js';
 import { MANIFEST_FILE, resolveOutDir } from '../core/layout.js';
 import { audit, type AuditOptions, type AuditResult } from './audit.js';
 import { DEFECT_KINDS, type Defect, type DefectKind } from './defects.js';
@@ -27,7 +26,7 @@ export { OPENAPI_FILE } from '../core/layout.js';
 export { validator, describeErrors, type SchemaName } from './schemas.js';
 
 export interface VerifyOptions extends Omit<AuditOptions, 'writerActive'> {
-  /** How long to wait for a live writer's commit to end before reporting what is there. Default 30 s. */
+  /** How long to wait for a live writer's commit to end before reporting what is there (default DEFAULT_COMMIT_WAIT_MS). */
   waitMs?: number;
 }
 
@@ -95,34 +94,28 @@ export function verify(outDir: string, options: VerifyOptions = {}): VerifyRepor
  * wait runs out first, the last audit stands with a defect that says why it cannot be trusted.
  */
 function auditSettled(out: string, options: VerifyOptions): { result: AuditResult; attempts: number } {
-  const waitMs = options.waitMs ?? 30_000;
-  const deadline = Date.now() + waitMs;
-  for (let attempts = 1; ; attempts++) {
-    const before = manifestStamp(out);
-    const writerActive = OutDirLock.holderOf(out) !== undefined;
+  const waitMs = options.waitMs ?? DEFAULT_COMMIT_WAIT_MS;
+  let attempts = 0;
+  const settled = readSettled(out, waitMs, (writerActive) => {
+    attempts++;
     const result = audit(out, { ...options, writerActive });
-    // A writer that started (or ended) meanwhile may have staged files or committed: read again.
-    const changed = manifestStamp(out) !== before || (OutDirLock.holderOf(out) !== undefined) !== writerActive;
-    const inCommit = writerActive && result.pending > 0;
-    if ((changed || inCommit) && Date.now() < deadline) {
-      if (!changed) sleepSync(100);
-      continue;
-    }
-    if (inCommit) {
-      result.defects.push({
-        kind: 'manifest',
-        path: MANIFEST_FILE,
-        message: `${result.pending} entries stayed pending for ${(waitMs / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has`,
-      });
-    } else if (changed) {
-      result.defects.push({
-        kind: 'manifest',
-        path: MANIFEST_FILE,
-        message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again',
-      });
-    }
-    return { result, attempts };
+    return { value: result, pending: result.pending };
+  });
+  const { value: result, inCommit, changed } = settled;
+  if (inCommit) {
+    result.defects.push({
+      kind: 'manifest',
+      path: MANIFEST_FILE,
+      message: `${result.pending} entries stayed pending for ${(waitMs / 1000).toFixed(0)} s while a profile-snapshot process holds the out dir: its commit did not finish; verify again once it has`,
+    });
+  } else if (changed) {
+    result.defects.push({
+      kind: 'manifest',
+      path: MANIFEST_FILE,
+      message: 'a profile-snapshot process kept publishing while verify read the tree: what was read may mix two snapshots; verify again',
+    });
   }
+  return { result, attempts };
 }
 
 /** Stable order: by kind as listed in DEFECT_KINDS, then path (file order within the creators list kept). */

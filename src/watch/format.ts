@@ -2,8 +2,8 @@
  * One line per cycle, built from the cycle's status record, so the watcher's log and `regenerate`
  * print the same words. Pure functions: the CLI decides where the lines go.
  */
-import { messageWithCause, SnapshotError } from '../core/errors.js';
-import { count, filesLine, plural, repairedText } from '../core/text.js';
+import { reportOf } from '../core/errors.js';
+import { summaryCounts } from '../core/text.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
 /** " (3 in a row)" after a failure that is not the first in a row; nothing after the first. */
@@ -14,7 +14,7 @@ export function failureText(error: { message: string; hint: string | null } | nu
   return `${error?.message ?? 'unknown error'}${error?.hint ? `. Fix: ${error.hint}` : ''}`;
 }
 
-/** e.g. "cycle 7: 18 profiles (14 creators), 6 skipped; files 2 written, 39 unchanged, 0 removed; 12 warnings; 0.05 s" */
+/** e.g. "cycle 7: 18 profiles published (14 creators), 6 skipped; files 2 written, 39 unchanged, 0 removed; 12 warnings; 0.05 s" */
 export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string {
   const seconds = `${(cycle.durationMs / 1000).toFixed(2)} s`;
   if (!cycle.ok) {
@@ -24,26 +24,14 @@ export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string
     );
   }
   const files = cycle.files ?? { written: 0, unchanged: 0, removed: 0 };
-  return (
-    `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${plural(cycle.profiles, 'profile')} (${plural(cycle.creators, 'creator')}), ` +
-    `${count(cycle.skipped)} skipped; ${filesLine(files)}${repairedText(cycle.repaired)}; ${plural(cycle.warnings, 'warning')}; ${seconds}`
-  );
+  return `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${summaryCounts({ ...cycle, files })}; ${seconds}`;
 }
 
-/** The error part of a cycle's status: typed failures keep their kind and exit code; anything else is a bug (1). */
-export function errorStatus(error: unknown): NonNullable<CycleStatus['error']> {
-  if (error instanceof SnapshotError) {
-    return { kind: error.kind, exitCode: error.exitCode, message: messageWithCause(error), hint: error.hint ?? null };
-  }
-  // The log line stays one line; the stack goes to the status file (and is printed once per streak).
-  return {
-    kind: 'bug',
-    exitCode: 1,
-    message: `internal error, please report it: ${error instanceof Error ? error.message : String(error)}`,
-    hint: null,
-    ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
-  };
-}
+/**
+ * The error part of a cycle's status (core/errors.ts's report): the log line stays one line; a bug's
+ * stack goes to the status file (and is printed once per streak).
+ */
+export const errorStatus = (error: unknown): NonNullable<CycleStatus['error']> => reportOf(error);
 
 /** e.g. "leader of the prefix (host a, pid 12)" or "standby: host b, pid 34 leads (lease renewed 3 s ago)" */
 export function formatRole(status: Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'>): string {

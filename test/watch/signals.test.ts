@@ -69,7 +69,7 @@ describe('signals and regenerate', () => {
     const result = await runCliAsync(['regenerate', '--out', out]);
     expect(result.code).toBe(0);
     expect(result.stderr).toBe(
-      `profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles (30 creators), 0 skipped; files 4 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`,
+      `profile-snapshot: watcher pid ${watcher.child.pid}: cycle 2: 30 profiles published (30 creators), 0 skipped; files 4 written, 63 unchanged, 0 removed; 0 warnings; ${/\d+\.\d\d s/.exec(result.stderr)?.[0]}\n`,
     );
     // When regenerate returns, the change is published.
     expect(views('user00002')).toBe(777);

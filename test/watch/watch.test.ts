@@ -81,7 +81,7 @@ describe('watch', () => {
     expect(names).not.toContain('user00003');
     expect(names).not.toContain('user00004');
     expect(names).not.toContain('user00005');
-    expect(watcher.stderr()).toMatch(/cycle \d+: 39 profiles \(38 creators\)/);
+    expect(watcher.stderr()).toMatch(/cycle \d+: 39 profiles published \(38 creators\)/);
   });
 
   it('a watcher that cannot keep its copy of the snapshot says why, once, and still publishes every change', async () => {

@@ -6,6 +6,7 @@ import { Command, Option } from 'commander';
 import { wholeNumber } from '../numbers.js';
 import { usageError } from '../../core/errors.js';
 import { count } from '../../core/text.js';
+import { DEFAULT_COMMIT_WAIT_MS } from '../../output/settled.js';
 import { publish, type PublishReport } from '../../publish/publish.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
@@ -48,7 +49,7 @@ function definePublish(): Command {
     .option('--full', 'ignore the state kept in the bucket: list the prefix and compare every object by content', false)
     .option('--dry-run', 'decide and print what would change; write nothing', false)
     .option('--json', 'print the report (counts, requests by method) as JSON on stdout', false)
-    .addOption(new Option('--wait <ms>', "how long to wait for a running build's commit to finish").default('30000'))
+    .addOption(new Option('--wait <ms>', "how long to wait for a running build's commit to finish").default(String(DEFAULT_COMMIT_WAIT_MS)))
     .addHelpText(
       'after',
       `${REMOTE_ENV_HELP}

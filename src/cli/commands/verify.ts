@@ -4,6 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import { wholeNumber } from '../numbers.js';
+import { DEFAULT_COMMIT_WAIT_MS } from '../../output/settled.js';
 import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
@@ -31,7 +32,9 @@ export function verifyCommand(io: Io, state: CliState): Command {
     .option('--root <dir>', 'repository root holding netlify.toml (with --netlify)', '.')
     .option('--json', 'print the report (every defect with kind, path and message) as JSON on stdout', false)
     .addOption(
-      new Option('--wait <ms>', "how long to wait for a running build's commit to finish before auditing what is there").default('30000'),
+      new Option('--wait <ms>', "how long to wait for a running build's commit to finish before auditing what is there").default(
+        String(DEFAULT_COMMIT_WAIT_MS),
+      ),
     )
     .addHelpText(
       'after',

@@ -158,6 +158,7 @@ function resolveInputs(options: BuildOptions): BuildInputs {
     onProgress: options.onProgress,
     threads: options.threads ?? DEFAULT_THREADS,
     healing: options.fullPass ?? false,
+    manifests: session?.manifests,
   };
 }
 

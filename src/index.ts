@@ -3,6 +3,8 @@
  * module loads all of them; the CLI loads only the one it runs.
  */
 export { build, type BuildOptions, type BuildReport } from './build.js';
+/** The CLI's memory upkeep (V8 flags, timely collections), for a host that wants the CLI's memory profile. */
+export { enableMemoryUpkeep } from './core/memory.js';
 export { normalizeBaseUrl, snapshotTime } from './core/config.js';
 export { ExitCode, SnapshotError, StrictWarningsError } from './core/errors.js';
 export { renderUser, isPublishableUsername, type User, type RowWarning } from './render/user.js';

@@ -8,6 +8,10 @@
  *
  * gc() is reached the way jest-leak-detector reaches it (expose-gc, then a fresh context). Where the
  * runtime refuses, this does nothing and V8 collects on its own schedule.
+ *
+ * All of it changes the process's V8 (its flags, a collection now), so it is the host's choice: it
+ * does nothing until the process opts in (`enableMemoryUpkeep`; the CLI does), and a library user's
+ * process is left as it was. Threads a pass starts follow their parent (`memoryUpkeepEnabled`).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -23,8 +27,17 @@ const MIN_STEP = 16 * 2 ** 20;
 
 let collect: (() => void) | undefined | null;
 let floor = 0;
+let enabled = false;
+
+/** Lets the build tune this process's V8 and collect when it should (the CLI's choice, and its threads'). */
+export function enableMemoryUpkeep(): void {
+  enabled = true;
+}
+
+export const memoryUpkeepEnabled = (): boolean => enabled;
 
 function gc(): (() => void) | null {
+  if (!enabled) return null;
   if (collect === undefined) {
     try {
       setFlagsFromString('--expose-gc');
@@ -38,6 +51,7 @@ function gc(): (() => void) | null {
 
 /** Collects when the heap grew enough since the last collection; cheap to call every few thousand rows. */
 export function collectIfGrown(): void {
+  if (!enabled) return;
   const used = process.memoryUsage().heapUsed;
   if (used < Math.max(floor + MIN_STEP, floor * 1.25)) return;
   const run = gc();
@@ -51,6 +65,7 @@ export function collectIfGrown(): void {
  * thread it handed it to takes it in (the heap of an ending thread is not freed at once).
  */
 export function collectNow(): void {
+  if (!enabled) return;
   gc()?.();
   floor = process.memoryUsage().heapUsed;
 }
@@ -62,6 +77,7 @@ export function collectNow(): void {
  * threads calls this once they run.
  */
 export function keepYoungGenerationSmall(): void {
+  if (!enabled) return;
   try {
     setFlagsFromString('--semi-space-growth-factor=1');
   } catch {

@@ -11,7 +11,6 @@
  * (output/tree.ts).
  */
 import { toolIdentity } from '../core/version.js';
-import { preloadManifest } from '../output/tree.js';
 import type { ProfileStore } from '../store/read.js';
 import type { StoreStamp } from '../store/stamp.js';
 import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';
@@ -115,7 +114,7 @@ export class PassPlan {
         warnings: last.warnings,
       });
       // The next pass would otherwise parse the manifest first: read it now, while nothing changed.
-      preloadManifest(outDir);
+      session.manifests.prime(outDir);
     } catch {
       // Best effort: the build's answer stands; the next pass that changes anything reads every row.
     }

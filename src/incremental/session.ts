@@ -10,6 +10,7 @@
  */
 import { statSync } from 'node:fs';
 import { manifestStamp } from '../output/manifest.js';
+import { ManifestCache } from '../output/manifest-cache.js';
 import type { RowWarning } from '../render/user.js';
 import { ProfileStore, type OpenStoreOptions } from '../store/read.js';
 import type { StoreChanges } from '../store/shadow.js';
@@ -49,6 +50,8 @@ export class StoreSession {
    */
   private identity: string | undefined;
   private published: Published | undefined;
+  /** The manifest the last build wrote, kept between this session's builds (output/manifest-cache.ts). */
+  readonly manifests = new ManifestCache();
 
   constructor(
     readonly file: string,

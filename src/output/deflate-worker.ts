@@ -3,10 +3,12 @@
  * (see ./deflate-pool.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { keepYoungGenerationSmall } from '../core/memory.js';
+import { enableMemoryUpkeep, keepYoungGenerationSmall } from '../core/memory.js';
 import { serveBatches } from './deflate-pool.js';
 
 // Again, for the whole process: this thread's start applied V8's default flags once more, which let
 // every thread's young generation grow, the assembling thread's included.
+const { port, memoryUpkeep } = workerData as { port: MessagePort; memoryUpkeep: boolean };
+if (memoryUpkeep) enableMemoryUpkeep();
 keepYoungGenerationSmall();
-serveBatches((workerData as { port: MessagePort }).port);
+serveBatches(port);

@@ -19,6 +19,7 @@ import { BufferedFileWriter } from './file-writer.js';
 import { lastMemberLines, type LastMemberLines } from './unchanged-lines.js';
 import { asOutputError, guard, prepareDir } from './folders.js';
 import { damagedProfileFiles } from './intact.js';
+import type { ManifestCache } from './manifest-cache.js';
 import { CANONICAL_USERNAME, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
 import type { Partition } from '../core/partition.js';
 import {
@@ -26,7 +27,6 @@ import {
   fileEntry,
   fileEntryStamp,
   fileStamp,
-  manifestStamp,
   PENDING,
   profileEntry,
   readManifest,
@@ -96,6 +96,18 @@ export function positionsAmong(profiles: readonly string[], names: readonly stri
 /** Each share's staging slots start here, so threads never pick the same staged file name. */
 const SLOTS_PER_SHARE = 2 ** 32;
 
+/** Who a transaction works for: the owner (of all users, or of its own slice of a shared pass) or a thread's share. */
+export interface TransactionRole {
+  /** A thread's share of a shared pass (`join`). */
+  share?: Partition;
+  /** The owner's own share of a shared pass: the only one whose last entries it reads. */
+  ownPart?: Partition;
+  /** `build --full`: check the files it would otherwise trust, and rewrite damaged ones. */
+  healing?: boolean;
+  /** The manifest its process wrote last (a watcher's session keeps it between builds). */
+  cache?: ManifestCache;
+}
+
 export class OutputTransaction {
   readonly outDir: string;
   private readonly previous: Manifest;
@@ -141,6 +153,7 @@ export class OutputTransaction {
    * is checked on disk (see `needsRepair`, `intactPreviousFile`); one that is not is rewritten.
    */
   private readonly healing: boolean;
+  private readonly cache: ManifestCache | undefined;
   /** Profiles `keepProfile` found damaged (their files already counted in `repaired`). */
   private readonly damaged = new Set<string>();
   /**
@@ -149,8 +162,9 @@ export class OutputTransaction {
    */
   repaired = 0;
 
-  private constructor(outDir: string, renderedBy: string, role: { share?: Partition; ownPart?: Partition; healing?: boolean }) {
+  private constructor(outDir: string, renderedBy: string, role: TransactionRole) {
     const { share, ownPart } = role;
+    this.cache = role.cache;
     this.outDir = outDir;
     this.share = share;
     this.healing = role.healing ?? false;
@@ -158,7 +172,7 @@ export class OutputTransaction {
     if (share === undefined) {
       prepareDir(outDir, outDir);
       prepareDir(outDir, join(outDir, STATE_DIR));
-      const cached = ManifestCache.take(outDir);
+      const cached = role.cache?.take(outDir);
       this.ownPart = cached === undefined ? ownPart : undefined;
       this.previous = cached ?? readManifest(outDir, undefined, ownPart && { part: ownPart, wholeList: true });
       // A staging folder left by a crashed run holds nothing anyone reads: start clean.
@@ -180,11 +194,11 @@ export class OutputTransaction {
    * Opens the out dir (absolute; created if needed) and reads what the last build wrote. `renderedBy` names
    * the tool and base URL rendering this build: row signatures recorded under another are not used.
    * With `ownPart`, the owner of a shared pass reads only that share's profiles (`join` reads the
-   * others' in their threads); see `includePart` for a share it reads after all. `healing`: a
-   * `build --full`, which checks the files it would otherwise trust and rewrites damaged ones.
+   * others' in their threads); see `includePart` for a share it reads after all. See TransactionRole
+   * for the rest.
    */
-  static begin(outDir: string, renderedBy = '', ownPart?: Partition, healing = false): OutputTransaction {
-    return new OutputTransaction(outDir, renderedBy, { ownPart, healing });
+  static begin(outDir: string, renderedBy = '', role: Omit<TransactionRole, 'share'> = {}): OutputTransaction {
+    return new OutputTransaction(outDir, renderedBy, role);
   }
 
   /**
@@ -523,7 +537,7 @@ export class OutputTransaction {
       }
       throw asOutputError(cause, `cannot publish into ${outDir}`);
     }
-    ManifestCache.keep(outDir, next);
+    this.cache?.keep(outDir, next);
     this.runCommitted();
     return counts;
   }
@@ -547,7 +561,7 @@ export class OutputTransaction {
 
   /**
    * Fills in the list's entries it does not know (members rendered in this build) from the
-   * committed entries, so the manifest and the next cycle (ManifestCache) take each from there.
+   * committed entries, so the manifest and the next cycle (the session's ManifestCache) take each from there.
    */
   private completeListEntries(): void {
     const list = this.next.list;
@@ -618,7 +632,7 @@ export class OutputTransaction {
     } catch {
       // left for the next build
     }
-    ManifestCache.forget();
+    this.cache?.forget();
   }
 
   private runCommitted(): void {
@@ -704,49 +718,6 @@ export class OutputTransaction {
     if (this.finished) throw new Error('bug: output transaction already finished');
   }
 }
-
-/**
- * Reads the out dir's manifest ahead of the next build in this process (a watcher whose first cycle
- * found nothing to do), so that build does not parse it line by line when a change comes.
- */
-export function preloadManifest(outDir: string): void {
-  ManifestCache.prime(outDir);
-}
-
-/**
- * A long-lived process (the watcher) builds the same out dir again and again: the manifest it wrote
- * last is kept in memory and reused as long as the file on disk is exactly that one (same inode,
- * size and mtime), which saves parsing a line per profile every cycle.
- */
-const ManifestCache = {
-  entry: undefined as { outDir: string; stamp: string; manifest: Manifest } | undefined,
-
-  /** The cached manifest of `outDir` if the file still matches it; the cache is emptied either way. */
-  take(outDir: string): Manifest | undefined {
-    const entry = this.entry;
-    this.entry = undefined;
-    if (entry === undefined || entry.outDir !== outDir) return undefined;
-    return entry.stamp === manifestStamp(outDir) ? entry.manifest : undefined;
-  },
-
-  /** Reads the manifest of `outDir` into the cache now, unless it holds it already. */
-  prime(outDir: string): void {
-    const stamp = manifestStamp(outDir);
-    if (stamp === undefined || (this.entry?.outDir === outDir && this.entry.stamp === stamp)) return;
-    const manifest = readManifest(outDir);
-    // Kept only if the file did not change while it was read.
-    this.entry = manifestStamp(outDir) === stamp ? { outDir, stamp, manifest } : undefined;
-  },
-
-  keep(outDir: string, manifest: Manifest): void {
-    const stamp = manifestStamp(outDir);
-    this.entry = stamp === undefined ? undefined : { outDir, stamp, manifest };
-  },
-
-  forget(): void {
-    this.entry = undefined;
-  },
-};
 
 function removeIfPresent(path: string): number {
   try {

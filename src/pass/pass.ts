@@ -8,6 +8,7 @@
 import { performance } from 'node:perf_hooks';
 import { contractText } from '../core/contract.js';
 import { StrictWarningsError } from '../core/errors.js';
+import type { ManifestCache } from '../output/manifest-cache.js';
 import { fingerprint } from '../core/hash.js';
 import { CREATORS_FILE, errorFile, OPENAPI_FILE } from '../core/layout.js';
 import { collectIfGrown } from '../core/memory.js';
@@ -55,6 +56,8 @@ export interface PassInputs {
   threads: number;
   /** `build --full`: every file the manifest says is unchanged is checked on disk, and rewritten if damaged. */
   healing: boolean;
+  /** The manifest the last build of this process wrote, kept by a watcher's session. */
+  manifests?: ManifestCache | undefined;
 }
 
 /** A pass rendered and staged, its output not committed yet. */
@@ -164,7 +167,11 @@ class Pass {
     this.threads = role.threads;
     this.output = share
       ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.part, inputs.healing)
-      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, role.threads?.ownPart, inputs.healing);
+      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, {
+          ownPart: role.threads?.ownPart,
+          healing: inputs.healing,
+          cache: inputs.manifests,
+        });
     this.creators = new CreatorsList(this.output, CREATORS_FILE, undefined, share?.mayKeepMembers ?? true);
     this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
     this.stableUntilMs = selection?.stableUntilMs ?? Infinity;

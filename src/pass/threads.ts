@@ -19,7 +19,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { describeCause, SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
-import { collectNow, keepYoungGenerationSmall } from '../core/memory.js';
+import { collectNow, enableMemoryUpkeep, keepYoungGenerationSmall, memoryUpkeepEnabled } from '../core/memory.js';
 import type { Partition } from '../core/partition.js';
 import type { CreatorsShare } from '../output/creators.js';
 import type { OutputShare } from '../output/tree.js';
@@ -82,6 +82,8 @@ interface ThreadData {
   inputs: ShareInputs;
   control: SharedArrayBuffer;
   port: MessagePort;
+  /** Whether the process opted in to memory upkeep (core/memory.ts): the thread follows it. */
+  memoryUpkeep: boolean;
 }
 
 /** Slots of a thread's control array, and their values. */
@@ -225,6 +227,7 @@ type StageShare = (inputs: ShareInputs, hooks: ShareHooks) => PassShare | undefi
  * owner's flags, posts the result (or the error) and marks the thread ended, whatever happens.
  */
 export async function runShare(data: ThreadData, load: () => Promise<StageShare>): Promise<void> {
+  if (data.memoryUpkeep) enableMemoryUpkeep();
   const control = new Int32Array(data.control);
   const hooks: ShareHooks = {
     mayGo() {
@@ -267,7 +270,7 @@ function threadModuleExists(): boolean {
 function startThread(inputs: ShareInputs): Thread | undefined {
   const control = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
   const { port1, port2 } = new MessageChannel();
-  const data: ThreadData = { inputs, control: control.buffer as SharedArrayBuffer, port: port2 };
+  const data: ThreadData = { inputs, control: control.buffer as SharedArrayBuffer, port: port2, memoryUpkeep: memoryUpkeepEnabled() };
   try {
     const worker = new Worker(THREAD_URL, { workerData: data, transferList: [port2] });
     worker.unref();

@@ -1,0 +1,46 @@
+/**
+ * `import { build } from 'profile-snapshot'` leaves its host process as it found it: no V8 flag set
+ * (expose-gc would show in a fresh context), no handler, exit code, working folder or environment
+ * changed, even for a store large enough to share its pass between threads and grow the heap past
+ * the point where the CLI collects. The memory upkeep the CLI uses is the host's to opt in to.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SHARE_FROM } from '../../src/pass/threads.js';
+import { REPO } from '../helpers/paths.js';
+import { TestStore, tempDir, userName } from '../helpers/store.js';
+import { ensureCompiled } from '../watch/helpers.js';
+
+const FIXTURE = join(REPO, 'test/core/fixtures/library-host.mjs');
+const ENTRY = pathToFileURL(join(REPO, 'build/index.js')).href;
+
+describe('the library in a host process', () => {
+  const dir = tempDir('ps-library-host-');
+  const db = join(dir.path, 'profiles.db');
+  beforeAll(() => {
+    ensureCompiled();
+    const store = new TestStore(db);
+    store.users(SHARE_FROM + 5_000, (id) => ({ user: { username: userName(id), bio: `A bio of user ${id}. `.repeat(8), views: id } }));
+    store.close();
+  }, 120_000);
+
+  const host = (out: string, ...flags: string[]) => {
+    const run = spawnSync(process.execPath, [FIXTURE, ENTRY, db, join(dir.path, out), ...flags], { encoding: 'utf8', timeout: 120_000 });
+    expect(run.status, run.stderr).toBe(0);
+    return JSON.parse(run.stdout) as { before: unknown; after: { gcExposed: boolean }; threads: number; profiles: number };
+  };
+
+  it('build() sets no V8 flag and changes nothing of its host', () => {
+    const seen = host('plain');
+    expect(seen.threads).toBe(2);
+    expect(seen.profiles).toBe(SHARE_FROM + 5_000);
+    expect(seen.after).toEqual(seen.before);
+  }, 120_000);
+
+  it('a host that opts in gets the upkeep the CLI uses', () => {
+    const seen = host('opted-in', 'opt-in');
+    expect(seen.after.gcExposed).toBe(true);
+  }, 120_000);
+});

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
-import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { readSettled } from '../output/settled.js';
 import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../output/manifest.js';
 
@@ -34,11 +34,11 @@ export const REQUIRED_FILES = [
 const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
 
 /**
- * Reads the tree's manifest. Entries pending while a build or watcher is committing are waited for
- * (up to `waitMs`); pending with no live writer means an interrupted build: not publishable (exit 5).
+ * Reads the tree's manifest (`out` absolute: publish resolved it). Entries pending while a build or
+ * watcher is committing are waited for (up to `waitMs`); pending with no live writer means an
+ * interrupted build: not publishable (exit 5).
  */
-export function readLocalTree(outDir: string, waitMs: number): LocalTree {
-  const out = resolveOutDir(outDir);
+export function readLocalTree(out: string, waitMs: number): LocalTree {
   const { value, pending } = readSettled(out, waitMs, () => {
     const stamp = manifestStamp(out);
     if (stamp === undefined) {

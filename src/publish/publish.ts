@@ -94,8 +94,10 @@ class TreeChanged extends Error {}
 
 const MAX_ATTEMPTS = 3;
 
-export async function publish(options: PublishOptions): Promise<PublishReport> {
+export async function publish(given: PublishOptions): Promise<PublishReport> {
   const started = performance.now();
+  // Made absolute once, here: everything below takes the out dir as it is.
+  const options = { ...given, out: resolveOutDir(given.out) };
   const remote = await Remote.open(options.remote);
   try {
     for (let attempt = 1; ; attempt++) {
@@ -218,7 +220,7 @@ function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared:
 /** The outcome of a quiet check that found the bucket holding this very tree (quiet.ts). */
 function quietOutcome(remote: Remote, held: { profiles: number; files: number }, options: PublishOptions): Outcome {
   return {
-    ...outcomeHead(remote, resolveOutDir(options.out), options),
+    ...outcomeHead(remote, options.out, options),
     compared: 'state',
     changed: false,
     profiles: { put: 0, deleted: 0 },

@@ -9,7 +9,6 @@
  * publish has nothing to write. Anything else (no digest, another tree, an intent left unresolved, a
  * record written by an older version) is for the full comparison to decide.
  */
-import { resolveOutDir } from '../core/layout.js';
 import { readManifestDigest } from '../output/manifest.js';
 import type { Remote } from './client.js';
 import { assertRequiredFiles } from './local.js';
@@ -19,9 +18,11 @@ import { parseIntentHead, parseStateHead, REMOTE_INTENT, REMOTE_STATE } from './
 /** Enough of a gzipped record to inflate its header line. */
 const HEAD_BYTES = 4096;
 
-/** The tree's counts when the bucket already holds it (nothing to do); undefined when that is not known so. */
-export async function bucketHoldsTree(remote: Remote, outDir: string): Promise<{ profiles: number; files: number } | undefined> {
-  const out = resolveOutDir(outDir);
+/**
+ * The tree's counts when the bucket already holds it (nothing to do); undefined when that is not
+ * known so. `out` is absolute (publish resolved it).
+ */
+export async function bucketHoldsTree(remote: Remote, out: string): Promise<{ profiles: number; files: number } | undefined> {
   const digest = readManifestDigest(out);
   if (digest === undefined) return undefined;
   // No ETag is known here, so neither read answers 'unchanged'.

@@ -36,6 +36,20 @@ module.exports = {
       to: { circular: true },
     },
     ...upward,
+    {
+      name: 'v8-only-in-memory-upkeep',
+      comment: "the process's V8 is the host's: only core/memory.ts touches it, and only once the process opted in",
+      severity: 'error',
+      from: { pathNot: '^src/core/memory\\.ts$' },
+      to: { dependencyTypes: ['core'], path: '^(node:)?(v8|vm)$' },
+    },
+    {
+      name: 'manifest-cache-owned-by-the-session',
+      comment: "the cache between builds is the session's to own and hand to each build, never a module's",
+      severity: 'error',
+      from: { pathNot: '^src/(incremental/session|output/tree|pass/pass)\\.ts$' },
+      to: { path: '^src/output/manifest-cache\\.ts$' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

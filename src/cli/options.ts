@@ -8,6 +8,7 @@ import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
 import { DEFAULT_OUT_DIR } from '../core/layout.js';
 import { count } from '../core/text.js';
 import { DEFAULT_THREADS, SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../pass/threads.js';
+import { DEFAULT_BUSY_TIMEOUT_MS } from '../store/busy-timeout.js';
 import { parseNumber, wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
 
@@ -15,7 +16,7 @@ export const DEFAULTS = {
   db: 'data/profiles.db',
   out: DEFAULT_OUT_DIR,
   baseUrl: 'http://localhost:3000',
-  busyTimeoutMs: 5000,
+  busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
   threads: DEFAULT_THREADS,
 } as const;
 

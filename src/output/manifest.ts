@@ -28,7 +28,7 @@ import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
-import { partitionOf, type Partition } from '../core/partition.js';
+import { inSlice, type Slice } from '../core/slice.js';
 import { UnchangedLineCopier, type LastMemberLines } from './unchanged-lines.js';
 
 const HEADER = 'profile-snapshot manifest 2';
@@ -132,18 +132,18 @@ export function fileEntry(hash: string, stamp: string | undefined): string {
 }
 
 /**
- * Which profiles a thread sharing a pass keeps from the manifest: its share's, and the list's
- * members of that share only, or all of them (`wholeList`: the owner's, which writes the whole list).
+ * Which profiles a thread sharing a pass keeps from the manifest: its slice's, and the list's
+ * members of that slice only, or all of them (`wholeList`: the owner's, which writes the whole list).
  * The list is judged usable or not on all of its members, as a whole read would.
  */
 export interface ManifestShare {
-  part: Partition;
+  slice: Slice;
   wholeList: boolean;
 }
 
 /**
  * Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary),
- * every profile's entry, or with `share` only those of one share of the users.
+ * every profile's entry, or with `share` only those of one slice of the users.
  */
 export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, share?: ManifestShare): Manifest {
   const path = join(outDir, MANIFEST_FILE);
@@ -168,7 +168,7 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
   const list: Required<ListOrder> = { names: [], lengths: [], entries: [] };
-  const inPart = (name: string) => share === undefined || partitionOf(name, share.part.count) === share.part.index;
+  const inShare = (name: string) => share === undefined || inSlice(name, share.slice);
   const wholeList = share === undefined || share.wholeList;
   let header = true,
     afterHeader = false,
@@ -202,7 +202,7 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
     const key = own(text, bytes, start + 2, tab),
       value = own(text, bytes, tab + 1, end);
     if (kind === PROFILE_LINE) {
-      const kept = inPart(key);
+      const kept = inShare(key);
       if (kept) manifest.profiles.set(key, value);
       const length = membersInOrder ? listLength(value) : undefined;
       if (length === undefined) {

@@ -21,7 +21,7 @@ import { asOutputError, guard, prepareDir } from './folders.js';
 import { damagedProfileFiles } from './intact.js';
 import type { ManifestCache } from './manifest-cache.js';
 import { CANONICAL_USERNAME, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR } from '../core/layout.js';
-import type { Partition } from '../core/partition.js';
+import type { Slice } from '../core/slice.js';
 import {
   entryHash,
   fileEntry,
@@ -99,9 +99,9 @@ const SLOTS_PER_SHARE = 2 ** 32;
 /** Who a transaction works for: the owner (of all users, or of its own slice of a shared pass) or a thread's share. */
 export interface TransactionRole {
   /** A thread's share of a shared pass (`join`). */
-  share?: Partition;
-  /** The owner's own share of a shared pass: the only one whose last entries it reads. */
-  ownPart?: Partition;
+  share?: Slice;
+  /** The owner's own slice of a shared pass: the only one whose last entries it reads. */
+  ownSlice?: Slice;
   /** `build --full`: check the files it would otherwise trust, and rewrite damaged ones. */
   healing?: boolean;
   /** The manifest its process wrote last (a watcher's session keeps it between builds). */
@@ -145,9 +145,9 @@ export class OutputTransaction {
   private finished = false;
   private readonly committed: ((stampOf: (path: string) => string | undefined) => void)[] = [];
   /** A share's view (`join`): it stages into the owner's folder and never commits or clears it. */
-  private readonly share: Partition | undefined;
+  private readonly share: Slice | undefined;
   /** In a shared pass, the owner's own share: the only one whose last entries it read. */
-  private readonly ownPart: Partition | undefined;
+  private readonly ownSlice: Slice | undefined;
   /**
    * A healing build (`build --full`): a file the manifest says is unchanged is trusted only once it
    * is checked on disk (see `needsRepair`, `intactPreviousFile`); one that is not is rewritten.
@@ -163,7 +163,7 @@ export class OutputTransaction {
   repaired = 0;
 
   private constructor(outDir: string, renderedBy: string, role: TransactionRole) {
-    const { share, ownPart } = role;
+    const { share, ownSlice } = role;
     this.cache = role.cache;
     this.outDir = outDir;
     this.share = share;
@@ -173,15 +173,15 @@ export class OutputTransaction {
       prepareDir(outDir, outDir);
       prepareDir(outDir, join(outDir, STATE_DIR));
       const cached = role.cache?.take(outDir);
-      this.ownPart = cached === undefined ? ownPart : undefined;
-      this.previous = cached ?? readManifest(outDir, undefined, ownPart && { part: ownPart, wholeList: true });
+      this.ownSlice = cached === undefined ? ownSlice : undefined;
+      this.previous = cached ?? readManifest(outDir, undefined, ownSlice && { slice: ownSlice, wholeList: true });
       // A staging folder left by a crashed run holds nothing anyone reads: start clean.
       guard(`cannot prepare the staging folder ${this.stagingDir}`, () => {
         rmSync(this.stagingDir, { recursive: true, force: true });
         mkdirSync(this.stagingDir);
       });
     } else {
-      this.previous = readManifest(outDir, undefined, { part: share, wholeList: false });
+      this.previous = readManifest(outDir, undefined, { slice: share, wholeList: false });
       this.stagedCount = share.index * SLOTS_PER_SHARE;
     }
     this.next = { renderedBy, profiles: new Map(), files: new Map(), list: undefined };
@@ -193,8 +193,8 @@ export class OutputTransaction {
   /**
    * Opens the out dir (absolute; created if needed) and reads what the last build wrote. `renderedBy` names
    * the tool and base URL rendering this build: row signatures recorded under another are not used.
-   * With `ownPart`, the owner of a shared pass reads only that share's profiles (`join` reads the
-   * others' in their threads); see `includePart` for a share it reads after all. See TransactionRole
+   * With `ownSlice`, the owner of a shared pass reads only that share's profiles (`join` reads the
+   * others' in their threads); see `includeSlice` for a share it reads after all. See TransactionRole
    * for the rest.
    */
   static begin(outDir: string, renderedBy = '', role: Omit<TransactionRole, 'share'> = {}): OutputTransaction {
@@ -206,7 +206,7 @@ export class OutputTransaction {
    * stages the profiles of one share of the users, with that share of the last build's entries,
    * and hands them over with `handOver`. It commits nothing and never clears the staging folder.
    */
-  static join(outDir: string, renderedBy: string, share: Partition, healing = false): OutputTransaction {
+  static join(outDir: string, renderedBy: string, share: Slice, healing = false): OutputTransaction {
     return new OutputTransaction(outDir, renderedBy, { share, healing });
   }
 
@@ -214,9 +214,9 @@ export class OutputTransaction {
    * The owner of a shared pass reads a share itself after all (its thread did not): that share's
    * entries of the last build, which the owner did not read (see `begin`), are read now.
    */
-  includePart(part: Partition): void {
-    if (this.ownPart === undefined) return;
-    const { profiles } = readManifest(this.outDir, undefined, { part, wholeList: false });
+  includeSlice(slice: Slice): void {
+    if (this.ownSlice === undefined) return;
+    const { profiles } = readManifest(this.outDir, undefined, { slice, wholeList: false });
     for (const [name, entry] of profiles) this.previous.profiles.set(name, entry);
   }
 

@@ -30,8 +30,9 @@ import {
   type ErrorCode,
 } from '../render/documents.js';
 import { renderUser, type RowWarning } from '../render/user.js';
-import { Col, ProfileStore, type RowScope, type StoreRow } from '../store/read.js';
-import type { Partition } from '../core/partition.js';
+import { ALL_ROWS, SELECTED_ROWS, sliceRows, type RowScope } from '../store/queries.js';
+import { Col, ProfileStore, type StoreRow } from '../store/read.js';
+import type { Slice } from '../core/slice.js';
 import { PassThreads, type PassShare, type ShareHooks, type ShareInputs } from './threads.js';
 
 const PROGRESS_EVERY = 10_000;
@@ -122,7 +123,7 @@ export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | 
         const go = hooks.mayGo();
         if (go === undefined) return undefined;
         const inputs: PassInputs = { ...shared, store, strict: false, onProgress: undefined, started: performance.now(), threads: 1 };
-        return new Pass(inputs, undefined, { share: { part: shared.part, ...go } }).stageShare(hooks);
+        return new Pass(inputs, undefined, { share: { slice: shared.slice, ...go } }).stageShare(hooks);
       },
       { mark: false },
     );
@@ -133,7 +134,7 @@ export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | 
 
 /** A share's part in a full pass: which users, and whether unchanged list members may be kept. */
 interface ShareRole {
-  part: Partition;
+  slice: Slice;
   mayKeepMembers: boolean;
 }
 
@@ -166,9 +167,9 @@ class Pass {
     this.share = share;
     this.threads = role.threads;
     this.output = share
-      ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.part, inputs.healing)
+      ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.slice, inputs.healing)
       : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, {
-          ownPart: role.threads?.ownPart,
+          ownSlice: role.threads?.ownSlice,
           healing: inputs.healing,
           cache: inputs.manifests,
         });
@@ -181,7 +182,7 @@ class Pass {
     try {
       if (this.selection !== undefined) {
         this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
-        this.readRows('selected');
+        this.readRows(SELECTED_ROWS);
       } else {
         this.output.readsEveryRow();
         this.readShared();
@@ -208,7 +209,7 @@ class Pass {
     try {
       this.onRows = () => hooks.rowsRead(this.rowsRead);
       this.output.readsEveryRow();
-      this.readRows(this.share!.part);
+      this.readRows(sliceRows(this.share!.slice));
       const { profiles, skipped, rendered, rowsRead, warnings, stableUntilMs } = this.result();
       const output = this.output.handOver();
       return {
@@ -234,16 +235,16 @@ class Pass {
    */
   private readShared(): void {
     const { threads } = this;
-    if (threads === undefined) return this.readRows('all');
+    if (threads === undefined) return this.readRows(ALL_ROWS);
     threads.ownerReady(this.creators.canKeep);
     threads.poll();
     this.onRows = () => threads.poll();
-    this.readRows(threads.ownPart);
+    this.readRows(sliceRows(threads.ownSlice));
     this.threads = undefined; // collect ends them, whatever happens
     const { shares, unread } = threads.collect();
-    for (const part of unread) {
-      this.output.includePart(part);
-      this.readRows(part);
+    for (const slice of unread) {
+      this.output.includeSlice(slice);
+      this.readRows(sliceRows(slice));
     }
     for (const share of shares) this.adopt(share);
     this.threadsUsed += shares.length;

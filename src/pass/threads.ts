@@ -1,6 +1,6 @@
 /**
  * A full pass shared between threads: each thread reads, renders and writes one share of the users
- * (core/partition.ts), this one included, and the others hand what they staged over to this thread,
+ * (core/slice.ts), this one included, and the others hand what they staged over to this thread,
  * which commits it all as one transaction. Rendering, hashing and above all the writes themselves
  * run side by side, which a single thread cannot do.
  *
@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { describeCause, SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
 import { collectNow, enableMemoryUpkeep, keepYoungGenerationSmall, memoryUpkeepEnabled } from '../core/memory.js';
-import type { Partition } from '../core/partition.js';
+import type { Slice } from '../core/slice.js';
 import type { CreatorsShare } from '../output/creators.js';
 import type { OutputShare } from '../output/tree.js';
 import type { RowWarning } from '../render/user.js';
@@ -51,7 +51,7 @@ export interface ShareInputs {
   snapshotMs: number;
   reproducible: boolean;
   healing: boolean;
-  part: Partition;
+  slice: Slice;
 }
 
 /** What a share's thread staged, handed over to the owner. */
@@ -99,7 +99,7 @@ const WAIT = 0,
   STOP = 2;
 
 interface Thread {
-  part: Partition;
+  slice: Slice;
   worker: Worker;
   control: Int32Array;
   port: MessagePort;
@@ -107,18 +107,20 @@ interface Thread {
 }
 
 export class PassThreads {
-  /** This thread's own share. */
-  readonly ownPart: Partition;
+  /** This thread's own share: slice 0. */
+  readonly ownSlice: Slice;
   /** The owner's CreatorsList.canKeep, once it is open (`ownerReady`); no thread goes on before. */
   private mayKeepMembers: boolean | undefined;
 
   private constructor(
     private readonly threads: Thread[],
+    /** Slices whose thread could not start: this thread reads them itself (see `collect`). */
+    private readonly unstarted: Slice[],
     private readonly mark: string,
     private readonly store: ProfileStore,
     count: number,
   ) {
-    this.ownPart = { index: 0, count };
+    this.ownSlice = { index: 0, count };
   }
 
   /**
@@ -126,21 +128,22 @@ export class PassThreads {
    * it: `count` threads asked for, a CPU for each, enough users, a last build small enough to share
    * (`lastManifestBytes`), the compiled thread module.
    */
-  static start(store: ProfileStore, inputs: Omit<ShareInputs, 'part'>, count: number, lastManifestBytes: number): PassThreads | undefined {
+  static start(store: ProfileStore, inputs: Omit<ShareInputs, 'slice'>, count: number, lastManifestBytes: number): PassThreads | undefined {
     // Started before the owner opens its output, so they load meanwhile; each takes its snapshot
     // as it starts, after the owner's mark.
     const mark = store.snapshotMark();
     const threads = Math.min(count, availableParallelism());
     if (threads < 2 || mark === undefined || lastManifestBytes >= SHARE_REBUILD_BELOW_BYTES) return undefined;
     if (!threadModuleExists() || !store.hasUsers(SHARE_FROM)) return undefined;
+    const others = Array.from({ length: threads - 1 }, (_, i): Slice => ({ index: i + 1, count: threads }));
     const started: Thread[] = [];
-    for (let index = 1; index < threads; index++) {
-      const thread = startThread({ ...inputs, part: { index, count: threads } });
+    for (const slice of others) {
+      const thread = startThread({ ...inputs, slice });
       if (thread === undefined) break;
       started.push(thread);
     }
     if (started.length === 0) return undefined;
-    return new PassThreads(started, mark, store, started.length + 1);
+    return new PassThreads(started, others.slice(started.length), mark, store, threads);
   }
 
   /** Rows the other threads have read so far, for progress. */
@@ -165,9 +168,9 @@ export class PassThreads {
    * Waits for every thread and returns what each staged, and the shares no thread read (this
    * thread reads them itself). A thread's failure is thrown here, as the build's.
    */
-  collect(): { shares: PassShare[]; unread: Partition[] } {
+  collect(): { shares: PassShare[]; unread: Slice[] } {
     const shares: PassShare[] = [];
-    const unread: Partition[] = [];
+    const unread: Slice[] = [...this.unstarted];
     try {
       // Every thread released first, so none waits for another to finish.
       for (const thread of this.threads) {
@@ -179,7 +182,7 @@ export class PassThreads {
         // Never released: it ended before taking its snapshot (it could not start or open the
         // store) and wrote nothing. Told to stop: it wrote nothing either.
         const share = thread.released ? takeResult(thread) : undefined;
-        if (share === undefined) unread.push(thread.part);
+        if (share === undefined) unread.push(thread.slice);
         else shares.push(share);
       }
     } catch (error) {
@@ -274,7 +277,7 @@ function startThread(inputs: ShareInputs): Thread | undefined {
   try {
     const worker = new Worker(THREAD_URL, { workerData: data, transferList: [port2] });
     worker.unref();
-    return { part: inputs.part, worker, control, port: port1, released: false };
+    return { slice: inputs.slice, worker, control, port: port1, released: false };
   } catch {
     port1.close();
     return undefined;

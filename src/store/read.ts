@@ -9,15 +9,16 @@
  * subqueries a seek each). The creators list's username order is restored by the build, which sorts
  * only the active names.
  */
+import { DEFAULT_BUSY_TIMEOUT_MS } from './busy-timeout.js';
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
-import { partitionSql, type Partition } from '../core/partition.js';
-import { checkSchema, READ_STATUSES } from './schema.js';
+import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, type RowScope } from './queries.js';
+import { checkSchema } from './schema.js';
 import { StoreShadow } from './shadow.js';
 import { commitMark, storeStamp, type StoreStamp } from './stamp.js';
 
-/** users columns in the order the query selects them. Never a private column. */
+/** users columns in the order the query selects them (queries.ts). Never a private column. */
 export type UserColumns = readonly [
   id: number,
   username: unknown,
@@ -56,49 +57,10 @@ export const Col = {
   decorationId: 8,
 } as const;
 
-/** Statuses that never publish anything are filtered in SQL, so they cost nothing more. */
-const USERS_SQL = `SELECT id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id
-  FROM users WHERE ${READ_STATUSES} ORDER BY id`;
-/** Walks the store's (user_id, position, id) index when it has one; otherwise SQLite sorts once. */
-const SOCIALS_SQL = 'SELECT user_id, platform, url FROM socials ORDER BY user_id, position, id';
-const BADGES_SQL = 'SELECT user_id, badge FROM badges ORDER BY user_id';
-const BANS_SQL = 'SELECT user_id, message, reason, banned_at FROM bans ORDER BY user_id';
-/** The same queries restricted to the users StoreShadow.select named. */
-const SELECTED = 'IN (SELECT id FROM temp.pass_ids)';
-const SELECTED_SQL = {
-  users: USERS_SQL.replace('ORDER BY', `AND id ${SELECTED} ORDER BY`),
-  socials: SOCIALS_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
-  badges: BADGES_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
-  bans: BANS_SQL.replace('ORDER BY', `WHERE user_id ${SELECTED} ORDER BY`),
-};
-const ALL_SQL = { users: USERS_SQL, socials: SOCIALS_SQL, badges: BADGES_SQL, bans: BANS_SQL };
-
-/**
- * The same queries restricted to one share of the users (core/partition.ts). Socials are filtered
- * in SQL (the largest child table); badges and bans are read whole, which costs less than the
- * filter, and the merge join skips the rows of users in other shares.
- */
-function partSql(part: Partition): typeof ALL_SQL {
-  const inPart = partitionSql('username', part);
-  const ofPart = `IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${inPart})`;
-  return {
-    users: USERS_SQL.replace('ORDER BY', `AND ${inPart} ORDER BY`),
-    socials: SOCIALS_SQL.replace('ORDER BY', `WHERE user_id ${ofPart} ORDER BY`),
-    badges: BADGES_SQL,
-    bans: BANS_SQL,
-  };
-}
-
-/** Which users a pass reads: every candidate, those StoreShadow.select named, or one share. */
-export type RowScope = 'all' | 'selected' | Partition;
-
-const sqlFor = (scope: RowScope) => (scope === 'all' ? ALL_SQL : scope === 'selected' ? SELECTED_SQL : partSql(scope));
-const DECORATIONS_SQL = 'SELECT id, name, file FROM decorations';
-
 const NONE: readonly never[] = [];
 
 export interface OpenStoreOptions {
-  /** How long to wait for a writer's lock before giving up (exit 3). */
+  /** How long to wait for a writer's lock before giving up (exit 3); DEFAULT_BUSY_TIMEOUT_MS by default. */
   busyTimeoutMs?: number;
 }
 
@@ -127,11 +89,12 @@ export class ProfileStore {
     if (!isFile) throw storeError(`profile store is not a file: ${file}`, 'pass --db <file> pointing at the SQLite database file');
     let db: Database.Database | undefined;
     try {
-      const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+      const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
       db = new Database(file, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs });
       // A build scans each table once, in order: pages are never read twice, so a big page cache
       // only adds to the resident set (better-sqlite3's default is 16 MB).
       db.pragma('cache_size = -2048');
+      registerSliceFunction(db);
       const store = new ProfileStore(file, db, busyTimeoutMs);
       checkSchema(db, file);
       return store;
@@ -218,10 +181,10 @@ export class ProfileStore {
    * caller's `inSnapshot`, or one of its own), so every row and child row belongs to the same
    * snapshot. Returns the number of users read.
    */
-  forEachRow(each: (row: StoreRow) => void, scope: RowScope = 'all'): number {
+  forEachRow(each: (row: StoreRow) => void, scope: RowScope = ALL_ROWS): number {
     const { db } = this;
     if (!db.inTransaction) return this.inSnapshot(() => this.forEachRow(each, scope));
-    const sql = sqlFor(scope);
+    const sql = rowQueries(scope);
     try {
       const decorations = new Map<unknown, readonly [unknown, unknown]>();
       for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { BuildReport } from '../../src/build.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, errorFile, PROFILE_DIRS } from '../../src/core/layout.js';
-import { partitionOf } from '../../src/core/partition.js';
+import { sliceOf } from '../../src/core/slice.js';
 import { SHARE_FROM } from '../../src/pass/threads.js';
 import { publishedFiles } from '../helpers/output.js';
 import { runCli, runCliAsync, startCli } from '../helpers/process.js';
@@ -89,7 +89,7 @@ describe('build --full heals the tree', () => {
     store.close();
     expect(build(out, '--threads', '2').report.threads).toBe(2);
     const names = { deleted: userName(7), aliasDeleted: userName(users - 3), edited: userName(users >> 1) };
-    expect(new Set(Object.values(names).map((name) => partitionOf(name, 2)))).toEqual(new Set([0, 1]));
+    expect(new Set(Object.values(names).map((name) => sliceOf(name, 2)))).toEqual(new Set([0, 1]));
     const damaged = damage(names);
     expect(verify().code).toBe(5);
 

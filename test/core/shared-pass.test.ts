@@ -8,7 +8,7 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { partitionOf } from '../../src/core/partition.js';
+import { sliceOf } from '../../src/core/slice.js';
 import { commitMark } from '../../src/store/stamp.js';
 import { MANIFEST_FILE } from '../../src/core/layout.js';
 import { SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../../src/pass/threads.js';
@@ -116,7 +116,7 @@ describe('a full pass shared between threads', () => {
     const before = publishedFiles(out);
     // A new user in the other thread's share, whose file someone else already put there.
     let n = 0;
-    while (partitionOf(`newcomer${n}`, 2) !== 1) n++;
+    while (sliceOf(`newcomer${n}`, 2) !== 1) n++;
     execSql(
       db,
       `INSERT INTO users (id, username, display_name, bio, created_at, status) VALUES (${USERS + 1}, 'newcomer${n}', 'New', '', '2020-01-01 00:00:00', 'active')`,

@@ -1,0 +1,99 @@
+/**
+ * The queries a pass reads its rows with, built from a scope: which users it reads. Each query is
+ * one table's scan in user-id order (read.ts merges them), narrowed by the scope's WHERE conditions.
+ */
+import type Database from 'better-sqlite3';
+import { sliceOf, type Slice } from '../core/slice.js';
+import { READ_STATUSES } from './schema.js';
+
+/** Which users a pass reads: every candidate, those StoreShadow.select named, or one slice. */
+export type RowScope = { readonly kind: 'all' } | { readonly kind: 'selected' } | { readonly kind: 'slice'; readonly slice: Slice };
+
+export const ALL_ROWS: RowScope = { kind: 'all' };
+export const SELECTED_ROWS: RowScope = { kind: 'selected' };
+export const sliceRows = (slice: Slice): RowScope => ({ kind: 'slice', slice });
+
+/** One query per table, each in user-id order. */
+export interface RowQueries {
+  users: string;
+  socials: string;
+  badges: string;
+  bans: string;
+}
+
+export const DECORATIONS_SQL = 'SELECT id, name, file FROM decorations';
+
+/** The SQL name of core/slice.ts's `sliceOf`, registered on each connection (`registerSliceFunction`). */
+const SLICE_FUNCTION = 'profile_slice';
+
+/**
+ * Registers `sliceOf` on a connection as `profile_slice(username, count)`: the same function, so a
+ * query's slice and the manifest's never disagree. A NULL or non-text username (never publishable)
+ * is in slice 0.
+ */
+export function registerSliceFunction(db: Database.Database): void {
+  db.function(SLICE_FUNCTION, { deterministic: true, varargs: false }, (username: unknown, count: unknown) =>
+    typeof username === 'string' ? sliceOf(username, Number(count)) : 0,
+  );
+}
+
+/** The users and child rows of `scope`: conditions composed into each table's WHERE clause. */
+export function rowQueries(scope: RowScope): RowQueries {
+  return {
+    // Statuses that never publish anything are filtered in SQL, so they cost nothing more.
+    users: select(
+      'id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id',
+      'users',
+      [READ_STATUSES, usersCondition(scope)],
+      'id',
+    ),
+    // Walks the store's (user_id, position, id) index when it has one; otherwise SQLite sorts once.
+    socials: select('user_id, platform, url', 'socials', [childCondition(scope, 'socials')], 'user_id, position, id'),
+    badges: select('user_id, badge', 'badges', [childCondition(scope, 'badges')], 'user_id'),
+    bans: select('user_id, message, reason, banned_at', 'bans', [childCondition(scope, 'bans')], 'user_id'),
+  };
+}
+
+/** The users rows of a scope, as a condition on the users table (undefined: every one). */
+function usersCondition(scope: RowScope): string | undefined {
+  switch (scope.kind) {
+    case 'all':
+      return undefined;
+    case 'selected':
+      return `id ${SELECTED_IDS}`;
+    case 'slice':
+      return sliceCondition(scope.slice);
+  }
+}
+
+/**
+ * The child rows of a scope's users, as a condition on a child table (undefined: every one). A
+ * slice filters only the socials (the largest child table): badges and bans are read whole, which
+ * costs less than the filter, and the merge join skips the rows of users in other slices.
+ */
+function childCondition(scope: RowScope, table: 'socials' | 'badges' | 'bans'): string | undefined {
+  switch (scope.kind) {
+    case 'all':
+      return undefined;
+    case 'selected':
+      return `user_id ${SELECTED_IDS}`;
+    case 'slice':
+      return table === 'socials'
+        ? `user_id IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${sliceCondition(scope.slice)})`
+        : undefined;
+  }
+}
+
+const SELECTED_IDS = 'IN (SELECT id FROM temp.pass_ids)';
+
+function sliceCondition({ index, count }: Slice): string {
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(count) || index < 0 || index >= count) {
+    throw new Error(`bug: not a slice: ${index}/${count}`);
+  }
+  return `${SLICE_FUNCTION}(username, ${count}) = ${index}`;
+}
+
+function select(columns: string, table: string, conditions: readonly (string | undefined)[], orderBy: string): string {
+  const where = conditions.filter((condition) => condition !== undefined);
+  return `SELECT ${columns} FROM ${table}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`} ORDER BY ${orderBy}`;
+}

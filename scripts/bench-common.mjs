@@ -33,6 +33,9 @@ export function seededStore(storeDir, users) {
 }
 
 /** e.g. "2 x AMD EPYC, 24 GiB RAM, Linux 6.1, Node v20.20.2" */
+/** The middle value of `values` (the upper one of the two for an even count). */
+export const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
+
 export function machine() {
   const model = cpus()[0]?.model ?? 'unknown CPU';
   return `${cpus().length} x ${model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { BENCH_ENV, machine, seededStore } from './bench-common.mjs';
+import { BENCH_ENV, machine, median, seededStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -103,11 +103,6 @@ function run() {
     ].join('\n');
     writeSection(REPORT, 'heal', section);
   }
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 function seconds(ms) {

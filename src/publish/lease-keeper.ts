@@ -23,23 +23,14 @@ const WORKER_URL = new URL('./lease-worker.js', import.meta.url);
 /** Milliseconds on the process's monotonic clock, the same in every thread (performance.now is not). */
 export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-/** How a kept lease ended, as the worker marks it. */
-export const Ending = {
-  None: 0,
-  /** Taken over by another holder, or not renewed in time. */
-  Lost: 1,
-  Released: 2,
-} as const;
-export type Ending = (typeof Ending)[keyof typeof Ending];
-
 /** A lease's validity, shared between the thread that renews it and the one that writes under it. */
 export class Validity {
   private readonly until: BigInt64Array;
-  private readonly ending: Int32Array;
+  private readonly lostFlag: Int32Array;
 
   constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(16)) {
     this.until = new BigInt64Array(buffer, 0, 1);
-    this.ending = new Int32Array(buffer, 8, 1);
+    this.lostFlag = new Int32Array(buffer, 8, 1);
   }
 
   /** The end of the validity, in monotonicMs. */
@@ -51,12 +42,13 @@ export class Validity {
     Atomics.store(this.until, 0, BigInt(Math.floor(ms * 1000)));
   }
 
-  get ended(): Ending {
-    return Atomics.load(this.ending, 0) as Ending;
+  /** Whether either thread found the lease taken over or not renewed in time. */
+  get lost(): boolean {
+    return Atomics.load(this.lostFlag, 0) === 1;
   }
 
-  end(how: Ending): void {
-    Atomics.compareExchange(this.ending, 0, Ending.None, how);
+  markLost(): void {
+    Atomics.store(this.lostFlag, 0, 1);
   }
 }
 
@@ -72,15 +64,13 @@ export interface LeaseHandoff {
   validity: SharedArrayBuffer;
 }
 
-/** What the worker tells of a kept lease. */
+/** What the worker tells of a kept lease (its renewals show in the shared validity alone). */
 export interface KeptEvents {
-  renewed(etag: string, body: object): void;
   lost(kind: SnapshotErrorKind, message: string, hint: string | undefined): void;
 }
 
 export type FromWorker =
   | { type: 'ready' }
-  | { type: 'renewed'; id: number; etag: string; body: object }
   | { type: 'lost'; id: number; kind: SnapshotErrorKind; message: string; hint: string | undefined }
   /** `puts`: the lease's writes from the worker (renewals and the release), for the publish's request counts. */
   | { type: 'released'; id: number; puts: number };
@@ -143,9 +133,7 @@ export class RenewalThread {
 
   private receive(message: FromWorker): void {
     if (message.type === 'ready') return this.markReady();
-    const events = this.kept.get(message.id);
-    if (message.type === 'renewed') events?.renewed(message.etag, message.body);
-    else if (message.type === 'lost') events?.lost(message.kind, message.message, message.hint);
+    if (message.type === 'lost') this.kept.get(message.id)?.lost(message.kind, message.message, message.hint);
     else this.settle(message.id, message.puts);
   }
 

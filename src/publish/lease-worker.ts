@@ -8,7 +8,8 @@ import { Lease } from './lease.js';
 import type { FromWorker, LeaseHandoff, ToWorker } from './lease-keeper.js';
 
 const port = parentPort!;
-const leases = new Map<number, Lease>();
+/** Each kept lease, and the key of the client it renews through. */
+const leases = new Map<number, { lease: Lease; remoteKey: string }>();
 /** One client per bucket and endpoint, closed when no lease on it is kept. */
 const remotes = new Map<string, { remote: Remote; users: number }>();
 
@@ -25,24 +26,21 @@ function keep(id: number, handoff: LeaseHandoff): void {
   shared.users++;
   remotes.set(key, shared);
   const lease = Lease.resume(shared.remote, handoff);
-  leases.set(id, lease);
-  lease.onRenewed = (etag, body) => post({ type: 'renewed', id, etag, body });
+  leases.set(id, { lease, remoteKey: key });
   lease.keepRenewing((error) => post({ type: 'lost', id, kind: error.kind, message: error.message, hint: error.hint }));
 }
 
 async function release(id: number): Promise<void> {
-  const lease = leases.get(id);
+  const kept = leases.get(id);
   leases.delete(id);
-  if (lease !== undefined) {
-    await lease.release();
-    post({ type: 'released', id, puts: lease.writes });
-    const key = JSON.stringify(lease.remoteOptions);
-    const shared = remotes.get(key);
-    if (shared !== undefined && --shared.users === 0) {
-      remotes.delete(key);
-      shared.remote.close();
-    }
-  } else post({ type: 'released', id, puts: 0 });
+  if (kept === undefined) return post({ type: 'released', id, puts: 0 });
+  await kept.lease.release();
+  post({ type: 'released', id, puts: kept.lease.writes });
+  const shared = remotes.get(kept.remoteKey);
+  if (shared !== undefined && --shared.users === 0) {
+    remotes.delete(kept.remoteKey);
+    shared.remote.close();
+  }
 }
 
 post({ type: 'ready' });

@@ -20,8 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { prefixHeldError, remoteError, SnapshotError } from '../core/errors.js';
 import { STATE_DIR } from '../core/layout.js';
-import type { Remote, RemoteOptions } from './client.js';
-import { Ending, monotonicMs, RenewalThread, Validity, type LeaseHandoff } from './lease-keeper.js';
+import type { Remote } from './client.js';
+import { monotonicMs, RenewalThread, Validity, type LeaseHandoff } from './lease-keeper.js';
 import { readObject, writeObject, type WriteCondition } from './objects.js';
 import { provePreconditions } from './preconditions.js';
 
@@ -92,8 +92,6 @@ export class Lease {
   private renewing: Promise<void> | undefined;
   /** Renewals handed to the renewal thread (lease-keeper.ts), and the lease's id there. */
   private kept: { thread: RenewalThread; id: number } | undefined;
-  /** Hears of each renewal (the renewal thread tells the main thread). */
-  onRenewed: ((etag: string, body: LeaseBody) => void) | undefined;
   /** Writes of the lease object since it was taken or handed over: renewals and the release. */
   writes = 0;
 
@@ -140,11 +138,12 @@ export class Lease {
     options: LeaseOptions,
     seen: Sightings = new Sightings(),
   ): Promise<Lease | LeaseView> {
-    // Started now, so that it has loaded by the time a lease is taken (see keepRenewing).
-    RenewalThread.shared();
     for (let attempt = 0; ; attempt++) {
       const view = await Lease.look(remote, name);
       if (view !== undefined && !seen.isFree(view, options.holder)) return view;
+      // Started as the lease is taken, loading while it is written (see keepRenewing); a standby
+      // that never leads never starts it.
+      RenewalThread.shared();
       const sentAt = monotonicMs();
       const body = newBody(name, options, view);
       const etag = await writeObject(remote, leasePath(name), JSON.stringify(body), 'application/json', takeCondition(view));
@@ -185,14 +184,14 @@ export class Lease {
       );
       throw this.lost;
     }
-    if (this.validity.ended === Ending.Lost) {
+    if (this.validity.lost) {
       // Still valid by the clock, so the renewal thread found it taken over; its words arrive by message, maybe not yet.
       throw (this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was taken over by another publisher`));
     }
   }
 
   get held(): boolean {
-    return this.lost === undefined && this.validity.ended === Ending.None && monotonicMs() <= this.validity.untilMs;
+    return this.lost === undefined && !this.validity.lost && monotonicMs() <= this.validity.untilMs;
   }
 
   /**
@@ -242,11 +241,8 @@ export class Lease {
       singleWriter: this.options.singleWriter,
       validity: this.validity.buffer,
     };
+    // From here the thread holds the lease's versions: this side reads only the shared validity.
     const id = thread.keep(handoff, {
-      renewed: (etag, body) => {
-        this.etag = etag;
-        this.body = body as LeaseBody;
-      },
       lost: (kind, message, hint) => {
         this.lost ??= new SnapshotError(kind, message, { hint });
         this.lose();
@@ -277,7 +273,7 @@ export class Lease {
   private lose(): void {
     clearInterval(this.timer);
     clearTimeout(this.deadline);
-    this.validity.end(Ending.Lost);
+    this.validity.markLost();
     const onLost = this.onLost;
     this.onLost = undefined;
     onLost?.(this.lost!);
@@ -303,7 +299,6 @@ export class Lease {
     this.etag = etag;
     this.body = body;
     this.validity.untilMs = sentAt + validityMs(this.options.ttlMs);
-    this.onRenewed?.(etag, body);
     this.armDeadline();
   }
 
@@ -316,23 +311,16 @@ export class Lease {
       this.remote.counts.PUT += await this.kept.thread.release(this.kept.id);
       this.kept = undefined;
       this.lost ??= prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
-      this.validity.end(Ending.Released);
       return;
     }
     await this.renewing;
     if (!this.held) return;
     this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
-    this.validity.end(Ending.Released);
     const body: LeaseBody = { ...this.body, released: true, renewedAt: new Date().toISOString() };
     this.writes++;
     await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag }).catch(
       () => undefined,
     );
-  }
-
-  /** The bucket this lease lives in (the renewal thread keeps one client per bucket). */
-  get remoteOptions(): RemoteOptions {
-    return this.remote.options;
   }
 
   /** The holder as status files show it. */

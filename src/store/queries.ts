@@ -44,44 +44,27 @@ export function rowQueries(scope: RowScope): RowQueries {
     users: select(
       'id, username, display_name, bio, custom_domain, created_at, views, status, decoration_id',
       'users',
-      [READ_STATUSES, usersCondition(scope)],
+      [READ_STATUSES, scopeCondition(scope, 'users')],
       'id',
     ),
     // Walks the store's (user_id, position, id) index when it has one; otherwise SQLite sorts once.
-    socials: select('user_id, platform, url', 'socials', [childCondition(scope, 'socials')], 'user_id, position, id'),
-    badges: select('user_id, badge', 'badges', [childCondition(scope, 'badges')], 'user_id'),
-    bans: select('user_id, message, reason, banned_at', 'bans', [childCondition(scope, 'bans')], 'user_id'),
+    socials: select('user_id, platform, url', 'socials', [scopeCondition(scope, 'socials')], 'user_id, position, id'),
+    badges: select('user_id, badge', 'badges', [scopeCondition(scope, 'badges')], 'user_id'),
+    bans: select('user_id, message, reason, banned_at', 'bans', [scopeCondition(scope, 'bans')], 'user_id'),
   };
 }
 
-/** The users rows of a scope, as a condition on the users table (undefined: every one). */
-function usersCondition(scope: RowScope): string | undefined {
-  switch (scope.kind) {
-    case 'all':
-      return undefined;
-    case 'selected':
-      return `id ${SELECTED_IDS}`;
-    case 'slice':
-      return sliceCondition(scope.slice);
-  }
-}
-
 /**
- * The child rows of a scope's users, as a condition on a child table (undefined: every one). A
- * slice filters only the socials (the largest child table): badges and bans are read whole, which
- * costs less than the filter, and the merge join skips the rows of users in other slices.
+ * A scope as a condition on one table's rows (undefined: every row). A slice filters only the
+ * users and the socials (the largest child table): badges and bans are read whole, which costs less
+ * than the filter, and the merge join skips the rows of users in other slices.
  */
-function childCondition(scope: RowScope, table: 'socials' | 'badges' | 'bans'): string | undefined {
-  switch (scope.kind) {
-    case 'all':
-      return undefined;
-    case 'selected':
-      return `user_id ${SELECTED_IDS}`;
-    case 'slice':
-      return table === 'socials'
-        ? `user_id IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${sliceCondition(scope.slice)})`
-        : undefined;
-  }
+function scopeCondition(scope: RowScope, table: keyof RowQueries): string | undefined {
+  const userId = table === 'users' ? 'id' : 'user_id';
+  if (scope.kind === 'all') return undefined;
+  if (scope.kind === 'selected') return `${userId} ${SELECTED_IDS}`;
+  if (table === 'users') return sliceCondition(scope.slice);
+  return table === 'socials' ? `user_id IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${sliceCondition(scope.slice)})` : undefined;
 }
 
 const SELECTED_IDS = 'IN (SELECT id FROM temp.pass_ids)';

@@ -2,7 +2,6 @@
  * One line per cycle, built from the cycle's status record, so the watcher's log and `regenerate`
  * print the same words. Pure functions: the CLI decides where the lines go.
  */
-import { reportOf } from '../core/errors.js';
 import { summaryCounts } from '../core/text.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
@@ -26,12 +25,6 @@ export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string
   const files = cycle.files ?? { written: 0, unchanged: 0, removed: 0 };
   return `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${summaryCounts({ ...cycle, files })}; ${seconds}`;
 }
-
-/**
- * The error part of a cycle's status (core/errors.ts's report): the log line stays one line; a bug's
- * stack goes to the status file (and is printed once per streak).
- */
-export const errorStatus = (error: unknown): NonNullable<CycleStatus['error']> => reportOf(error);
 
 /** e.g. "leader of the prefix (host a, pid 12)" or "standby: host b, pid 34 leads (lease renewed 3 s ago)" */
 export function formatRole(status: Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'>): string {

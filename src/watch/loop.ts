@@ -22,7 +22,8 @@ import { StoreSession } from '../incremental/session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { PublishRunner, type PublishResult } from './publisher.js';
 import type { PublishOptions } from '../publish/publish.js';
-import { errorStatus, formatCycle } from './format.js';
+import { reportOf } from '../core/errors.js';
+import { formatCycle } from './format.js';
 import { writeStatus, type CycleStatus, type PublishStatus, type WatchStatus } from './status.js';
 
 export interface WatchOptions {
@@ -285,7 +286,7 @@ export class Watcher {
       writeStatus(this.lock.outDir, status);
       this.statusFailing = false;
     } catch (error) {
-      if (!this.statusFailing) this.options.onEvent({ type: 'status-failed', message: errorStatus(error).message });
+      if (!this.statusFailing) this.options.onEvent({ type: 'status-failed', message: reportOf(error).message });
       this.statusFailing = true;
     }
   }
@@ -374,6 +375,7 @@ function failedCycle(
     warnings: null,
     files: null,
     snapshotTime: null,
-    error: errorStatus(failure),
+    // The log line stays one line; a bug's stack goes to the status file (printed once per streak).
+    error: reportOf(failure),
   };
 }

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import type { PublishOptions, PublishReport } from '../publish/publish.js';
 import { DEFAULT_LEASE_TTL_MS } from '../publish/lease-times.js';
-import { errorStatus } from './format.js';
+import { reportOf } from '../core/errors.js';
 import { Leadership, type Role } from './leadership.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
@@ -134,7 +134,7 @@ export class PublishRunner {
       const { publish } = await import('../publish/publish.js');
       report = await publish({ ...this.options, lockSightings: this.leadership.lockSightings });
     } catch (failure) {
-      error = errorStatus(failure);
+      error = reportOf(failure);
     }
     const now = new Date().toISOString();
     const status = this.status;

@@ -1,71 +1,26 @@
 /**
  * One build, read as its steps: open the store and take the out dir's lock, plan what may be skipped
  * (incremental/plan.ts), stage a pass over one consistent snapshot (pass/pass.ts), commit the output, and
- * record the pass. Plain data in (BuildOptions), plain data out (BuildReport).
+ * record the pass. Plain data in (BuildOptions, resolved once: build-options.ts), plain data out
+ * (BuildReport).
  */
 import { performance } from 'node:perf_hooks';
-import { normalizeBaseUrl } from './core/config.js';
+import { resolveBuildOptions, type BuildOptions, type BuildRun, type ResolvedBuildOptions } from './build-options.js';
 import { StrictWarningsError } from './core/errors.js';
 import { keepYoungGenerationSmall } from './core/memory.js';
-import { PROFILE_DIRS, resolveOutDir } from './core/layout.js';
-import { toolIdentity } from './core/version.js';
-import { BUILD_NOTICE_PROFILES_PER_DIR, NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
+import { PROFILE_DIRS } from './core/layout.js';
+import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import type { LastPass } from './incremental/last-pass.js';
 import { PassPlan } from './incremental/plan.js';
 import type { StoreSession } from './incremental/session.js';
 import { stagePass, type PassInputs, type StagedPass } from './pass/pass.js';
-import { DEFAULT_THREADS } from './pass/threads.js';
 import { OutDirLock } from './output/lock.js';
 import type { WriteCounts } from './output/tree.js';
 import type { RowWarning } from './render/user.js';
 import { ProfileStore } from './store/read.js';
 import { count } from './core/text.js';
 
-export interface BuildOptions {
-  db: string;
-  out: string;
-  /** Absolute http(s) URL without query or fragment (see normalizeBaseUrl). */
-  baseUrl: string;
-  /** Snapshot time, ms since the epoch (the wall clock, or SOURCE_DATE_EPOCH). */
-  snapshotMs: number;
-  /** Reproducible mode (SOURCE_DATE_EPOCH): executionTimeMs is written as 0 so bytes repeat exactly. */
-  reproducible?: boolean;
-  /** Any warning fails the build (exit 4) and nothing is written. */
-  strict?: boolean;
-  busyTimeoutMs?: number;
-  /** Called now and then during the pass with the number of rows read so far. */
-  onProgress?: (rowsRead: number) => void;
-  /**
-   * The out dir's lock when the caller already holds it (a watcher holds it for its whole life).
-   * Otherwise the build takes it for its duration, so two builds, or a build and a watcher, never
-   * write one tree at once; it waits up to `lockWaitMs` (default 5000) for a holder, then exits 5.
-   */
-  lock?: OutDirLock;
-  /**
-   * A notice is reported when a users folder holds more profiles than this (default 50,000): Netlify
-   * refuses a deploy with more than 54,000 files in one folder.
-   */
-  folderNoticeAt?: number;
-  lockWaitMs?: number;
-  /**
-   * Read every row even when the store is unchanged since the last build (by default such a build
-   * reads nothing and writes nothing: see incremental/plan.ts), and heal the tree: every file the
-   * manifest says is unchanged is checked on disk, and one missing, truncated or altered is rewritten.
-   */
-  fullPass?: boolean;
-  /**
-   * Threads a full pass may be shared between (default: two when the machine has two CPUs; 1 never
-   * shares). The output is the same either way.
-   */
-  threads?: number;
-  /** How long the store's files must have been left alone before their stamp is trusted (tests). */
-  storeSettleMs?: number;
-  /**
-   * A long-lived reader (the watcher's) to use instead of opening the store: it remembers the last
-   * pass, so a pass can read only the users whose rows changed since (see incremental/session.ts).
-   */
-  session?: StoreSession;
-}
+export type { BuildOptions, BuildRun, ResolvedBuildOptions } from './build-options.js';
 
 export interface BuildReport {
   out: string;
@@ -104,10 +59,14 @@ export interface BuildReport {
   storeUnchanged: boolean;
 }
 
-export function build(options: BuildOptions): BuildReport {
+/**
+ * One build with `options` (resolved here unless they already are: see build-options.ts); `run`
+ * gives what differs between the builds of one process, over the run given with the options.
+ */
+export function build(options: BuildOptions | ResolvedBuildOptions, run: BuildRun = {}): BuildReport {
   keepYoungGenerationSmall();
-  const inputs = resolveInputs(options);
-  const { store, session } = inputs;
+  const inputs = openInputs(resolveBuildOptions(options), run);
+  const { store, session, lock } = inputs;
   let ownLock: OutDirLock | undefined;
   // A build that fails leaves a new out dir as it found it: the folders its lock made go again (a
   // watcher, which holds the lock, keeps its out dir).
@@ -115,19 +74,19 @@ export function build(options: BuildOptions): BuildReport {
   try {
     // Taken after the store opened (a bad --db fails fast, creating nothing) and before the snapshot
     // is read, so the tree is brought to a snapshot no older than the previous writer's.
-    if (options.lock === undefined) ownLock = OutDirLock.acquire(inputs.outDir, { command: 'build', waitMs: options.lockWaitMs });
-    const plan = new PassPlan({ ...inputs, session, fullPass: options.fullPass ?? false, storeSettleMs: options.storeSettleMs });
+    if (lock === undefined) ownLock = OutDirLock.acquire(inputs.outDir, { command: 'build', waitMs: inputs.options.lockWaitMs });
+    const plan = new PassPlan({ ...inputs, fullPass: inputs.healing, storeSettleMs: inputs.options.storeSettleMs });
     const last = plan.unchanged();
     if (last !== undefined) {
-      if (options.strict && last.warnings.length > 0) throw new StrictWarningsError(last.warnings);
+      if (inputs.strict && last.warnings.length > 0) throw new StrictWarningsError(last.warnings);
       built = true;
-      return unchangedReport(last, options, inputs);
+      return unchangedReport(last, inputs);
     }
     const staged = stageInSnapshot(inputs, plan);
     const files = commit(staged, plan);
     built = true;
     plan.record({ ...staged, files: files.written + files.unchanged });
-    return passReport(staged, files, options, inputs);
+    return passReport(staged, files, inputs);
   } finally {
     ownLock?.release({ removeCreatedFolders: !built });
     if (!session) store.close();
@@ -135,29 +94,33 @@ export function build(options: BuildOptions): BuildReport {
 }
 
 interface BuildInputs extends PassInputs {
+  options: ResolvedBuildOptions;
   session: StoreSession | undefined;
+  lock: OutDirLock | undefined;
 }
 
-/** Options made absolute and checked once; the store opened (the session's, if there is one). */
-function resolveInputs(options: BuildOptions): BuildInputs {
+/** The resolved options and this build's run, with the store opened (the session's, if there is one). */
+function openInputs(options: ResolvedBuildOptions, given: BuildRun): BuildInputs {
   const started = performance.now();
-  // Normalised here too, so library callers get the same checks and no doubled slash.
-  const baseUrl = normalizeBaseUrl(options.baseUrl, 'baseUrl');
-  const { session } = options;
+  const run = { ...options.run };
+  for (const [key, value] of Object.entries(given)) if (value !== undefined) Object.assign(run, { [key]: value });
+  const { session } = run;
   const store = session ? session.open() : ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   return {
+    options,
     store,
     session,
-    baseUrl,
+    lock: run.lock,
     started,
-    outDir: resolveOutDir(options.out),
-    renderedBy: `${toolIdentity()}\t${baseUrl}`,
-    snapshotMs: options.snapshotMs,
-    reproducible: options.reproducible ?? false,
-    strict: options.strict ?? false,
-    onProgress: options.onProgress,
-    threads: options.threads ?? DEFAULT_THREADS,
-    healing: options.fullPass ?? false,
+    outDir: options.outDir,
+    baseUrl: options.baseUrl,
+    renderKey: options.renderKey,
+    snapshotMs: run.snapshotMs ?? Date.now(),
+    reproducible: run.reproducible ?? false,
+    strict: options.strict,
+    onProgress: run.onProgress,
+    threads: options.threads,
+    healing: run.fullPass ?? false,
     manifests: session?.manifests,
   };
 }
@@ -203,17 +166,17 @@ function folderNotices(profiles: number, noticeAt: number): string[] {
 }
 
 /** Advice about the whole tree; in a session, why its copy of the snapshot could not be kept. */
-function notices(profiles: number, options: BuildOptions, inputs: BuildInputs): string[] {
+function notices(profiles: number, inputs: BuildInputs): string[] {
   const copyNotice = inputs.session ? inputs.store.shadow.failureNotice() : undefined;
-  const folder = folderNotices(profiles, options.folderNoticeAt ?? BUILD_NOTICE_PROFILES_PER_DIR);
+  const folder = folderNotices(profiles, inputs.options.folderNoticeAt);
   return copyNotice === undefined ? folder : [...folder, copyNotice];
 }
 
 /** The report of a build that found the last pass still standing: the same counts and warnings. */
-function unchangedReport(last: LastPass, options: BuildOptions, inputs: BuildInputs): BuildReport {
+function unchangedReport(last: LastPass, inputs: BuildInputs): BuildReport {
   return {
     out: inputs.outDir,
-    snapshotTime: new Date(options.snapshotMs).toISOString(),
+    snapshotTime: new Date(inputs.snapshotMs).toISOString(),
     profiles: last.profiles,
     creators: last.creators,
     skipped: last.skipped,
@@ -223,17 +186,17 @@ function unchangedReport(last: LastPass, options: BuildOptions, inputs: BuildInp
     files: { written: 0, unchanged: last.files, removed: 0 },
     repaired: null,
     warnings: last.warnings,
-    notices: notices(last.profiles, options, inputs),
+    notices: notices(last.profiles, inputs),
     seconds: (performance.now() - inputs.started) / 1000,
     storeUnchanged: true,
   };
 }
 
-function passReport(staged: StagedPass, files: WriteCounts, options: BuildOptions, inputs: BuildInputs): BuildReport {
+function passReport(staged: StagedPass, files: WriteCounts, inputs: BuildInputs): BuildReport {
   const { profiles, creators, skipped, rendered, rowsRead, warnings, threads } = staged;
   return {
     out: inputs.outDir,
-    snapshotTime: new Date(options.snapshotMs).toISOString(),
+    snapshotTime: new Date(inputs.snapshotMs).toISOString(),
     profiles,
     creators,
     skipped,
@@ -243,7 +206,7 @@ function passReport(staged: StagedPass, files: WriteCounts, options: BuildOption
     files,
     repaired: inputs.healing ? staged.output.repaired : null,
     warnings,
-    notices: notices(profiles, options, inputs),
+    notices: notices(profiles, inputs),
     seconds: (performance.now() - inputs.started) / 1000,
     storeUnchanged: false,
   };

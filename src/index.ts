@@ -2,7 +2,8 @@
  * The library behind the CLI: every command is a thin wrapper over one of these. Importing this
  * module loads all of them; the CLI loads only the one it runs.
  */
-export { build, type BuildOptions, type BuildReport } from './build.js';
+export { build, type BuildReport } from './build.js';
+export { BUILD_DEFAULTS, resolveBuildOptions, type BuildOptions, type BuildRun, type ResolvedBuildOptions } from './build-options.js';
 /** The CLI's memory upkeep (V8 flags, timely collections), for a host that wants the CLI's memory profile. */
 export { enableMemoryUpkeep } from './core/memory.js';
 export { normalizeBaseUrl, snapshotTime } from './core/config.js';

@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { ExitCode, reportOf, StrictWarningsError } from '../core/errors.js';
-import { enableMemoryUpkeep } from '../core/memory.js';
+import { applyMemoryUpkeep } from './memory-upkeep.js';
 import type { CliState, Io } from './io.js';
 import { formatWarnings } from './report.js';
 import { TOOL_VERSION } from '../core/version.js';
@@ -34,8 +34,6 @@ const COMMANDS: Record<string, () => Promise<CommandFactory>> = {
 
 /** Runs the CLI and returns the exit code; never calls process.exit. */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
-  // The CLI owns its process: a build may tune its V8 and collect when it should (core/memory.ts).
-  enableMemoryUpkeep();
   const state: CliState = { json: false };
   const program = new Command('profile-snapshot')
     .description('Pre-render the public profile API from the profile store (SQLite) as static JSON files for a CDN.')
@@ -45,6 +43,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     .exitOverride();
 
   try {
+    // The CLI owns its process: a build may tune its V8 and collect when it should (core/memory.ts).
+    applyMemoryUpkeep(io.env);
     // The first word that is not an option names the command; only that one is loaded. Anything else
     // (no command, `help`, a typo) loads them all, for the full help or commander's suggestion.
     const named = argv.find((arg) => !arg.startsWith('-'));

@@ -3,22 +3,12 @@
  * environment, then the default, and validated into BuildOptions.
  */
 import { Command, Option } from 'commander';
-import type { BuildOptions } from '../build.js';
-import { normalizeBaseUrl, snapshotTime } from '../core/config.js';
-import { DEFAULT_OUT_DIR } from '../core/layout.js';
+import { BUILD_DEFAULTS as DEFAULTS, resolveBuildOptions, type ResolvedBuildOptions } from '../build-options.js';
+import { snapshotTime } from '../core/config.js';
 import { count } from '../core/text.js';
-import { DEFAULT_THREADS, SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../pass/threads.js';
-import { DEFAULT_BUSY_TIMEOUT_MS } from '../store/busy-timeout.js';
+import { SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../pass/threads.js';
 import { parseNumber, wholeNumber } from './numbers.js';
 import type { Io } from './io.js';
-
-export const DEFAULTS = {
-  db: 'data/profiles.db',
-  out: DEFAULT_OUT_DIR,
-  baseUrl: 'http://localhost:3000',
-  busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
-  threads: DEFAULT_THREADS,
-} as const;
 
 export interface BuildFlags {
   db?: string;
@@ -81,8 +71,11 @@ export function outDirOption(flags: { out?: string }, env: NodeJS.ProcessEnv): s
   return flags.out ?? env.PROFILE_OUT ?? DEFAULTS.out;
 }
 
-/** Everything but the snapshot time, which each build takes afresh (see `snapshotTime`). */
-export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOptions, 'snapshotMs' | 'reproducible'> {
+/**
+ * The flags, then the environment, resolved by the library into the options every build of the
+ * command uses (the snapshot time is each build's own: see `snapshotTime`).
+ */
+export function buildOptionsFromFlags(flags: BuildFlags, io: Io): ResolvedBuildOptions {
   const { env } = io;
   const baseUrlSource =
     flags.baseUrl !== undefined
@@ -92,13 +85,12 @@ export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOption
         : env.URL !== undefined
           ? 'URL'
           : 'the default base URL';
-  const baseUrlInput = flags.baseUrl ?? env.BASE_URL ?? env.URL ?? DEFAULTS.baseUrl;
   // Validate SOURCE_DATE_EPOCH now so a bad value is a usage error before any work.
   snapshotTime(env.SOURCE_DATE_EPOCH);
-  return {
-    db: flags.db ?? env.PROFILE_DB ?? DEFAULTS.db,
+  const options = {
+    db: flags.db ?? env.PROFILE_DB,
     out: outDirOption(flags, env),
-    baseUrl: normalizeBaseUrl(baseUrlInput, baseUrlSource),
+    baseUrl: flags.baseUrl ?? env.BASE_URL ?? env.URL,
     strict: Boolean(flags.strict),
     fullPass: Boolean(flags.full),
     busyTimeoutMs: wholeNumber(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
@@ -108,4 +100,5 @@ export function resolveBuildOptions(flags: BuildFlags, io: Io): Omit<BuildOption
       max: 64,
     }),
   };
+  return resolveBuildOptions(options, baseUrlSource);
 }

@@ -11,7 +11,7 @@
  *
  * All of it changes the process's V8 (its flags, a collection now), so it is the host's choice: it
  * does nothing until the process opts in (`enableMemoryUpkeep`; the CLI does), and a library user's
- * process is left as it was. Threads a pass starts follow their parent (`memoryUpkeepEnabled`).
+ * process is left as it was. Threads a pass starts follow their parent (`memoryUpkeep`).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -25,19 +25,53 @@ import { runInNewContext } from 'node:vm';
  */
 const MIN_STEP = 16 * 2 ** 20;
 
-let collect: (() => void) | undefined | null;
-let floor = 0;
-let enabled = false;
+/**
+ * Where a pass asks for a collection. Each is kept because the memory benchmark (`npm run
+ * bench:memory`, BENCHMARKS.md) shows the peak resident memory rise without it; that benchmark
+ * skips them one at a time.
+ */
+export const COLLECTION_POINTS = [
+  /** Every few thousand rows of a pass, when the heap grew enough. */
+  'rows',
+  /** After a full pass's rows, before the list: the threads' handovers have just been taken in. */
+  'before-list',
+  /** Once the list's bookkeeping is let go of. */
+  'list-written',
+  /** Once the list, its gzip variant and the other documents are staged, before the commit. */
+  'after-list',
+  /** Every few pieces of the list's gzip variant, when the heap grew enough. */
+  'gzip-pieces',
+  /** In a pass's thread, before its handover is posted (the pass that made it is garbage). */
+  'handover',
+  /** In a pass's thread, as it ends (the message held a copy of the handover). */
+  'thread-end',
+] as const;
+export type CollectionPoint = (typeof COLLECTION_POINTS)[number];
 
-/** Lets the build tune this process's V8 and collect when it should (the CLI's choice, and its threads'). */
-export function enableMemoryUpkeep(): void {
-  enabled = true;
+/** What the host lets the build do to its process (see `enableMemoryUpkeep`). */
+export interface MemoryUpkeep {
+  /** Keep V8's young generation at its starting size (see `keepYoungGenerationSmall`); default true. */
+  youngGeneration?: boolean;
+  /** Collection points left out (for the benchmark that shows what each is worth). */
+  skip?: readonly CollectionPoint[];
 }
 
-export const memoryUpkeepEnabled = (): boolean => enabled;
+let collect: (() => void) | undefined | null;
+let floor = 0;
+let upkeep: Required<MemoryUpkeep> | undefined;
+
+/** Lets the build tune this process's V8 and collect when it should (the CLI's choice, and its threads'). */
+export function enableMemoryUpkeep(settings: MemoryUpkeep = {}): void {
+  upkeep = { youngGeneration: settings.youngGeneration ?? true, skip: [...(settings.skip ?? [])] };
+}
+
+/** The upkeep this process opted into, for the threads a pass starts (undefined: none). */
+export const memoryUpkeep = (): MemoryUpkeep | undefined => upkeep;
+
+const collectsAt = (point: CollectionPoint): boolean => upkeep !== undefined && !upkeep.skip.includes(point);
 
 function gc(): (() => void) | null {
-  if (!enabled) return null;
+  if (upkeep === undefined) return null;
   if (collect === undefined) {
     try {
       setFlagsFromString('--expose-gc');
@@ -50,8 +84,8 @@ function gc(): (() => void) | null {
 }
 
 /** Collects when the heap grew enough since the last collection; cheap to call every few thousand rows. */
-export function collectIfGrown(): void {
-  if (!enabled) return;
+export function collectIfGrown(point: CollectionPoint): void {
+  if (!collectsAt(point)) return;
   const used = process.memoryUsage().heapUsed;
   if (used < Math.max(floor + MIN_STEP, floor * 1.25)) return;
   const run = gc();
@@ -64,20 +98,20 @@ export function collectIfGrown(): void {
  * Collects now: a thread that handed its work over frees what it held before it ends, while the
  * thread it handed it to takes it in (the heap of an ending thread is not freed at once).
  */
-export function collectNow(): void {
-  if (!enabled) return;
+export function collectNow(point: CollectionPoint): void {
+  if (!collectsAt(point)) return;
   gc()?.();
   floor = process.memoryUsage().heapUsed;
 }
 
 /**
- * Keeps V8's young generation at its starting size. Left to grow, it reaches 32 MB per thread in a
- * pass that allocates steadily (each row's strings die young), which is resident memory and buys
+ * Keeps V8's young generation at its starting size. Left to grow, it reaches tens of megabytes per
+ * thread in a pass that allocates steadily (each row's strings die young), which is resident memory and buys
  * nothing here. A worker thread's start applies the process's V8 flags again, so a pass that starts
  * threads calls this once they run.
  */
 export function keepYoungGenerationSmall(): void {
-  if (!enabled) return;
+  if (!upkeep?.youngGeneration) return;
   try {
     setFlagsFromString('--semi-space-growth-factor=1');
   } catch {

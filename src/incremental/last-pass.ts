@@ -1,7 +1,7 @@
 /**
  * The record of the last full pass over the store: what it published, and every condition under
  * which that output is still exactly what a new pass would write. A build that finds them all
- * unchanged (same tool, same store stamp, same base URL, the manifest it wrote, and a snapshot time
+ * unchanged (same render key, same store stamp, the manifest it wrote, and a snapshot time
  * at which no published profile's accountAgeDays has moved) has nothing to do, and reads no row.
  *
  * The record is removed before a pass changes anything and written after its commit, so it never
@@ -9,17 +9,17 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { sameRenderKey, type RenderKey } from '../core/render-key.js';
 import type { RowWarning } from '../render/user.js';
 import { guard, replaceFileWith } from '../output/folders.js';
 import { LAST_PASS_FILE, STATE_DIR } from '../core/layout.js';
 import { manifestStamp } from '../output/manifest.js';
 
 export interface PassConditions {
-  /** toolIdentity() of the tool that made the pass. */
-  tool: string;
+  /** What rendered the pass: tool and base URL (core/render-key.ts). */
+  renderKey: RenderKey;
   /** The store's stamp, taken before the pass read its snapshot (settled or not: see store/stamp.ts). */
   store: string;
-  baseUrl: string;
 }
 
 export interface PassResult {
@@ -32,7 +32,7 @@ export interface PassResult {
 }
 
 export interface LastPass extends PassConditions, PassResult {
-  format: 1;
+  format: 2;
   snapshotMs: number;
   /** The first snapshot time at which some published profile's accountAgeDays changes; null: never. */
   stableUntilMs: number | null;
@@ -52,10 +52,9 @@ export function currentPass(outDir: string, conditions: PassConditions, snapshot
     return undefined; // none, unreadable or torn: a full pass, which writes a new one
   }
   const holds =
-    record.format === 1 &&
-    record.tool === conditions.tool &&
+    record.format === 2 &&
+    sameRenderKey(record.renderKey, conditions.renderKey) &&
     record.store === conditions.store &&
-    record.baseUrl === conditions.baseUrl &&
     record.snapshotMs <= snapshotMs &&
     (record.stableUntilMs === null || snapshotMs < record.stableUntilMs) &&
     record.manifest === manifestStamp(outDir) &&
@@ -75,7 +74,7 @@ export function recordPass(outDir: string, pass: Omit<LastPass, 'format' | 'mani
   const manifest = manifestStamp(outDir);
   if (manifest === undefined) return;
   try {
-    replaceFileWith(outDir, join(outDir, LAST_PASS_FILE), JSON.stringify({ format: 1, ...pass, manifest } satisfies LastPass));
+    replaceFileWith(outDir, join(outDir, LAST_PASS_FILE), JSON.stringify({ format: 2, ...pass, manifest } satisfies LastPass));
   } catch {
     // A full disk, say: no record, and the next build merely reads every row again.
   }

@@ -10,7 +10,7 @@
  * Below all of these, the output transaction writes only documents whose data hash changed
  * (output/tree.ts).
  */
-import { toolIdentity } from '../core/version.js';
+import type { RenderKey } from '../core/render-key.js';
 import type { ProfileStore } from '../store/read.js';
 import type { StoreStamp } from '../store/stamp.js';
 import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';
@@ -22,9 +22,8 @@ export interface PlanInputs {
   session: StoreSession | undefined;
   /** Absolute. */
   outDir: string;
-  /** Tool and base URL the tree is rendered with (a manifest's renderedBy). */
-  renderedBy: string;
-  baseUrl: string;
+  /** What the tree is rendered with (core/render-key.ts). */
+  renderKey: RenderKey;
   snapshotMs: number;
   /** Read every row even when the records say nothing changed. */
   fullPass: boolean;
@@ -45,7 +44,7 @@ export class PassPlan {
 
   constructor(private readonly inputs: PlanInputs) {
     this.stamp = inputs.store.stamp(inputs.storeSettleMs);
-    this.conditions = { tool: toolIdentity(), store: this.stamp.value, baseUrl: inputs.baseUrl };
+    this.conditions = { renderKey: inputs.renderKey, store: this.stamp.value };
   }
 
   /** Only a settled stamp may say the store is as the last pass read it (see store/stamp.ts). */
@@ -64,9 +63,9 @@ export class PassPlan {
 
   /** Inside the pass's read transaction: the users to read, or undefined for every row. */
   selection(): Selection | undefined {
-    const { session, store, outDir, renderedBy, snapshotMs, fullPass } = this.inputs;
+    const { session, store, outDir, renderKey, snapshotMs, fullPass } = this.inputs;
     if (fullPass) return session?.forget();
-    return session?.selection(store, outDir, renderedBy, snapshotMs, this.trustedStamp);
+    return session?.selection(store, outDir, renderKey, snapshotMs, this.trustedStamp);
   }
 
   /** Still inside the read transaction: the session's copy is brought to the snapshot just staged. */
@@ -88,8 +87,8 @@ export class PassPlan {
 
   /** Records a committed pass, for the next build (the record) and the next cycle (the session). */
   record(pass: CommittedPass): void {
-    const { store, session, outDir, renderedBy, snapshotMs } = this.inputs;
-    session?.recordPublished(store, { outDir, renderedBy, snapshotMs, storeStamp: this.stamp.value, warnings: pass.warnings });
+    const { store, session, outDir, renderKey, snapshotMs } = this.inputs;
+    session?.recordPublished(store, { outDir, renderKey, snapshotMs, storeStamp: this.stamp.value, warnings: pass.warnings });
     const { profiles, creators, skipped, files, warnings } = pass;
     const stableUntilMs = pass.stableUntilMs === Infinity ? null : pass.stableUntilMs;
     recordPass(outDir, { ...this.conditions, snapshotMs, stableUntilMs, profiles, creators, skipped, files, warnings });
@@ -101,14 +100,14 @@ export class PassPlan {
    * The copy only counts if the store's stamp did not move while it was taken.
    */
   private adoptUnchanged(session: StoreSession, last: LastPass): void {
-    const { store, outDir, renderedBy, storeSettleMs } = this.inputs;
-    if (session.holds(store, outDir, renderedBy)) return;
+    const { store, outDir, renderKey, storeSettleMs } = this.inputs;
+    if (session.holds(store, outDir, renderKey)) return;
     try {
       const copied = store.inSnapshot(() => store.shadow.capture() && store.stamp(storeSettleMs).value === this.stamp.value);
       if (!copied) return;
       session.recordPublished(store, {
         outDir,
-        renderedBy,
+        renderKey,
         snapshotMs: last.snapshotMs,
         storeStamp: this.stamp.value,
         warnings: last.warnings,

@@ -8,7 +8,7 @@ import { nextAgeChangeMs, parseStoreDate, wholeDaysBetween } from '../render/dat
 import { Col, type StoreRow } from '../store/read.js';
 import type { CreatorsList } from '../output/creators.js';
 import { hasSignature, listLength } from '../output/manifest.js';
-import type { OutputTransaction } from '../output/tree.js';
+import type { OutputTransaction, SliceTransaction } from '../output/tree.js';
 import { rowSignature } from './signature.js';
 
 export class RowKeeper {
@@ -18,7 +18,7 @@ export class RowKeeper {
   stableUntilMs = Infinity;
 
   constructor(
-    private readonly output: OutputTransaction,
+    private readonly output: OutputTransaction | SliceTransaction,
     private readonly creators: CreatorsList,
     private readonly snapshotMs: number,
   ) {}

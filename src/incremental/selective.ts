@@ -19,9 +19,9 @@ export class SelectionFallsShort extends Error {}
  */
 export function carryOverUnselected(output: OutputTransaction, creators: CreatorsList, store: ProfileStore, selection: Selection): number {
   const carried = output.carryOver(releasedNames(output, store, selection));
-  if (carried === undefined || !creators.keepCarried()) throw new SelectionFallsShort();
+  if (carried === undefined || !creators.keepCarried(output, carried)) throw new SelectionFallsShort();
   store.shadow.select(selection.users);
-  return carried;
+  return carried.count;
 }
 
 /**

@@ -9,6 +9,7 @@
  * signatures instead, see row-keeper.ts).
  */
 import { statSync } from 'node:fs';
+import { sameRenderKey, type RenderKey } from '../core/render-key.js';
 import { manifestStamp } from '../output/manifest.js';
 import { ManifestCache } from '../output/manifest-cache.js';
 import type { RowWarning } from '../render/user.js';
@@ -18,8 +19,8 @@ import type { StoreChanges } from '../store/shadow.js';
 /** The last published pass, as far as a selective pass needs it. */
 interface Published {
   outDir: string;
-  /** Tool and base URL it was rendered with (a manifest's renderedBy). */
-  renderedBy: string;
+  /** What it was rendered with (core/render-key.ts). */
+  renderKey: RenderKey;
   /** The manifest as that pass wrote it (inode, size, mtime). */
   manifest: string;
   /** Its snapshot time: account ages in the tree are as of then. */
@@ -87,14 +88,14 @@ export class StoreSession {
   selection(
     store: ProfileStore,
     outDir: string,
-    renderedBy: string,
+    renderKey: RenderKey,
     snapshotMs: number,
     storeStamp: string | undefined,
   ): Selection | undefined {
     // Taken: until a pass records itself again, the next one reads every row (the copy's changes
     // roll back with a failed pass, but what it knows of them here would not).
     const last = this.published;
-    const holds = this.holds(store, outDir, renderedBy);
+    const holds = this.holds(store, outDir, renderKey);
     this.published = undefined;
     if (last === undefined || !holds) return undefined;
     let changes: StoreChanges | undefined;
@@ -120,13 +121,13 @@ export class StoreSession {
   }
 
   /** Whether the last pass recorded is still the one in `outDir`, as this store's copy knows it. */
-  holds(store: ProfileStore, outDir: string, renderedBy: string): boolean {
+  holds(store: ProfileStore, outDir: string, renderKey: RenderKey): boolean {
     const last = this.published;
     return (
       store === this.store &&
       last !== undefined &&
       last.outDir === outDir &&
-      last.renderedBy === renderedBy &&
+      sameRenderKey(last.renderKey, renderKey) &&
       store.shadow.captured &&
       manifestStamp(outDir) === last.manifest
     );
@@ -137,13 +138,13 @@ export class StoreSession {
    * in that pass's read transaction); forgets the last one otherwise.
    */
   recordPublished(store: ProfileStore, pass: Omit<Published, 'manifest' | 'warned'> & { warnings: readonly RowWarning[] }): void {
-    const { outDir, renderedBy, snapshotMs, storeStamp } = pass;
+    const { outDir, renderKey, snapshotMs, storeStamp } = pass;
     this.published = undefined;
     const manifest = manifestStamp(pass.outDir);
     const warned = new Set(pass.warnings.map((w) => w.id));
     // A warning's id past 2^53 is rounded and cannot name its row: such a store is always read whole.
     if (store !== this.store || !store.shadow.captured || manifest === undefined || ![...warned].every(Number.isSafeInteger)) return;
-    this.published = { outDir, renderedBy, manifest, snapshotMs, storeStamp, warned };
+    this.published = { outDir, renderKey, manifest, snapshotMs, storeStamp, warned };
   }
 }
 

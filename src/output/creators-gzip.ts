@@ -180,7 +180,7 @@ function assemble(
     const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
     try {
       for (let p = 0; p < plan.pieces.length; p++) {
-        if (p % COLLECT_EVERY === 0) collectIfGrown();
+        if (p % COLLECT_EVERY === 0) collectIfGrown('gzip-pieces');
         const { key, kept } = plan.pieces[p]!;
         if (kept !== undefined) written.push({ ...kept, offset: out.copy(lastFile!, kept), reused: true });
         else written.push({ key, ...out.put(deflater.next()), reused: false });

@@ -18,7 +18,9 @@ import { stageCreatorsGzip, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './manifest.js';
 import { PositionedReader } from './positioned-reader.js';
-import { positionsAmong, type OutputShare, type OutputTransaction } from './tree.js';
+import type { CarriedOver } from './diff.js';
+import { positionsAmong } from './staging.js';
+import type { OutputHandover, OutputTransaction, SliceTransaction } from './tree.js';
 
 /**
  * Up to this size the scratch file is read back whole; beyond it, one positioned read per member.
@@ -27,22 +29,22 @@ import { positionsAmong, type OutputShare, type OutputTransaction } from './tree
 const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 
 /**
- * The members another thread's share of a pass found (see `handOver`), as plain data. Names and
- * hashes are not repeated here: each member is named by its place among the share's profiles,
+ * The members another thread's slice of a pass found (see `handOver`), as plain data. Names and
+ * hashes are not repeated here: each member is named by its place among the slice's profiles,
  * whose names and manifest entries (which start with the data hash) cross beside it.
  */
-export interface CreatorsShare {
+export interface CreatorsHandover {
   /** Its scratch file (in the staging folder) and the bytes in it. */
   scratch: string;
   scratchBytes: number;
-  /** Each member's index in the share's profiles. */
+  /** Each member's index in the slice's profiles. */
   profiles: Int32Array;
   offsets: Float64Array;
   lengths: Float64Array;
 }
 
-/** A share's profiles, as the transaction hands them over. */
-type ShareProfiles = Pick<OutputShare, 'names' | 'entries'>;
+/** A slice's profiles, as its transaction hands them over. */
+type SliceProfiles = Pick<OutputHandover, 'names' | 'entries'>;
 
 export class CreatorsList {
   private readonly names: string[] = [];
@@ -54,7 +56,7 @@ export class CreatorsList {
    */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
-  /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted share i - 1's. */
+  /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted handover i - 1's. */
   private readonly sources: number[] = [];
   private readonly adopted: { path: string; bytes: number }[] = [];
   private readonly scratch: BufferedFileWriter;
@@ -70,11 +72,11 @@ export class CreatorsList {
   private finalSize: number | undefined;
 
   /**
-   * `mayKeep` false: every member is rendered, none kept (a share of a pass whose owner cannot copy
+   * `mayKeep` false: every member is rendered, none kept (a slice of a pass whose owner cannot copy
    * members from the last list).
    */
   constructor(
-    private readonly tx: OutputTransaction,
+    tx: OutputTransaction | SliceTransaction,
     private readonly path: string,
     private readonly readWholeLimit = READ_WHOLE_LIMIT,
     mayKeep = true,
@@ -119,10 +121,10 @@ export class CreatorsList {
   }
 
   /**
-   * Ends a share's list (one thread's share of a pass): its members, for the owner to `adopt`, each
-   * by its index in `profileNames`, the share's profiles in the order they were added.
+   * Ends a slice's list (one thread's slice of a pass): its members, for the owner to `adopt`, each
+   * by its index in `profileNames`, the slice's profiles in the order they were added.
    */
-  handOver(profileNames: readonly string[]): CreatorsShare {
+  handOver(profileNames: readonly string[]): CreatorsHandover {
     this.scratch.close();
     const { offsets, lengths } = this;
     return {
@@ -134,29 +136,28 @@ export class CreatorsList {
     };
   }
 
-  /** Takes over the members another thread's share of this pass found, among its `profiles`. */
-  adopt(share: CreatorsShare, profiles: ShareProfiles): void {
-    this.adopted.push({ path: share.scratch, bytes: share.scratchBytes });
+  /** Takes over the members another thread's slice of this pass found, among its `profiles`. */
+  adopt(handover: CreatorsHandover, profiles: SliceProfiles): void {
+    this.adopted.push({ path: handover.scratch, bytes: handover.scratchBytes });
     const source = this.adopted.length;
-    for (let i = 0; i < share.profiles.length; i++) {
-      const profile = share.profiles[i]!;
+    for (let i = 0; i < handover.profiles.length; i++) {
+      const profile = handover.profiles[i]!;
       this.names.push(profiles.names[profile]!);
       this.hashes.push(profiles.entries[profile]!);
-      this.offsets.push(share.offsets[i]!);
-      this.lengths.push(share.lengths[i]!);
+      this.offsets.push(handover.offsets[i]!);
+      this.lengths.push(handover.lengths[i]!);
       this.sources.push(source);
     }
   }
 
   /**
    * Right after OutputTransaction.carryOver (a selective pass), keeps every member of the last list
-   * whose profile was carried over: all but those handed back, found by name. An entry the last
+   * whose profile was carried over: all but those it released, found by name. An entry the last
    * list did not record is filled in from the carried profiles. False when members cannot be kept.
    */
-  keepCarried(): boolean {
+  keepCarried(owner: OutputTransaction, { released }: CarriedOver): boolean {
     const last = this.last;
-    const released = this.tx.releasedProfiles();
-    if (last === undefined || released === undefined) return false;
+    if (last === undefined) return false;
     const { names } = last.members;
     const entries = (last.members.entries ??= new Array<string | undefined>(names.length));
     const dropped = new Uint8Array(names.length);
@@ -170,7 +171,7 @@ export class CreatorsList {
       if (index !== -1) drop(index);
     }
     for (let i = 0; i < names.length; i++) {
-      if (dropped[i] === 0 && entries[i] === undefined && (entries[i] = this.tx.carriedEntry(names[i]!)) === undefined) drop(i);
+      if (dropped[i] === 0 && entries[i] === undefined && (entries[i] = owner.carriedEntry(names[i]!)) === undefined) drop(i);
     }
     this.carried = { members: last.members, entries, dropped, count };
     return true;
@@ -182,23 +183,23 @@ export class CreatorsList {
    * gzip variant (creators-gzip.ts), deflated on up to `threads` threads; returns what that cost,
    * when it was staged.
    */
-  finish(head: string, tail: () => string, threads = 1): GzipPieces | undefined {
+  finish(owner: OutputTransaction, head: string, tail: () => string, threads = 1): GzipPieces | undefined {
     this.scratch.close();
     const order = this.listOrder();
     const headLength = Buffer.byteLength(head);
     const memberHashes = this.memberHashes(order);
     const digest = new Fingerprint().update(memberHashes).digest();
-    const rewritten = this.tx.streamedFile(this.path, digest, (sink) => {
+    const rewritten = owner.streamedFile(this.path, digest, (sink) => {
       sink.write(`${head}[`);
       this.writeMembers(sink, order, headLength);
       sink.write(`]${tail()}`);
     });
     const listed = this.inListOrder(order);
-    this.tx.setList(listed);
-    if (!rewritten) this.stampUnchanged(headLength, listed.lengths);
+    owner.setList(listed);
+    if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
     this.letGoOfMembers();
     const layout = { headLength, ...listed, hashes: memberHashes };
-    return stageCreatorsGzip(this.tx, { path: this.path, hash: digest, rewritten }, layout, threads);
+    return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, threads);
   }
 
   /**
@@ -210,7 +211,7 @@ export class CreatorsList {
     for (const column of [this.names, this.hashes, this.offsets, this.lengths, this.sources]) column.length = 0;
     this.last = undefined;
     this.carried = undefined;
-    collectNow(); // most of the heap's growth since the last collection is garbage now
+    collectNow('list-written'); // most of the heap's growth since the last collection is garbage now
   }
 
   /**
@@ -324,10 +325,10 @@ export class CreatorsList {
    * no stamp: record one once the file is checked to have the shape the members' lengths give it,
    * so the next build can copy from it.
    */
-  private stampUnchanged(headLength: number, lengths: number[]): void {
+  private stampUnchanged(owner: OutputTransaction, headLength: number, lengths: number[]): void {
     if (this.last !== undefined) return;
     const closing = lengths.reduce((at, length) => at + length + 1, headLength + 1) - (lengths.length > 0 ? 1 : 0);
-    this.tx.stampUnchangedFile(this.path, (file) => {
+    owner.stampUnchangedFile(this.path, (file) => {
       try {
         const reader = new PositionedReader(file, false);
         try {

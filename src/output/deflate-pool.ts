@@ -22,7 +22,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { keepYoungGenerationSmall, memoryUpkeepEnabled } from '../core/memory.js';
+import { keepYoungGenerationSmall, memoryUpkeep } from '../core/memory.js';
 import { crc32, deflatePiece } from './gzip-member.js';
 import { PositionedReader } from './positioned-reader.js';
 
@@ -118,7 +118,7 @@ interface WorkerLink {
 function startWorker(url: URL): WorkerLink | undefined {
   const { port1, port2 } = new MessageChannel();
   try {
-    const worker = new Worker(url, { workerData: { port: port2, memoryUpkeep: memoryUpkeepEnabled() }, transferList: [port2] });
+    const worker = new Worker(url, { workerData: { port: port2, memoryUpkeep: memoryUpkeep() }, transferList: [port2] });
     worker.unref();
     // A worker that fails to load says so in an event; this thread goes on without it all the same.
     worker.on('error', () => undefined);

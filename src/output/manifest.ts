@@ -38,8 +38,8 @@ export const PENDING = '-';
 const LINE_CHUNK = 512 * 1024;
 
 export interface Manifest {
-  /** toolIdentity() and base URL of the build that wrote it ('' when unknown: format 1). */
-  renderedBy: string;
+  /** The render key of the build that wrote it (core/render-key.ts; '' when unknown: format 1). */
+  renderKey: string;
   /** lower-case username -> `hash<TAB>signature<TAB>length` (see profileEntry), or PENDING */
   profiles: Map<string, string>;
   /** path relative to the out dir -> `hash<TAB>stamp`, or PENDING */
@@ -65,7 +65,7 @@ export interface ListOrder {
   entries?: (string | undefined)[];
 }
 
-const emptyManifest = (): Manifest => ({ renderedBy: '', profiles: new Map(), files: new Map(), list: undefined });
+const emptyManifest = (): Manifest => ({ renderKey: '', profiles: new Map(), files: new Map(), list: undefined });
 
 /**
  * Entries are kept as the manifest line's own text, one string per profile: at a million profiles a
@@ -136,16 +136,16 @@ export function fileEntry(hash: string, stamp: string | undefined): string {
  * members of that slice only, or all of them (`wholeList`: the owner's, which writes the whole list).
  * The list is judged usable or not on all of its members, as a whole read would.
  */
-export interface ManifestShare {
+export interface ManifestSlice {
   slice: Slice;
   wholeList: boolean;
 }
 
 /**
  * Reads the manifest `chunkBytes` at a time (tests pass small chunks to cross every line boundary),
- * every profile's entry, or with `share` only those of one slice of the users.
+ * every profile's entry, or with `part` only those of one slice of the users.
  */
-export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, share?: ManifestShare): Manifest {
+export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: ManifestSlice): Manifest {
   const path = join(outDir, MANIFEST_FILE);
   let fd: number;
   try {
@@ -155,7 +155,7 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, share?: Ma
     throw unreadable(path, cause);
   }
   try {
-    return parseManifest(fd, path, chunkBytes, share);
+    return parseManifest(fd, path, chunkBytes, part);
   } finally {
     closeSync(fd);
   }
@@ -164,12 +164,12 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, share?: Ma
 const unreadable = (path: string, cause: unknown) =>
   outputError(`cannot read the tool's manifest ${path}`, "check the out dir's permissions", cause);
 
-function parseManifest(fd: number, path: string, chunkBytes: number, share: ManifestShare | undefined): Manifest {
+function parseManifest(fd: number, path: string, chunkBytes: number, part: ManifestSlice | undefined): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
   const list: Required<ListOrder> = { names: [], lengths: [], entries: [] };
-  const inShare = (name: string) => share === undefined || inSlice(name, share.slice);
-  const wholeList = share === undefined || share.wholeList;
+  const inPart = (name: string) => part === undefined || inSlice(name, part.slice);
+  const wholeList = part === undefined || part.wholeList;
   let header = true,
     afterHeader = false,
     recorded: { digest: string; bytes: number } | undefined,
@@ -182,8 +182,8 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
       const headerLine = bytes.toString('utf8', start, end);
       const fields = headerLine.split('\t');
       if (fields[0] !== HEADER && headerLine !== HEADER_V1) throw unrecognised(path);
-      manifest.renderedBy = fields[0] === HEADER ? fields.slice(1).join('\t') : '';
-      membersInOrder = manifest.renderedBy !== '';
+      manifest.renderKey = fields[0] === HEADER ? fields.slice(1).join('\t') : '';
+      membersInOrder = manifest.renderKey !== '';
       afterHeader = true;
       return;
     }
@@ -202,7 +202,7 @@ function parseManifest(fd: number, path: string, chunkBytes: number, share: Mani
     const key = own(text, bytes, start + 2, tab),
       value = own(text, bytes, tab + 1, end);
     if (kind === PROFILE_LINE) {
-      const kept = inShare(key);
+      const kept = inPart(key);
       if (kept) manifest.profiles.set(key, value);
       const length = membersInOrder ? listLength(value) : undefined;
       if (length === undefined) {
@@ -297,7 +297,7 @@ function forEachLine(
 export function writeManifest(outDir: string, manifest: Manifest, last?: LastMemberLines): void {
   let membersAt = 0;
   replaceManifest(outDir, 'new', (out, temporary) => {
-    const header = `${HEADER}\t${manifest.renderedBy}\n`;
+    const header = `${HEADER}\t${manifest.renderKey}\n`;
     out.write(header);
     out.write(digestLine('0'.repeat(DIGEST_HEX), 0));
     const digest = out.digestFromHere();

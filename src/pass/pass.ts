@@ -3,7 +3,7 @@
  * those users (everything else carried over, see incremental/selective.ts). Each row is kept
  * unrendered when the incremental layer says it may be, or rendered and staged; then the creators
  * list, the error documents and the contract. The caller commits the staged output. A full pass of
- * a large store is shared between threads (threads.ts), each reading one share of the users.
+ * a large store is shared between threads (threads.ts), each reading one slice of the users.
  */
 import { performance } from 'node:perf_hooks';
 import { contractText } from '../core/contract.js';
@@ -17,7 +17,9 @@ import { carryOverUnselected, checkDuplicateHolder, SelectionFallsShort } from '
 import type { Selection } from '../incremental/session.js';
 import { CreatorsList } from '../output/creators.js';
 import { manifestBytes } from '../output/manifest.js';
-import { OutputTransaction } from '../output/tree.js';
+import { OutputTransaction, SliceTransaction } from '../output/tree.js';
+import { trustFor } from '../incremental/trust.js';
+import type { RenderKey } from '../core/render-key.js';
 import { nextAgeChangeMs } from '../render/dates.js';
 import {
   ERRORS,
@@ -33,7 +35,7 @@ import { renderUser, type RowWarning } from '../render/user.js';
 import { ALL_ROWS, SELECTED_ROWS, sliceRows, type RowScope } from '../store/queries.js';
 import { Col, ProfileStore, type StoreRow } from '../store/read.js';
 import type { Slice } from '../core/slice.js';
-import { PassThreads, type PassShare, type ShareHooks, type ShareInputs } from './threads.js';
+import { PassThreads, type PassCounts, type PassHandover, type SliceHooks, type SliceInputs } from './threads.js';
 
 const PROGRESS_EVERY = 10_000;
 /** How often (in rows) a shared pass's threads look at each other's flags. */
@@ -44,7 +46,7 @@ export interface PassInputs {
   store: ProfileStore;
   /** Absolute. */
   outDir: string;
-  renderedBy: string;
+  renderKey: RenderKey;
   baseUrl: string;
   snapshotMs: number;
   /** executionTimeMs is written as 0, so bytes repeat exactly. */
@@ -62,16 +64,9 @@ export interface PassInputs {
 }
 
 /** A pass rendered and staged, its output not committed yet. */
-export interface StagedPass {
+export interface StagedPass extends PassCounts {
   output: OutputTransaction;
-  profiles: number;
   creators: number;
-  skipped: number;
-  rendered: number;
-  rowsRead: number;
-  warnings: RowWarning[];
-  /** The first snapshot time at which a published profile's account age turns over. */
-  stableUntilMs: number;
   /** Whether it read only the selected users (a selective pass can fall back to a full one). */
   selective: boolean;
   /** Threads that read the store's rows (see threads.ts). */
@@ -85,16 +80,16 @@ export interface StagedPass {
 export function stagePass(inputs: PassInputs, selection: Selection | undefined): StagedPass {
   if (selection !== undefined) {
     try {
-      return new Pass(inputs, selection).stage();
+      return new OwnerPass(inputs, selection).stage();
     } catch (error) {
       if (!(error instanceof SelectionFallsShort)) throw error;
     }
   }
   // Started first, so the other threads load while this one reads the last build's manifest.
   const threads = startThreads(inputs);
-  let pass: Pass;
+  let pass: OwnerPass;
   try {
-    pass = new Pass(inputs, undefined, { threads });
+    pass = new OwnerPass(inputs, undefined, threads);
   } catch (error) {
     threads?.stop();
     throw error;
@@ -103,18 +98,18 @@ export function stagePass(inputs: PassInputs, selection: Selection | undefined):
 }
 
 function startThreads(inputs: PassInputs): PassThreads | undefined {
-  const { store, threads, outDir, renderedBy, baseUrl, snapshotMs, reproducible, healing } = inputs;
+  const { store, threads, outDir, renderKey, baseUrl, snapshotMs, reproducible, healing } = inputs;
   if (threads < 2) return undefined;
-  const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderedBy, baseUrl, snapshotMs, reproducible, healing };
+  const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderKey, baseUrl, snapshotMs, reproducible, healing };
   return PassThreads.start(store, shared, threads, manifestBytes(outDir));
 }
 
 /**
- * One share of a full pass, on another thread (thread.ts): opens its own connection, takes its
- * snapshot, and once the owner lets it go, reads, renders and stages the share's users. Undefined
- * when the owner reads the share itself (their snapshots could not be proven the same).
+ * One slice of a full pass, on another thread (thread.ts): opens its own connection, takes its
+ * snapshot, and once the owner lets it go, reads, renders and stages the slice's users. Undefined
+ * when the owner reads the slice itself (their snapshots could not be proven the same).
  */
-export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | undefined {
+export function stageSlice(shared: SliceInputs, hooks: SliceHooks): PassHandover | undefined {
   const store = ProfileStore.open(shared.db, { busyTimeoutMs: shared.busyTimeoutMs });
   try {
     // Its own commit mark is of no use: the owner's proves the snapshot.
@@ -123,7 +118,7 @@ export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | 
         const go = hooks.mayGo();
         if (go === undefined) return undefined;
         const inputs: PassInputs = { ...shared, store, strict: false, onProgress: undefined, started: performance.now(), threads: 1 };
-        return new Pass(inputs, undefined, { share: { slice: shared.slice, ...go } }).stageShare(hooks);
+        return new SlicePass(inputs, shared.slice, go.mayKeepMembers).stage(hooks);
       },
       { mark: false },
     );
@@ -132,147 +127,47 @@ export function stageShare(shared: ShareInputs, hooks: ShareHooks): PassShare | 
   }
 }
 
-/** A share's part in a full pass: which users, and whether unchanged list members may be kept. */
-interface ShareRole {
-  slice: Slice;
-  mayKeepMembers: boolean;
-}
-
-class Pass {
-  private readonly output: OutputTransaction;
-  private readonly creators: CreatorsList;
-  private readonly keeper: RowKeeper;
-  private readonly warnings: RowWarning[] = [];
-  private profiles = 0;
-  private skipped = 0;
-  private rendered = 0;
-  private rowsRead = 0;
-  private threadsUsed = 1;
+/** What both kinds of pass do with each row: keep it, or render and stage it. */
+abstract class RowReader<Output extends OutputTransaction | SliceTransaction> {
+  protected readonly creators: CreatorsList;
+  protected readonly keeper: RowKeeper;
+  protected readonly warnings: RowWarning[] = [];
+  protected profiles = 0;
+  protected skipped = 0;
+  protected rendered = 0;
+  protected rowsRead = 0;
   /** Carried-over profiles were not read: the selection says when the first of their ages turns over. */
-  private stableUntilMs: number;
-
-  /** Another thread's share of a full pass, if this is one (see `stageShare`). */
-  private readonly share: ShareRole | undefined;
-  /** The other threads of a full pass this thread owns, while they work. */
-  private threads: PassThreads | undefined;
+  protected stableUntilMs = Infinity;
   /** Called every POLL_EVERY rows: the shared pass's flags. */
-  private onRows: (() => void) | undefined;
+  protected onRows: (() => void) | undefined;
 
-  constructor(
-    private readonly inputs: PassInputs,
-    private readonly selection: Selection | undefined,
-    role: { share?: ShareRole; threads?: PassThreads } = {},
+  protected constructor(
+    protected readonly inputs: PassInputs,
+    protected readonly output: Output,
+    mayKeepMembers: boolean,
   ) {
-    const { share } = role;
-    this.share = share;
-    this.threads = role.threads;
-    this.output = share
-      ? OutputTransaction.join(inputs.outDir, inputs.renderedBy, share.slice, inputs.healing)
-      : OutputTransaction.begin(inputs.outDir, inputs.renderedBy, {
-          ownSlice: role.threads?.ownSlice,
-          healing: inputs.healing,
-          cache: inputs.manifests,
-        });
-    this.creators = new CreatorsList(this.output, CREATORS_FILE, undefined, share?.mayKeepMembers ?? true);
-    this.keeper = new RowKeeper(this.output, this.creators, inputs.snapshotMs);
-    this.stableUntilMs = selection?.stableUntilMs ?? Infinity;
+    this.creators = new CreatorsList(output, CREATORS_FILE, undefined, mayKeepMembers);
+    this.keeper = new RowKeeper(output, this.creators, inputs.snapshotMs);
   }
 
-  stage(): StagedPass {
-    try {
-      if (this.selection !== undefined) {
-        this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
-        this.readRows(SELECTED_ROWS);
-      } else {
-        this.output.readsEveryRow();
-        this.readShared();
-      }
-      this.inputs.onProgress?.(this.rowsRead);
-      // A full pass collects before the list: a shared one has just taken in its threads' shares,
-      // whose garbage would otherwise stay through the list's writing. A selective pass read few
-      // rows, and the list collects once it is written (letGoOfMembers): a full collection costs as
-      // much as the live heap, a million carried entries, so one a cycle will do.
-      if (this.selection === undefined) collectIfGrown();
-      this.stageFixedDocuments();
-      if (this.inputs.strict && this.warnings.length > 0) throw new StrictWarningsError(this.warnings);
-      collectIfGrown();
-      return this.result();
-    } catch (error) {
-      this.threads?.stop();
-      this.output.abort();
-      throw error;
-    }
-  }
+  /** A published name already taken by a lower id (rows arrive in id order): see OwnerPass. */
+  protected onDuplicate(_name: string, _id: number): void {}
 
-  /** A share's part: its rows, then what it staged, for the owner (see `stageShare`). */
-  stageShare(hooks: ShareHooks): PassShare {
-    try {
-      this.onRows = () => hooks.rowsRead(this.rowsRead);
-      this.output.readsEveryRow();
-      this.readRows(sliceRows(this.share!.slice));
-      const { profiles, skipped, rendered, rowsRead, warnings, stableUntilMs } = this.result();
-      const output = this.output.handOver();
-      return {
-        output,
-        creators: this.creators.handOver(output.names),
-        profiles,
-        skipped,
-        rendered,
-        rowsRead,
-        warnings,
-        stableUntilMs,
-      };
-    } catch (error) {
-      this.output.abort();
-      throw error;
-    }
-  }
-
-  /**
-   * Every row, shared with other threads when the store is large enough (threads.ts): this
-   * thread reads its own share, then takes over what the others staged, and reads any share they
-   * could not.
-   */
-  private readShared(): void {
-    const { threads } = this;
-    if (threads === undefined) return this.readRows(ALL_ROWS);
-    threads.ownerReady(this.creators.canKeep);
-    threads.poll();
-    this.onRows = () => threads.poll();
-    this.readRows(sliceRows(threads.ownSlice));
-    this.threads = undefined; // collect ends them, whatever happens
-    const { shares, unread } = threads.collect();
-    for (const slice of unread) {
-      this.output.includeSlice(slice);
-      this.readRows(sliceRows(slice));
-    }
-    for (const share of shares) this.adopt(share);
-    this.threadsUsed += shares.length;
-    // In id order, as a single thread reads them (a row's own warnings keep their order).
-    if (shares.length > 0) this.warnings.sort((a, b) => a.id - b.id);
-  }
-
-  private adopt(share: PassShare): void {
-    this.output.adopt(share.output);
-    this.creators.adopt(share.creators, share.output);
-    this.profiles += share.profiles;
-    this.skipped += share.skipped;
-    this.rendered += share.rendered;
-    this.rowsRead += share.rowsRead;
-    for (const warning of share.warnings) this.warnings.push(warning);
-    this.stableUntilMs = Math.min(this.stableUntilMs, share.stableUntilMs);
-  }
-
-  private readRows(scope: RowScope): void {
+  protected readRows(scope: RowScope): void {
     this.inputs.store.forEachRow((row) => this.readRow(row), scope);
+  }
+
+  /** Rows read by other threads so far, for progress. */
+  protected otherRowsRead(): number {
+    return 0;
   }
 
   private readRow(row: StoreRow): void {
     const rowsRead = ++this.rowsRead;
     if (rowsRead % POLL_EVERY === 0) this.onRows?.();
     if (rowsRead % PROGRESS_EVERY === 0) {
-      this.inputs.onProgress?.(rowsRead + (this.threads?.rowsRead() ?? 0));
-      collectIfGrown();
+      this.inputs.onProgress?.(rowsRead + this.otherRowsRead());
+      collectIfGrown('rows');
     }
     const kept = this.keeper.keep(row);
     if (kept !== true) this.renderRow(row, kept);
@@ -294,7 +189,7 @@ class Pass {
     const name = user.username.toLowerCase();
     // Rows arrive in id order, so the first of a case-insensitive duplicate has the lowest id.
     if (this.output.hasProfile(name)) {
-      checkDuplicateHolder(this.output, this.inputs.store, this.selection, name, row.user[Col.id]);
+      this.onDuplicate(name, row.user[Col.id]);
       this.warnings.push({
         id: row.user[Col.id],
         reason: "username equals another user's ignoring letter case, and that user has a lower id; not published",
@@ -311,10 +206,114 @@ class Pass {
     this.profiles++;
   }
 
+  protected elapsedSince(since: number): number {
+    return this.inputs.reproducible ? 0 : performance.now() - since;
+  }
+
+  /** What was read, kept and rendered so far. */
+  protected counts(): PassCounts {
+    return {
+      profiles: this.profiles + this.keeper.kept,
+      skipped: this.skipped,
+      rendered: this.rendered,
+      rowsRead: this.rowsRead,
+      warnings: this.warnings,
+      stableUntilMs: Math.min(this.stableUntilMs, this.keeper.stableUntilMs),
+    };
+  }
+}
+
+/** The pass a build stages and commits: all users, or its own slice and its threads' handovers. */
+class OwnerPass extends RowReader<OutputTransaction> {
+  private threadsUsed = 1;
+  /** The other threads of a full pass this thread owns, while they work. */
+  private threads: PassThreads | undefined;
+
+  constructor(
+    inputs: PassInputs,
+    private readonly selection: Selection | undefined,
+    threads?: PassThreads,
+  ) {
+    const trust = trustFor(inputs.renderKey, inputs.healing);
+    super(inputs, OutputTransaction.begin(inputs.outDir, { trust, ownSlice: threads?.ownSlice, cache: inputs.manifests }), true);
+    this.threads = threads;
+    this.stableUntilMs = selection?.stableUntilMs ?? Infinity;
+  }
+
+  stage(): StagedPass {
+    try {
+      if (this.selection !== undefined) {
+        this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
+        this.readRows(SELECTED_ROWS);
+      } else {
+        this.output.readsEveryRow();
+        this.readShared();
+      }
+      this.inputs.onProgress?.(this.rowsRead);
+      // A full pass collects before the list: a shared one has just taken in its threads' slices,
+      // whose garbage would otherwise stay through the list's writing. A selective pass read few
+      // rows, and the list collects once it is written (letGoOfMembers): a full collection costs as
+      // much as the live heap, a million carried entries, so one a cycle will do.
+      if (this.selection === undefined) collectIfGrown('before-list');
+      this.stageFixedDocuments();
+      if (this.inputs.strict && this.warnings.length > 0) throw new StrictWarningsError(this.warnings);
+      collectIfGrown('after-list');
+      return this.result();
+    } catch (error) {
+      this.threads?.stop();
+      this.output.abort();
+      throw error;
+    }
+  }
+
+  protected override onDuplicate(name: string, id: number): void {
+    checkDuplicateHolder(this.output, this.inputs.store, this.selection, name, id);
+  }
+
+  protected override otherRowsRead(): number {
+    return this.threads?.rowsRead() ?? 0;
+  }
+
+  /**
+   * Every row, shared with other threads when the store is large enough (threads.ts): this
+   * thread reads its own slice, then takes over what the others staged, and reads any slice they
+   * could not.
+   */
+  private readShared(): void {
+    const { threads } = this;
+    if (threads === undefined) return this.readRows(ALL_ROWS);
+    threads.ownerReady(this.creators.canKeep);
+    threads.poll();
+    this.onRows = () => threads.poll();
+    this.readRows(sliceRows(threads.ownSlice));
+    this.threads = undefined; // collect ends them, whatever happens
+    const { handovers, unread } = threads.collect();
+    for (const slice of unread) {
+      this.output.includeSlice(slice);
+      this.readRows(sliceRows(slice));
+    }
+    for (const handover of handovers) this.adopt(handover);
+    this.threadsUsed += handovers.length;
+    // In id order, as a single thread reads them (a row's own warnings keep their order).
+    if (handovers.length > 0) this.warnings.sort((a, b) => a.id - b.id);
+  }
+
+  private adopt(handover: PassHandover): void {
+    this.output.adopt(handover.output);
+    this.creators.adopt(handover.creators, handover.output);
+    this.profiles += handover.profiles;
+    this.skipped += handover.skipped;
+    this.rendered += handover.rendered;
+    this.rowsRead += handover.rowsRead;
+    for (const warning of handover.warnings) this.warnings.push(warning);
+    this.stableUntilMs = Math.min(this.stableUntilMs, handover.stableUntilMs);
+  }
+
   /** The creators list, the error documents and the contract (published byte for byte). */
   private stageFixedDocuments(): void {
     const { snapshotMs, started, threads } = this.inputs;
-    this.creators.finish(SUCCESS_HEAD, () => envelopeTail(meta(snapshotMs, this.elapsedSince(started))), threads);
+    const tail = () => envelopeTail(meta(snapshotMs, this.elapsedSince(started)));
+    this.creators.finish(this.output, SUCCESS_HEAD, tail, threads);
     for (const code of Object.keys(ERRORS) as ErrorCode[]) {
       const spec = ERRORS[code];
       this.output.file(errorFile(code), fingerprint(errorBody(spec)), () => errorDocument(spec, meta(snapshotMs, 0)));
@@ -323,26 +322,38 @@ class Pass {
     this.output.file(OPENAPI_FILE, fingerprint(contract), () => contract);
   }
 
-  private elapsedSince(since: number): number {
-    return this.inputs.reproducible ? 0 : performance.now() - since;
-  }
-
   private result(): StagedPass {
-    const { output, rendered, rowsRead, warnings } = this;
-    const profiles = this.profiles + this.keeper.kept;
-    const stableUntilMs = Math.min(this.stableUntilMs, this.keeper.stableUntilMs);
-    const selective = this.selection !== undefined;
     return {
-      output,
-      profiles,
+      ...this.counts(),
+      output: this.output,
       creators: this.creators.size,
-      skipped: this.skipped,
-      rendered,
-      rowsRead,
-      warnings,
-      stableUntilMs,
-      selective,
+      selective: this.selection !== undefined,
       threads: this.threadsUsed,
     };
+  }
+}
+
+/** A thread's slice of a full pass: its rows, staged into the owner's folder and handed over. */
+class SlicePass extends RowReader<SliceTransaction> {
+  constructor(
+    inputs: PassInputs,
+    private readonly slice: Slice,
+    mayKeepMembers: boolean,
+  ) {
+    super(inputs, SliceTransaction.join(inputs.outDir, slice, trustFor(inputs.renderKey, inputs.healing)), mayKeepMembers);
+  }
+
+  stage(hooks: SliceHooks): PassHandover {
+    try {
+      this.onRows = () => hooks.rowsRead(this.rowsRead);
+      this.output.readsEveryRow();
+      this.readRows(sliceRows(this.slice));
+      const counts = this.counts();
+      const output = this.output.handOver();
+      return { ...counts, output, creators: this.creators.handOver(output.names) };
+    } catch (error) {
+      this.output.abort();
+      throw error;
+    }
   }
 }

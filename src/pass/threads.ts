@@ -1,5 +1,5 @@
 /**
- * A full pass shared between threads: each thread reads, renders and writes one share of the users
+ * A full pass shared between threads: each thread reads, renders and writes one slice of the users
  * (core/slice.ts), this one included, and the others hand what they staged over to this thread,
  * which commits it all as one transaction. Rendering, hashing and above all the writes themselves
  * run side by side, which a single thread cannot do.
@@ -8,7 +8,7 @@
  * must see what this thread's sees. This thread took the store's commit mark just before its
  * snapshot (ProfileStore.snapshotMark); once the others have taken theirs, the mark is read again.
  * Unchanged, no commit came in between, and they are told to go on. Changed, they are told to stop
- * before writing anything, and this thread reads their shares itself, from its own snapshot.
+ * before writing anything, and this thread reads their slices itself, from its own snapshot.
  *
  * The pass stays synchronous: this thread waits on shared flags (Atomics) and takes each result
  * with receiveMessageOnPort. Without the compiled thread module (running from TypeScript sources, as
@@ -19,10 +19,11 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { describeCause, SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
-import { collectNow, enableMemoryUpkeep, keepYoungGenerationSmall, memoryUpkeepEnabled } from '../core/memory.js';
+import { collectNow, enableMemoryUpkeep, keepYoungGenerationSmall, memoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
+import type { RenderKey } from '../core/render-key.js';
 import type { Slice } from '../core/slice.js';
-import type { CreatorsShare } from '../output/creators.js';
-import type { OutputShare } from '../output/tree.js';
+import type { CreatorsHandover } from '../output/creators.js';
+import type { OutputHandover } from '../output/tree.js';
 import type { RowWarning } from '../render/user.js';
 import type { ProfileStore } from '../store/read.js';
 
@@ -31,7 +32,7 @@ const THREAD_URL = new URL('./thread.js', import.meta.url);
 export const SHARE_FROM = 20_000;
 /**
  * A rebuild is shared only while the last build's manifest is smaller than this: each thread holds
- * its share of the last build's entries beside what it stages, and past it the two threads' peak
+ * its slice of the last build's entries beside what it stages, and past it the two threads' peak
  * takes a million-profile rebuild over its memory budget, which one thread keeps (see BENCHMARKS.md).
  * A first build has no entries to hold and is always shared.
  */
@@ -41,12 +42,12 @@ export const DEFAULT_THREADS = 2;
 /** A thread whose row count has not moved for this long is given up on (the build fails). */
 const STALL_MS = 120_000;
 
-/** What another thread needs to read, render and stage its share: plain data. */
-export interface ShareInputs {
+/** What another thread needs to read, render and stage its slice: plain data. */
+export interface SliceInputs {
   db: string;
   busyTimeoutMs: number;
   outDir: string;
-  renderedBy: string;
+  renderKey: RenderKey;
   baseUrl: string;
   snapshotMs: number;
   reproducible: boolean;
@@ -54,23 +55,29 @@ export interface ShareInputs {
   slice: Slice;
 }
 
-/** What a share's thread staged, handed over to the owner. */
-export interface PassShare {
-  output: OutputShare;
-  creators: CreatorsShare;
+/** What a pass read, kept and rendered: a thread's slice or the whole. */
+export interface PassCounts {
+  /** Profiles published (kept or rendered). */
   profiles: number;
   skipped: number;
   rendered: number;
   rowsRead: number;
   warnings: RowWarning[];
+  /** The first snapshot time at which a published profile's account age turns over. */
   stableUntilMs: number;
 }
 
-/** How a share's thread talks to the owner while it works (see `runShare`). */
-export interface ShareHooks {
+/** What a slice's thread staged, handed over to the owner. */
+export interface PassHandover extends PassCounts {
+  output: OutputHandover;
+  creators: CreatorsHandover;
+}
+
+/** How a slice's thread talks to the owner while it works (see `runSlice`). */
+export interface SliceHooks {
   /**
    * Called once its snapshot is taken; waits for the owner's word: whether unchanged list members
-   * may be kept (CreatorsList.canKeep, the owner's), or undefined when the owner reads the share
+   * may be kept (CreatorsList.canKeep, the owner's), or undefined when the owner reads the slice
    * itself instead.
    */
   mayGo(): { mayKeepMembers: boolean } | undefined;
@@ -79,11 +86,11 @@ export interface ShareHooks {
 }
 
 interface ThreadData {
-  inputs: ShareInputs;
+  inputs: SliceInputs;
   control: SharedArrayBuffer;
   port: MessagePort;
   /** Whether the process opted in to memory upkeep (core/memory.ts): the thread follows it. */
-  memoryUpkeep: boolean;
+  memoryUpkeep: MemoryUpkeep | undefined;
 }
 
 /** Slots of a thread's control array, and their values. */
@@ -107,7 +114,7 @@ interface Thread {
 }
 
 export class PassThreads {
-  /** This thread's own share: slice 0. */
+  /** This thread's own slice: slice 0. */
   readonly ownSlice: Slice;
   /** The owner's CreatorsList.canKeep, once it is open (`ownerReady`); no thread goes on before. */
   private mayKeepMembers: boolean | undefined;
@@ -128,7 +135,7 @@ export class PassThreads {
    * it: `count` threads asked for, a CPU for each, enough users, a last build small enough to share
    * (`lastManifestBytes`), the compiled thread module.
    */
-  static start(store: ProfileStore, inputs: Omit<ShareInputs, 'slice'>, count: number, lastManifestBytes: number): PassThreads | undefined {
+  static start(store: ProfileStore, inputs: Omit<SliceInputs, 'slice'>, count: number, lastManifestBytes: number): PassThreads | undefined {
     // Started before the owner opens its output, so they load meanwhile; each takes its snapshot
     // as it starts, after the owner's mark.
     const mark = store.snapshotMark();
@@ -165,11 +172,11 @@ export class PassThreads {
   }
 
   /**
-   * Waits for every thread and returns what each staged, and the shares no thread read (this
+   * Waits for every thread and returns what each staged, and the slices no thread read (this
    * thread reads them itself). A thread's failure is thrown here, as the build's.
    */
-  collect(): { shares: PassShare[]; unread: Slice[] } {
-    const shares: PassShare[] = [];
+  collect(): { handovers: PassHandover[]; unread: Slice[] } {
+    const handovers: PassHandover[] = [];
     const unread: Slice[] = [...this.unstarted];
     try {
       // Every thread released first, so none waits for another to finish.
@@ -181,16 +188,16 @@ export class PassThreads {
         waitWhile(thread.control, STATE, READY);
         // Never released: it ended before taking its snapshot (it could not start or open the
         // store) and wrote nothing. Told to stop: it wrote nothing either.
-        const share = thread.released ? takeResult(thread) : undefined;
-        if (share === undefined) unread.push(thread.slice);
-        else shares.push(share);
+        const handover = thread.released ? takeResult(thread) : undefined;
+        if (handover === undefined) unread.push(thread.slice);
+        else handovers.push(handover);
       }
     } catch (error) {
       this.stop();
       throw error;
     }
     this.end();
-    return { shares, unread };
+    return { handovers, unread };
   }
 
   /** Stops every thread and waits until none writes any more (the build failed). */
@@ -223,16 +230,16 @@ export class PassThreads {
   }
 }
 
-type StageShare = (inputs: ShareInputs, hooks: ShareHooks) => PassShare | undefined;
+type StageSlice = (inputs: SliceInputs, hooks: SliceHooks) => PassHandover | undefined;
 
 /**
- * The body of a share's thread (thread.ts): loads the stage, runs it with hooks wired to the
+ * The body of a slice's thread (thread.ts): loads the stage, runs it with hooks wired to the
  * owner's flags, posts the result (or the error) and marks the thread ended, whatever happens.
  */
-export async function runShare(data: ThreadData, load: () => Promise<StageShare>): Promise<void> {
-  if (data.memoryUpkeep) enableMemoryUpkeep();
+export async function runSlice(data: ThreadData, load: () => Promise<StageSlice>): Promise<void> {
+  if (data.memoryUpkeep) enableMemoryUpkeep(data.memoryUpkeep);
   const control = new Int32Array(data.control);
-  const hooks: ShareHooks = {
+  const hooks: SliceHooks = {
     mayGo() {
       Atomics.store(control, STATE, READY);
       Atomics.notify(control, STATE);
@@ -246,34 +253,34 @@ export async function runShare(data: ThreadData, load: () => Promise<StageShare>
   };
   try {
     const stage = await load();
-    postShare(data.port, stage(data.inputs, hooks));
+    postHandover(data.port, stage(data.inputs, hooks));
   } catch (error) {
     data.port.postMessage({ error: serializeError(error) });
   } finally {
-    // The message holds a copy of the share: the thread's own is freed before the owner takes it in.
-    collectNow();
+    // The message holds a copy of the handover: the thread's own is freed before the owner takes it in.
+    collectNow('thread-end');
     Atomics.store(control, STATE, ENDED);
     Atomics.notify(control, STATE);
   }
 }
 
 /**
- * Posts what a share's thread staged. Its pass is garbage by now, all but the share itself: it is
- * freed first, so the pass and the message's copy of the share are never resident together.
+ * Posts what a slice's thread staged. Its pass is garbage by now, all but the handover itself: it
+ * is freed first, so the pass and the message's copy of the handover are never resident together.
  */
-function postShare(port: MessagePort, share: PassShare | undefined): void {
-  collectNow();
-  port.postMessage({ share });
+function postHandover(port: MessagePort, handover: PassHandover | undefined): void {
+  collectNow('handover');
+  port.postMessage({ handover });
 }
 
 function threadModuleExists(): boolean {
   return THREAD_URL.protocol === 'file:' && existsSync(fileURLToPath(THREAD_URL));
 }
 
-function startThread(inputs: ShareInputs): Thread | undefined {
+function startThread(inputs: SliceInputs): Thread | undefined {
   const control = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
   const { port1, port2 } = new MessageChannel();
-  const data: ThreadData = { inputs, control: control.buffer as SharedArrayBuffer, port: port2, memoryUpkeep: memoryUpkeepEnabled() };
+  const data: ThreadData = { inputs, control: control.buffer as SharedArrayBuffer, port: port2, memoryUpkeep: memoryUpkeep() };
   try {
     const worker = new Worker(THREAD_URL, { workerData: data, transferList: [port2] });
     worker.unref();
@@ -301,11 +308,11 @@ function waitWhile(control: Int32Array, slot: number, state: number): void {
   }
 }
 
-function takeResult(thread: Thread): PassShare | undefined {
-  const message = receiveMessageOnPort(thread.port)?.message as { share?: PassShare; error?: SerializedError } | undefined;
+function takeResult(thread: Thread): PassHandover | undefined {
+  const message = receiveMessageOnPort(thread.port)?.message as { handover?: PassHandover; error?: SerializedError } | undefined;
   if (message === undefined) throw new Error('bug: a pass thread ended without a result');
   if (message.error !== undefined) throw deserializeError(message.error);
-  return message.share;
+  return message.handover;
 }
 
 interface SerializedError {

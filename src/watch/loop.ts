@@ -15,7 +15,8 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FULL_CYCLE_REQUEST_FILE } from '../core/layout.js';
-import { build, type BuildOptions, type BuildReport } from '../build.js';
+import { build, type BuildReport } from '../build.js';
+import { resolveBuildOptions, type BuildOptions, type ResolvedBuildOptions } from '../build-options.js';
 import { fingerprint } from '../core/hash.js';
 import { OutDirLock } from '../output/lock.js';
 import { StoreSession } from '../incremental/session.js';
@@ -27,8 +28,8 @@ import { formatCycle } from './format.js';
 import { writeStatus, type CycleStatus, type PublishStatus, type WatchStatus } from './status.js';
 
 export interface WatchOptions {
-  /** Everything a build needs but the snapshot time (taken afresh each cycle) and the lock (held). */
-  build: Omit<BuildOptions, 'snapshotMs' | 'reproducible' | 'lock' | 'lockWaitMs' | 'onProgress' | 'session'>;
+  /** Every cycle's build options (resolved once, at start); each cycle takes its own snapshot time. */
+  build: BuildOptions | ResolvedBuildOptions;
   intervalMs: number;
   /** The snapshot time of a cycle: the wall clock, or SOURCE_DATE_EPOCH. */
   snapshotTime: () => { ms: number; reproducible: boolean };
@@ -65,6 +66,7 @@ export class Watcher {
   readonly done: Promise<void>;
   readonly lock: OutDirLock;
   private readonly options: WatchOptions;
+  private readonly buildOptions: ResolvedBuildOptions;
   /**
    * The store connection every cycle reads through, with its copy of the last cycle's snapshot: a
    * cycle reads only the users whose rows changed since (see incremental/session.ts).
@@ -94,14 +96,16 @@ export class Watcher {
    * the first cycle at once.
    */
   static start(options: WatchOptions): Watcher {
-    const lock = OutDirLock.acquire(options.build.out, { command: 'watch', waitMs: options.lockWaitMs });
-    return new Watcher(options, lock);
+    const buildOptions = resolveBuildOptions(options.build);
+    const lock = OutDirLock.acquire(buildOptions.outDir, { command: 'watch', waitMs: options.lockWaitMs });
+    return new Watcher(options, buildOptions, lock);
   }
 
-  private constructor(options: WatchOptions, lock: OutDirLock) {
+  private constructor(options: WatchOptions, buildOptions: ResolvedBuildOptions, lock: OutDirLock) {
     this.options = options;
+    this.buildOptions = buildOptions;
     this.lock = lock;
-    this.session = new StoreSession(options.build.db, { busyTimeoutMs: options.build.busyTimeoutMs });
+    this.session = new StoreSession(buildOptions.db, { busyTimeoutMs: buildOptions.busyTimeoutMs });
     if (options.exec) {
       const { command, env, stdout, stderr, minIntervalMs } = options.exec;
       this.exec = new ExecRunner(
@@ -231,9 +235,8 @@ export class Watcher {
       // `regenerate --full`: this cycle reads every row and heals the tree; asked again until one succeeds.
       const fullRequest = join(this.lock.outDir, FULL_CYCLE_REQUEST_FILE);
       const full = existsSync(fullRequest);
-      const report = build({
-        ...this.options.build,
-        ...(full ? { fullPass: true } : {}),
+      const report = build(this.buildOptions, {
+        fullPass: full || undefined,
         snapshotMs: time.ms,
         reproducible: time.reproducible,
         lock: this.lock,
@@ -298,7 +301,7 @@ export class Watcher {
       version: 1,
       pid: process.pid,
       out: this.lock.outDir,
-      db: this.options.build.db,
+      db: this.buildOptions.db,
       intervalSeconds: this.options.intervalMs / 1000,
       startedAt: this.startedAt,
       state: this.state,

@@ -35,7 +35,7 @@ describe.each([
       tx.profile(name, `hash-${name}`, '', Buffer.byteLength(json), () => json);
       list.add(name, json, `hash-${name}`);
     }
-    list.finish('{"head":', () => ',"tail":1}');
+    list.finish(tx, '{"head":', () => ',"tail":1}');
     tx.commit();
     const text = readFileSync(join(dir.path, 'list'), 'utf8');
     expect(text).toBe(`{"head":[${['_under', 'a-b', 'b.c', 'zed'].map((n) => members.find(([m]) => m === n)![1]).join(',')}],"tail":1}`);
@@ -46,7 +46,7 @@ describe.each([
 
 it('an empty list is an empty array', () => {
   const tx = OutputTransaction.begin(dir.path);
-  new CreatorsList(tx, 'list').finish('{"data":', () => '}');
+  new CreatorsList(tx, 'list').finish(tx, '{"data":', () => '}');
   tx.commit();
   expect(readFileSync(join(dir.path, 'list'), 'utf8')).toBe('{"data":[]}');
   expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).toString('utf8')).toBe('{"data":[]}');
@@ -67,7 +67,7 @@ describe('the gzip variant', () => {
       tx.profile(name, hash, '', Buffer.byteLength(json), () => json);
       list.add(name, json, hash);
     }
-    const pieces = list.finish('{"data":', () => '}');
+    const pieces = list.finish(tx, '{"data":', () => '}');
     tx.commit();
     expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).equals(readFileSync(join(dir.path, 'list')))).toBe(true);
     return pieces!;

@@ -12,6 +12,7 @@ import { SHARE_FROM } from '../../src/pass/threads.js';
 import { REPO } from '../helpers/paths.js';
 import { TestStore, tempDir, userName } from '../helpers/store.js';
 import { ensureCompiled } from '../watch/helpers.js';
+import { runCli } from '../helpers/process.js';
 
 const FIXTURE = join(REPO, 'test/core/fixtures/library-host.mjs');
 const ENTRY = pathToFileURL(join(REPO, 'build/index.js')).href;
@@ -42,5 +43,16 @@ describe('the library in a host process', () => {
   it('a host that opts in gets the upkeep the CLI uses', () => {
     const seen = host('opted-in', 'opt-in');
     expect(seen.after.gcExposed).toBe(true);
+  }, 120_000);
+
+  it('the CLI takes its upkeep from PROFILE_SNAPSHOT_MEMORY_UPKEEP, and refuses a part it does not know', () => {
+    const out = join(dir.path, 'cli');
+    for (const setting of ['off', '-rows,-young-generation', '']) {
+      const run = runCli(['build', '--db', db, '--out', out], { env: { PROFILE_SNAPSHOT_MEMORY_UPKEEP: setting } });
+      expect(run.code, run.stderr).toBe(0);
+    }
+    const bad = runCli(['build', '--db', db, '--out', out], { env: { PROFILE_SNAPSHOT_MEMORY_UPKEEP: '-nonsense' } });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/PROFILE_SNAPSHOT_MEMORY_UPKEEP has an unknown part "-nonsense".*-young-generation, -rows/);
   }, 120_000);
 });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { STATE_DIR } from '../../src/core/layout.js';
 import { recordPass } from '../../src/incremental/last-pass.js';
+import { renderKeyOf } from '../../src/core/render-key.js';
 import { writeClaims } from '../../src/output/manifest.js';
 import { writeStatus, type WatchStatus } from '../../src/watch/status.js';
 import { eachTestWorkspace, type Workspace } from '../helpers/store.js';
@@ -33,9 +34,8 @@ describe('small files under the state folder', () => {
     expect(() => writeClaims(out, { profiles: ['alice'], files: [] })).toThrow(/symbolic link/);
     // Best effort by design: a record it cannot write is skipped, never written elsewhere.
     recordPass(out, {
-      tool: 't',
+      renderKey: renderKeyOf('https://p.example.com', 't'),
       store: 's',
-      baseUrl: 'https://p.example.com',
       snapshotMs: 0,
       stableUntilMs: null,
       profiles: 0,

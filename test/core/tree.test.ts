@@ -87,7 +87,7 @@ describe('byte stability', () => {
       expect(chunked.profiles, `${chunkBytes}-byte chunks`).toEqual(manifest.profiles);
       expect(chunked.files).toEqual(manifest.files);
       expect(chunked.list).toEqual(manifest.list);
-      expect(chunked.renderedBy).toBe(manifest.renderedBy);
+      expect(chunked.renderKey).toBe(manifest.renderKey);
     }
     expect(manifest.list?.names.length).toBeGreaterThan(names.length);
     // A last line without its newline (a file cut short) still counts.

@@ -30,7 +30,7 @@ function manifestOf(names: string[], entryOf: (name: string) => string, files: n
   for (const name of others) profiles.set(name, `${entryOf(name).split('\t')[0]}\tsig\t`);
   const fileMap = new Map(Array.from({ length: files }, (_, i) => [`doc/${'x'.repeat(i)}`, `h${i}\t1:2:3`]));
   const lengths = entries.map((entry) => Number(entry.split('\t')[2]));
-  return { renderedBy: 'tool+1\thttp://x', profiles, files: fileMap, list: { names, lengths, entries } };
+  return { renderKey: 'tool+1\thttp://x', profiles, files: fileMap, list: { names, lengths, entries } };
 }
 
 it('copies unchanged member lines from the last manifest, and writes exactly what a fresh encoding writes', () => {

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { build } from '../../build.js';
 import { snapshotTime } from '../../core/config.js';
 import type { CliState, Io } from '../io.js';
-import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
+import { addBuildOptions, OUT_ENV_HELP, buildOptionsFromFlags, type BuildFlags } from '../options.js';
 import { formatSummary, formatWarnings, ProgressLine } from '../report.js';
 import { count } from '../../core/text.js';
 
@@ -16,13 +16,12 @@ export function buildCommand(io: Io, state: CliState): Command {
     .addHelpText('after', OUT_ENV_HELP)
     .action((flags: BuildFlags) => {
       state.json = Boolean(flags.json);
-      const options = resolveBuildOptions(flags, io);
+      const options = buildOptionsFromFlags(flags, io);
       const time = snapshotTime(io.env.SOURCE_DATE_EPOCH);
       const progress = new ProgressLine(io.stderr);
       let report;
       try {
-        report = build({
-          ...options,
+        report = build(options, {
           snapshotMs: time.ms,
           reproducible: time.reproducible,
           onProgress: (rows) => progress.update(`read ${count(rows)} rows`),

@@ -82,7 +82,7 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
       dryRun: flags.dryRun,
       waitMs: wholeNumber(flags.wait, '--wait'),
       onProgress: ({ phase, done, total }) =>
-        // Formatted only when drawn: toLocaleString twice per object is 0.5% of a cold publish's CPU.
+        // Formatted only when drawn: toLocaleString twice per object shows in a cold publish's CPU profile.
         progress.update(() => `${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`),
     });
   } finally {

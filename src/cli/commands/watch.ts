@@ -9,7 +9,7 @@ import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
 import { failureText, formatCycle, formatRole, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
-import { addBuildOptions, OUT_ENV_HELP, resolveBuildOptions, type BuildFlags } from '../options.js';
+import { addBuildOptions, OUT_ENV_HELP, buildOptionsFromFlags, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
 import {
   addRemoteOptions,
@@ -97,7 +97,7 @@ second watcher on the same out dir waits briefly, then exits 5 naming it.
 /** Runs the watcher until SIGINT/SIGTERM. */
 async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<void> {
   state.json = Boolean(flags.json);
-  const options = resolveBuildOptions(flags, io);
+  const options = buildOptionsFromFlags(flags, io);
   const intervalMs = seconds(flags.interval, '--interval', false);
   const execMinIntervalMs = seconds(flags.execMinInterval, '--exec-min-interval', true);
   const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);

@@ -1,0 +1,157 @@
+/**
+ * Joins objects of the bucket into one, server-side, as compose-plan.ts plans it: one multipart
+ * upload whose parts are copies of byte ranges (`UploadPartCopy`) or, where no rule lets a copy
+ * stand, bytes read and uploaded. Each copied range is of the version named (`ifMatch`: the source
+ * ETag): the copies ask for it (`x-amz-copy-source-if-match`), and before the upload is completed
+ * every named source is looked at once more (not every S3-compatible store honours the copy's
+ * condition), so a source rewritten during the composition fails it instead of mixing two
+ * versions. Any failure aborts the upload: the target object stays as it was.
+ */
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  UploadPartCommand,
+  UploadPartCopyCommand,
+  type CompletedPart,
+} from '@aws-sdk/client-s3';
+import { remoteError } from '../core/errors.js';
+import type { Remote } from './client.js';
+import { planParts, type ComposeSource, type PartPiece, type PartRules, type PlannedPart } from './compose-plan.js';
+import { OBJECT_HEADERS, type StoredEncoding } from './upload.js';
+
+/** A source object's range, as the version with `etag` holds it (the ETag as the bucket gave it). */
+export interface ObjectRange {
+  key: string;
+  start: number;
+  end: number;
+  etag?: string;
+}
+
+/** What a composition sent: parts copied and uploaded, and the bytes it had to read and upload. */
+export interface ComposeResult {
+  etag: string;
+  copiedParts: number;
+  uploadedParts: number;
+  uploadedBytes: number;
+}
+
+/** Writes `targetKey` as `sources` joined, under `rules` (S3's, or R2's equal parts). */
+export async function composeObject(
+  remote: Remote,
+  targetKey: string,
+  sources: readonly (ObjectRange | { bytes: Uint8Array })[],
+  rules: PartRules,
+  encoding?: StoredEncoding,
+): Promise<ComposeResult> {
+  const { bucket } = remote.options;
+  const etags = new Map(sources.flatMap((s) => ('key' in s && s.etag !== undefined ? [[s.key, s.etag] as const] : [])));
+  const plan = planParts(sources as ComposeSource[], rules);
+  const created = await remote.call(
+    () =>
+      remote.client.send(
+        new CreateMultipartUploadCommand({
+          Bucket: bucket,
+          Key: targetKey,
+          ...OBJECT_HEADERS,
+          ...(encoding === undefined ? {} : { ContentEncoding: encoding }),
+        }),
+      ),
+    `start joining ${targetKey}`,
+  );
+  const uploadId = created.UploadId!;
+  const result: ComposeResult = { etag: '', copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
+  try {
+    const parts: CompletedPart[] = [];
+    for (const [index, part] of plan.entries()) {
+      parts.push(await sendPart(remote, targetKey, uploadId, index + 1, part, etags, result));
+    }
+    // Copies made: each source must still be the version named, or the copy may hold another.
+    await checkSources(remote, targetKey, etags);
+    const done = await remote.call(
+      () =>
+        remote.client.send(
+          new CompleteMultipartUploadCommand({ Bucket: bucket, Key: targetKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+        ),
+      `finish joining ${targetKey}`,
+    );
+    result.etag = done.ETag ?? '';
+    return result;
+  } catch (error) {
+    await remote.client
+      .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: targetKey, UploadId: uploadId }))
+      .catch(() => undefined);
+    throw error;
+  }
+}
+
+async function sendPart(
+  remote: Remote,
+  key: string,
+  uploadId: string,
+  partNumber: number,
+  part: PlannedPart,
+  etags: ReadonlyMap<string, string>,
+  result: ComposeResult,
+): Promise<CompletedPart> {
+  const { bucket } = remote.options;
+  if ('copy' in part) {
+    const { key: source, start, end } = part.copy;
+    const copied = await remote.call(
+      () =>
+        remote.client.send(
+          new UploadPartCopyCommand({
+            Bucket: bucket,
+            Key: key,
+            UploadId: uploadId,
+            PartNumber: partNumber,
+            CopySource: `${bucket}/${encodeURIComponent(source)}`,
+            CopySourceRange: `bytes=${start}-${end - 1}`,
+            CopySourceIfMatch: etags.get(source),
+          }),
+        ),
+      `copy ${source} into ${key}`,
+    );
+    result.copiedParts += 1;
+    return { PartNumber: partNumber, ETag: copied.CopyPartResult?.ETag };
+  }
+  const body = Buffer.concat(await Promise.all(part.upload.map((piece) => bytesOf(remote, piece, etags))));
+  const uploaded = await remote.call(
+    () => remote.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body })),
+    `upload a part of ${key}`,
+  );
+  result.uploadedParts += 1;
+  result.uploadedBytes += body.length;
+  return { PartNumber: partNumber, ETag: uploaded.ETag };
+}
+
+/** Fails when a source named by its ETag has changed since. */
+async function checkSources(remote: Remote, targetKey: string, etags: ReadonlyMap<string, string>): Promise<void> {
+  for (const [key, etag] of etags) {
+    const head = await remote.call(
+      () => remote.client.send(new HeadObjectCommand({ Bucket: remote.options.bucket, Key: key })),
+      `look at ${key} before joining it`,
+    );
+    if (head.ETag !== etag) {
+      throw remoteError(
+        `${key} changed while ${targetKey} was joined from it`,
+        'join again: the composition reads each source as it is then',
+      );
+    }
+  }
+}
+
+/** A piece's bytes: held here, or read from its object (the version named, when one is). */
+async function bytesOf(remote: Remote, piece: PartPiece, etags: ReadonlyMap<string, string>): Promise<Uint8Array> {
+  if ('bytes' in piece) return piece.bytes;
+  const { key, start, end } = piece;
+  const read = await remote.call(async () => {
+    const output = await remote.client.send(
+      new GetObjectCommand({ Bucket: remote.options.bucket, Key: key, Range: `bytes=${start}-${end - 1}`, IfMatch: etags.get(key) }),
+    );
+    return { $metadata: output.$metadata, bytes: await output.Body!.transformToByteArray() };
+  }, `read ${key} to join it`);
+  return read.bytes;
+}

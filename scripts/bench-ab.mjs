@@ -10,12 +10,12 @@
  * node_modules.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { BENCH_ENV, machine, median, seededStore } from './bench-common.mjs';
+import { abTable, BENCH_ENV, machine, withBaseline, workingStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -30,19 +30,12 @@ if (BASELINE === undefined) throw new Error('--baseline <git ref> is required');
 const work = '/dev/shm/profile-snapshot-ab-bench';
 const log = (line) => process.stdout.write(`${line}\n`);
 
-rmSync(work, { recursive: true, force: true });
-mkdirSync(work, { recursive: true });
-const db = join(work, 'store.db');
-copyFileSync(seededStore(join(repo, '.bench/stores'), USERS), db);
+const db = workingStore(repo, work, USERS);
 
 const baselineDir = join(work, 'baseline');
-execFileSync('git', ['-C', repo, 'worktree', 'add', '--detach', baselineDir, BASELINE], { stdio: 'ignore' });
 try {
-  symlinkSync(join(repo, 'node_modules'), join(baselineDir, 'node_modules'));
-  execFileSync('npm', ['run', 'compile'], { cwd: baselineDir, stdio: 'ignore' });
-  run();
+  withBaseline(repo, BASELINE, baselineDir, run);
 } finally {
-  execFileSync('git', ['-C', repo, 'worktree', 'remove', '--force', baselineDir], { stdio: 'ignore' });
   rmSync(work, { recursive: true, force: true });
 }
 
@@ -72,21 +65,15 @@ function run() {
     for (const side of order) times[side].incremental.push(build(side, join(work, `cold-${side}`)));
   }
   store.close();
-  const row = (name, kind) => {
-    const [current, baseline] = [median(times.current[kind]), median(times.baseline[kind])];
-    return `| ${name} | ${seconds(current)} | ${seconds(baseline)} | ${(current / baseline).toFixed(2)}x |`;
-  };
-  const table = [
-    '| build | current | baseline | current / baseline |',
-    '|---|---|---|---|',
-    row('cold build (new out dir)', 'cold'),
-    row('incremental build (1% changed)', 'incremental'),
-  ];
+  const table = abTable(times, [
+    ['cold build (new out dir)', 'cold'],
+    ['incremental build (1% changed)', 'incremental'],
+  ]);
   for (const line of table) log(line);
   if (REPORT) {
     const section = [
       `<!-- ${NAME}:start -->`,
-      `## ${NAME}: this commit against ${BASELINE}`,
+      `## A/B "${NAME}": this commit against ${BASELINE}`,
       '',
       `\`node scripts/bench-ab.mjs --baseline ${BASELINE} --users ${USERS} --rounds ${ROUNDS} --name ${NAME}\`: whole processes, the`,
       'same store, alternating, medians.',
@@ -98,8 +85,4 @@ function run() {
     ].join('\n');
     writeSection(REPORT, NAME, section);
   }
-}
-
-function seconds(ms) {
-  return `${(ms / 1000).toFixed(3)} s`;
 }

@@ -1,7 +1,7 @@
 // What the benchmark scripts share: the pinned environment of every run, the seeded stores they
 // measure on, and the machine line of their reports.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,10 +32,53 @@ export function seededStore(storeDir, users) {
   return file;
 }
 
-/** e.g. "2 x AMD EPYC, 24 GiB RAM, Linux 6.1, Node v20.20.2" */
+/**
+ * A new work folder `work` (emptied) holding a copy of the seeded store of `users` users, which a
+ * benchmark may change: returns the copy's path.
+ */
+export function workingStore(repo, work, users) {
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const db = join(work, 'store.db');
+  copyFileSync(seededStore(join(repo, '.bench/stores'), users), db);
+  return db;
+}
+
 /** The middle value of `values` (the upper one of the two for an even count). */
 export const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
 
+/**
+ * Runs `run(dir)` with commit `ref` of `repo` checked out in `dir`, a temporary worktree compiled
+ * with this checkout's node_modules, and removes the worktree afterwards, whatever happens.
+ */
+export function withBaseline(repo, ref, dir, run) {
+  execFileSync('git', ['-C', repo, 'worktree', 'add', '--detach', dir, ref], { stdio: 'ignore' });
+  try {
+    symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'));
+    execFileSync('npm', ['run', 'compile'], { cwd: dir, stdio: 'ignore' });
+    return run(dir);
+  } finally {
+    execFileSync('git', ['-C', repo, 'worktree', 'remove', '--force', dir], { stdio: 'ignore' });
+  }
+}
+
+/**
+ * The table of an A/B run: per row [label, kind], the medians of `times.current[kind]` and
+ * `times.baseline[kind]` (milliseconds) and their ratio.
+ */
+export function abTable(times, rows) {
+  const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
+  return [
+    '| build | current | baseline | current / baseline |',
+    '|---|---|---|---|',
+    ...rows.map(([label, kind]) => {
+      const [current, baseline] = [median(times.current[kind]), median(times.baseline[kind])];
+      return `| ${label} | ${seconds(current)} | ${seconds(baseline)} | ${(current / baseline).toFixed(2)}x |`;
+    }),
+  ];
+}
+
+/** e.g. "2 x AMD EPYC, 24 GiB RAM, Linux 6.1, Node v20.20.2" */
 export function machine() {
   const model = cpus()[0]?.model ?? 'unknown CPU';
   return `${cpus().length} x ${model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${release()}, Node ${process.version}`;

@@ -12,12 +12,11 @@
  * worktree and compiled there with this checkout's node_modules.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { BENCH_ENV, machine, median, seededStore } from './bench-common.mjs';
+import { abTable, BENCH_ENV, machine, withBaseline, workingStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -30,20 +29,10 @@ const REPORT = value('--report', undefined);
 const work = '/dev/shm/profile-snapshot-heal-bench';
 const log = (line) => process.stdout.write(`${line}\n`);
 
-rmSync(work, { recursive: true, force: true });
-mkdirSync(work, { recursive: true });
-const db = join(work, 'store.db');
-copyFileSync(seededStore(join(repo, '.bench/stores'), USERS), db);
+const db = workingStore(repo, work, USERS);
 
 const baselineDir = join(work, 'baseline');
-execFileSync('git', ['-C', repo, 'worktree', 'add', '--detach', baselineDir, BASELINE], { stdio: 'ignore' });
-try {
-  symlinkSync(join(repo, 'node_modules'), join(baselineDir, 'node_modules'));
-  execFileSync('npm', ['run', 'compile'], { cwd: baselineDir, stdio: 'ignore' });
-  run();
-} finally {
-  execFileSync('git', ['-C', repo, 'worktree', 'remove', '--force', baselineDir], { stdio: 'ignore' });
-}
+withBaseline(repo, BASELINE, baselineDir, run);
 
 function run() {
   const sides = { current: repo, baseline: baselineDir };
@@ -74,17 +63,11 @@ function run() {
     for (const side of round % 2 === 0 ? ['current', 'baseline'] : ['baseline', 'current']) times[side].full.push(build(side, '--full'));
   }
   store.close();
-  const row = (name, kind) => {
-    const [current, baseline] = [median(times.current[kind]), median(times.baseline[kind])];
-    return `| ${name} | ${seconds(current)} | ${seconds(baseline)} | ${(current / baseline).toFixed(2)}x |`;
-  };
-  const table = [
-    '| build | current | baseline | current / baseline |',
-    '|---|---|---|---|',
-    row('incremental build (1% changed)', 'incremental'),
-    row('no-change build', 'unchanged'),
-    row('`build --full`, intact tree (the baseline reads every row, checks no file)', 'full'),
-  ];
+  const table = abTable(times, [
+    ['incremental build (1% changed)', 'incremental'],
+    ['no-change build', 'unchanged'],
+    ['`build --full`, intact tree (the baseline reads every row, checks no file)', 'full'],
+  ]);
   for (const line of table) log(line);
   log(`(${userCount.toLocaleString('en-US')} users in the store)`);
   if (REPORT) {
@@ -103,8 +86,4 @@ function run() {
     ].join('\n');
     writeSection(REPORT, 'heal', section);
   }
-}
-
-function seconds(ms) {
-  return `${(ms / 1000).toFixed(3)} s`;
 }

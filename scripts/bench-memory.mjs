@@ -2,24 +2,25 @@
  * What each part of the CLI's memory upkeep (src/core/memory.ts) is worth: peak resident memory and
  * seconds of whole `build` processes with every part on, with none, and with each part left out in
  * turn (PROFILE_SNAPSHOT_MEMORY_UPKEEP, src/cli/memory-upkeep.ts). Two builds per setting: a cold
- * build into a new out dir, and a rebuild of that tree under another base URL (every profile is
- * rendered again while the last build's manifest is replaced entry by entry). The settings take
- * turns within each round, so none always meets a warmer cache; medians over the rounds.
+ * build into a new out dir, and, once 1% of the users changed, a rebuild of that tree (every row
+ * read again, the last build's manifest replaced entry by entry). The settings take turns within
+ * each round, so none always meets a warmer cache; medians over the rounds.
  *
- *   node scripts/bench-memory.mjs [--users 500000] [--rounds 3] [--threads 2] [--report BENCHMARKS.md]
+ *   node scripts/bench-memory.mjs [--users 1000000] [--rounds 3] [--threads 2] [--report BENCHMARKS.md]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_ENV, machine, median, seededStore } from './bench-common.mjs';
+import { BENCH_ENV, machine, median, workingStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 import { COLLECTION_POINTS } from '../build/core/memory.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-const USERS = Number(value('--users', '500000'));
+const USERS = Number(value('--users', '1000000'));
 const ROUNDS = Number(value('--rounds', '3'));
 const THREADS = value('--threads', '2');
 const REPORT = value('--report', undefined);
@@ -35,13 +36,14 @@ const SETTINGS = [
   ...PARTS.map((part) => ({ name: `without ${part}`, env: `-${part}` })),
 ];
 
-rmSync(work, { recursive: true, force: true });
-mkdirSync(work, { recursive: true });
-const db = seededStore(join(repo, '.bench/stores'), USERS);
+const db = workingStore(repo, work, USERS);
+const store = new Database(db);
+const bump = store.prepare('UPDATE users SET views = views + 1 WHERE id % 100 = ?');
+let bumps = 0;
 
 /** One `build` in a new process: wall seconds and peak RSS (MB). */
-function build(setting, out, baseUrl) {
-  const env = { ...BENCH_ENV, BASE_URL: baseUrl, PROFILE_SNAPSHOT_MEMORY_UPKEEP: setting.env };
+function build(setting, out) {
+  const env = { ...BENCH_ENV, PROFILE_SNAPSHOT_MEMORY_UPKEEP: setting.env };
   const started = process.hrtime.bigint();
   const r = spawnSync(process.execPath, [child, 'build', '--db', db, '--out', out, '--threads', THREADS], { encoding: 'utf8', env });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
@@ -57,8 +59,9 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const setting of order) {
     const out = join(work, 'dist');
     rmSync(out, { recursive: true, force: true });
-    const cold = build(setting, out, 'http://localhost:3000');
-    const rebuild = build(setting, out, 'http://localhost:4000');
+    const cold = build(setting, out);
+    bump.run(bumps++ % 100);
+    const rebuild = build(setting, out);
     results.get(setting.name).cold.push(cold);
     results.get(setting.name).rebuild.push(rebuild);
     log(
@@ -66,6 +69,7 @@ for (let round = 0; round < ROUNDS; round++) {
     );
   }
 }
+store.close();
 rmSync(work, { recursive: true, force: true });
 
 const medians = (runs) => ({ rssMb: median(runs.map((r) => r.rssMb)), seconds: median(runs.map((r) => r.seconds)) });
@@ -90,7 +94,7 @@ if (REPORT) {
     '## Memory upkeep: what each part is worth',
     '',
     `\`node scripts/bench-memory.mjs --users ${USERS} --rounds ${ROUNDS} --threads ${THREADS}\`: whole \`build\` processes, a cold build`,
-    "and a rebuild under another base URL (every profile rendered again), with the CLI's memory upkeep",
+    "and, after 1% of the users changed, a rebuild of that tree (every row read), with the CLI's memory upkeep",
     '(src/core/memory.ts) all on, all off, and each part left out in turn; medians over the rounds, the',
     'settings taking turns within each round. A library host gets none of it unless it opts in.',
     '',

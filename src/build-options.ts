@@ -8,6 +8,7 @@
 import { normalizeBaseUrl } from './core/config.js';
 import { DEFAULT_OUT_DIR, resolveOutDir } from './core/layout.js';
 import { renderKeyOf, type RenderKey } from './core/render-key.js';
+import { ALL_USERS, checkShard, type Slice } from './core/slice.js';
 import { BUILD_NOTICE_PROFILES_PER_DIR } from './hosting/limits.js';
 import type { StoreSession } from './incremental/session.js';
 import type { OutDirLock } from './output/lock.js';
@@ -52,6 +53,12 @@ export interface BuildOptions extends BuildRun {
   threads?: number;
   /** How long the store's files must have been left alone before their stamp is trusted (tests). */
   storeSettleMs?: number;
+  /**
+   * Build one shard of the API: the users whose slice among `count` is `index` (core/slice.ts), with
+   * their profiles and their part of the creators list. Publishing such a tree is not supported yet
+   * (publish refuses it). Default: every user.
+   */
+  shard?: Slice;
 }
 
 /** What differs between the builds of one process: given with the options, or beside them (see `build`). */
@@ -86,6 +93,8 @@ export interface ResolvedBuildOptions {
   readonly outDir: string;
   readonly baseUrl: string;
   readonly renderKey: RenderKey;
+  /** The users the build publishes: a shard's, or all (slice 0 of 1). */
+  readonly users: Slice;
   readonly strict: boolean;
   readonly busyTimeoutMs: number;
   readonly lockWaitMs: number;
@@ -105,11 +114,13 @@ export function resolveBuildOptions(options: BuildOptions | ResolvedBuildOptions
   if (isResolved(options)) return options;
   const { snapshotMs, reproducible, fullPass, onProgress, lock, session } = options;
   const baseUrl = normalizeBaseUrl(options.baseUrl ?? BUILD_DEFAULTS.baseUrl, baseUrlSource);
+  const users = checkShard(options.shard ?? ALL_USERS, 'shard');
   return Object.freeze({
     db: options.db ?? BUILD_DEFAULTS.db,
     outDir: resolveOutDir(options.out ?? BUILD_DEFAULTS.out),
     baseUrl,
-    renderKey: renderKeyOf(baseUrl),
+    renderKey: renderKeyOf(baseUrl, undefined, users),
+    users,
     strict: options.strict ?? false,
     busyTimeoutMs: options.busyTimeoutMs ?? BUILD_DEFAULTS.busyTimeoutMs,
     lockWaitMs: options.lockWaitMs ?? BUILD_DEFAULTS.lockWaitMs,

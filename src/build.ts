@@ -113,6 +113,7 @@ function openInputs(options: ResolvedBuildOptions, given: BuildRun): BuildInputs
     lock: run.lock,
     started,
     outDir: options.outDir,
+    users: options.users,
     baseUrl: options.baseUrl,
     renderKey: options.renderKey,
     snapshotMs: run.snapshotMs ?? Date.now(),

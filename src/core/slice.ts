@@ -16,10 +16,43 @@
  * keeps the name as it does in a single pass, and no two slices ever write the same file. FNV-1a
  * spreads names evenly whatever their length or alphabet, so slices are of a size.
  */
+import { usageError } from './errors.js';
+
 export interface Slice {
   index: number;
   count: number;
 }
+
+/** Every user: slice 0 of 1 (what a build without a shard owns). */
+export const ALL_USERS: Slice = Object.freeze({ index: 0, count: 1 });
+
+/**
+ * Slice `inner` of the users of slice `outer` (a thread's slice of a shard): the users whose hash
+ * modulo `outer.count * inner.count` is `outer.index + outer.count * inner.index`. They are in
+ * `outer` (the hash modulo outer.count is outer.index), and the inner slices of `outer` split its
+ * users as evenly as slices split all users.
+ */
+export function sliceWithin(outer: Slice, inner: Slice): Slice {
+  return { index: outer.index + outer.count * inner.index, count: outer.count * inner.count };
+}
+
+/** Most shards a store may be split into. */
+export const MAX_SHARDS = 1024;
+
+/** `shard` when it is a slice (0 <= index < count <= MAX_SHARDS, whole numbers); a usage error naming `source` otherwise. */
+export function checkShard(shard: Slice, source: string): Slice {
+  const { index, count } = shard;
+  if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || count > MAX_SHARDS || index < 0 || index >= count) {
+    throw usageError(
+      `${source} ${JSON.stringify(`${index}/${count}`)} is not a shard`,
+      `give i/n with n from 1 to ${MAX_SHARDS} and i from 0 to n - 1, such as 0/4`,
+    );
+  }
+  return Object.freeze({ index, count });
+}
+
+/** `index/count`, as `--shard` takes it. */
+export const formatSlice = ({ index, count }: Slice): string => `${index}/${count}`;
 
 const FNV_OFFSET_BASIS = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;

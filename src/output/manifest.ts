@@ -357,6 +357,19 @@ function fillDigestLine(path: string, at: number, digest: string): void {
  * a build's claims pending).
  */
 export function readManifestDigest(outDir: string): string | undefined {
+  const head = readHead(outDir);
+  if (head === undefined) return undefined;
+  const recorded = parseDigestLine(head.digestLine);
+  return recorded !== undefined && recorded.bytes === head.size ? recorded.digest : undefined;
+}
+
+/** The render key in the manifest's header (core/render-key.ts), without reading its entries. */
+export function readManifestRenderKey(outDir: string): string | undefined {
+  return readHead(outDir)?.renderKey;
+}
+
+/** The manifest's first two lines (format 2 only) and its size. */
+function readHead(outDir: string): { renderKey: string; digestLine: string; size: number } | undefined {
   let fd: number;
   try {
     fd = openSync(join(outDir, MANIFEST_FILE), 'r');
@@ -369,8 +382,7 @@ export function readManifestDigest(outDir: string): string | undefined {
     const first = text.indexOf('\n');
     const second = text.indexOf('\n', first + 1);
     if (first === -1 || second === -1 || !text.startsWith(`${HEADER}\t`)) return undefined;
-    const recorded = parseDigestLine(text.slice(first + 1, second));
-    return recorded !== undefined && recorded.bytes === fstatSync(fd).size ? recorded.digest : undefined;
+    return { renderKey: text.slice(HEADER.length + 1, first), digestLine: text.slice(first + 1, second), size: fstatSync(fd).size };
   } finally {
     closeSync(fd);
   }

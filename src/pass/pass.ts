@@ -32,7 +32,7 @@ import {
   type ErrorCode,
 } from '../render/documents.js';
 import { renderUser, type RowWarning } from '../render/user.js';
-import { ALL_ROWS, SELECTED_ROWS, sliceRows, type RowScope } from '../store/queries.js';
+import { selectedRows, sliceRows, type RowScope } from '../store/queries.js';
 import { Col, ProfileStore, type StoreRow } from '../store/read.js';
 import type { Slice } from '../core/slice.js';
 import { PassThreads, type PassCounts, type PassHandover, type SliceHooks, type SliceInputs } from './threads.js';
@@ -46,6 +46,8 @@ export interface PassInputs {
   store: ProfileStore;
   /** Absolute. */
   outDir: string;
+  /** The users the pass publishes: all (slice 0 of 1), or a shard's. */
+  users: Slice;
   renderKey: RenderKey;
   baseUrl: string;
   snapshotMs: number;
@@ -98,10 +100,10 @@ export function stagePass(inputs: PassInputs, selection: Selection | undefined):
 }
 
 function startThreads(inputs: PassInputs): PassThreads | undefined {
-  const { store, threads, outDir, renderKey, baseUrl, snapshotMs, reproducible, healing } = inputs;
+  const { store, threads, outDir, renderKey, baseUrl, snapshotMs, reproducible, healing, users } = inputs;
   if (threads < 2) return undefined;
   const shared = { db: store.file, busyTimeoutMs: store.busyTimeoutMs, outDir, renderKey, baseUrl, snapshotMs, reproducible, healing };
-  return PassThreads.start(store, shared, threads, manifestBytes(outDir));
+  return PassThreads.start(store, shared, threads, manifestBytes(outDir), users);
 }
 
 /**
@@ -117,7 +119,15 @@ export function stageSlice(shared: SliceInputs, hooks: SliceHooks): PassHandover
       () => {
         const go = hooks.mayGo();
         if (go === undefined) return undefined;
-        const inputs: PassInputs = { ...shared, store, strict: false, onProgress: undefined, started: performance.now(), threads: 1 };
+        const inputs: PassInputs = {
+          ...shared,
+          users: shared.slice,
+          store,
+          strict: false,
+          onProgress: undefined,
+          started: performance.now(),
+          threads: 1,
+        };
         return new SlicePass(inputs, shared.slice, go.mayKeepMembers).stage(hooks);
       },
       { mark: false },
@@ -244,7 +254,7 @@ class OwnerPass extends RowReader<OutputTransaction> {
     try {
       if (this.selection !== undefined) {
         this.profiles += carryOverUnselected(this.output, this.creators, this.inputs.store, this.selection);
-        this.readRows(SELECTED_ROWS);
+        this.readRows(selectedRows(this.inputs.users));
       } else {
         this.output.readsEveryRow();
         this.readShared();
@@ -281,7 +291,7 @@ class OwnerPass extends RowReader<OutputTransaction> {
    */
   private readShared(): void {
     const { threads } = this;
-    if (threads === undefined) return this.readRows(ALL_ROWS);
+    if (threads === undefined) return this.readRows(sliceRows(this.inputs.users));
     threads.ownerReady(this.creators.canKeep);
     threads.poll();
     this.onRows = () => threads.poll();

@@ -21,7 +21,7 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from '
 import { describeCause, SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
 import { collectNow, enableMemoryUpkeep, keepYoungGenerationSmall, memoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
 import type { RenderKey } from '../core/render-key.js';
-import type { Slice } from '../core/slice.js';
+import { sliceWithin, type Slice } from '../core/slice.js';
 import type { CreatorsHandover } from '../output/creators.js';
 import type { OutputHandover } from '../output/tree.js';
 import type { RowWarning } from '../render/user.js';
@@ -114,7 +114,7 @@ interface Thread {
 }
 
 export class PassThreads {
-  /** This thread's own slice: slice 0. */
+  /** This thread's own slice: slice 0 of the users the pass publishes. */
   readonly ownSlice: Slice;
   /** The owner's CreatorsList.canKeep, once it is open (`ownerReady`); no thread goes on before. */
   private mayKeepMembers: boolean | undefined;
@@ -125,24 +125,30 @@ export class PassThreads {
     private readonly unstarted: Slice[],
     private readonly mark: string,
     private readonly store: ProfileStore,
-    count: number,
+    ownSlice: Slice,
   ) {
-    this.ownSlice = { index: 0, count };
+    this.ownSlice = ownSlice;
   }
 
   /**
    * Starts the other threads of a full pass over `store` (inside its `inSnapshot`) when it is worth
    * it: `count` threads asked for, a CPU for each, enough users, a last build small enough to share
-   * (`lastManifestBytes`), the compiled thread module.
+   * (`lastManifestBytes`), the compiled thread module. Each thread takes a slice of `users`.
    */
-  static start(store: ProfileStore, inputs: Omit<SliceInputs, 'slice'>, count: number, lastManifestBytes: number): PassThreads | undefined {
+  static start(
+    store: ProfileStore,
+    inputs: Omit<SliceInputs, 'slice'>,
+    count: number,
+    lastManifestBytes: number,
+    users: Slice,
+  ): PassThreads | undefined {
     // Started before the owner opens its output, so they load meanwhile; each takes its snapshot
     // as it starts, after the owner's mark.
     const mark = store.snapshotMark();
     const threads = Math.min(count, availableParallelism());
     if (threads < 2 || mark === undefined || lastManifestBytes >= SHARE_REBUILD_BELOW_BYTES) return undefined;
     if (!threadModuleExists() || !store.hasUsers(SHARE_FROM)) return undefined;
-    const others = Array.from({ length: threads - 1 }, (_, i): Slice => ({ index: i + 1, count: threads }));
+    const others = Array.from({ length: threads - 1 }, (_, i) => sliceWithin(users, { index: i + 1, count: threads }));
     const started: Thread[] = [];
     for (const slice of others) {
       const thread = startThread({ ...inputs, slice });
@@ -150,7 +156,7 @@ export class PassThreads {
       started.push(thread);
     }
     if (started.length === 0) return undefined;
-    return new PassThreads(started, others.slice(started.length), mark, store, threads);
+    return new PassThreads(started, others.slice(started.length), mark, store, sliceWithin(users, { index: 0, count: threads }));
   }
 
   /** Rows the other threads have read so far, for progress. */

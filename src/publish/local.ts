@@ -10,7 +10,18 @@ import { outputError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { readSettled } from '../output/settled.js';
-import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifest, type Manifest } from '../output/manifest.js';
+import {
+  entryHash,
+  fileEntryStamp,
+  manifestStamp,
+  PENDING,
+  readManifest,
+  readManifestRenderKey,
+  type Manifest,
+} from '../output/manifest.js';
+import { shardOfRenderKey } from '../core/render-key.js';
+import { formatSlice } from '../core/slice.js';
+import { usageError } from '../core/errors.js';
 
 export interface LocalTree {
   outDir: string;
@@ -32,6 +43,21 @@ export const REQUIRED_FILES = [
 ];
 
 const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
+
+/**
+ * Refuses a tree built for one shard of the users (exit 2) before anything reaches the bucket: it
+ * holds only that shard's profiles and list, and publishing it as the whole API would delete every
+ * other user's objects. Publishing shards comes with the list joined in the bucket.
+ */
+export function assertWholeTree(out: string): void {
+  const recorded = readManifestRenderKey(out);
+  const shard = recorded === undefined ? undefined : shardOfRenderKey(recorded);
+  if (shard === undefined) return;
+  throw usageError(
+    `${out} holds shard ${formatSlice(shard)} of the users, which cannot be published yet: publishing it as the whole API would delete every other user`,
+    'build without a shard to publish',
+  );
+}
 
 /**
  * Reads the tree's manifest (`out` absolute: publish resolved it). Entries pending while a build or

@@ -26,7 +26,7 @@ import { DEFAULT_COMMIT_WAIT_MS } from '../output/settled.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions, type Sightings } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
-import { fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
+import { assertWholeTree, fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { bucketHoldsTree } from './quiet.js';
@@ -98,6 +98,7 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
   const started = performance.now();
   // Made absolute once, here: everything below takes the out dir as it is.
   const options = { ...given, out: resolveOutDir(given.out) };
+  assertWholeTree(options.out);
   const remote = await Remote.open(options.remote);
   try {
     for (let attempt = 1; ; attempt++) {

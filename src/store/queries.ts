@@ -3,15 +3,18 @@
  * one table's scan in user-id order (read.ts merges them), narrowed by the scope's WHERE conditions.
  */
 import type Database from 'better-sqlite3';
-import { sliceOf, type Slice } from '../core/slice.js';
+import { ALL_USERS, sliceOf, type Slice } from '../core/slice.js';
 import { READ_STATUSES } from './schema.js';
 
-/** Which users a pass reads: every candidate, those StoreShadow.select named, or one slice. */
-export type RowScope = { readonly kind: 'all' } | { readonly kind: 'selected' } | { readonly kind: 'slice'; readonly slice: Slice };
+/**
+ * Which users a pass reads: every candidate of a slice (all users: slice 0 of 1), or those of a
+ * slice that StoreShadow.select named.
+ */
+export type RowScope = { readonly kind: 'slice'; readonly slice: Slice } | { readonly kind: 'selected'; readonly slice: Slice };
 
-export const ALL_ROWS: RowScope = { kind: 'all' };
-export const SELECTED_ROWS: RowScope = { kind: 'selected' };
+export const ALL_ROWS: RowScope = { kind: 'slice', slice: ALL_USERS };
 export const sliceRows = (slice: Slice): RowScope => ({ kind: 'slice', slice });
+export const selectedRows = (slice: Slice = ALL_USERS): RowScope => ({ kind: 'selected', slice });
 
 /** One query per table, each in user-id order. */
 export interface RowQueries {
@@ -57,14 +60,17 @@ export function rowQueries(scope: RowScope): RowQueries {
 /**
  * A scope as a condition on one table's rows (undefined: every row). A slice filters only the
  * users and the socials (the largest child table): badges and bans are read whole, which costs less
- * than the filter, and the merge join skips the rows of users in other slices.
+ * than the filter, and the merge join skips the rows of users in other slices. Selected users are
+ * filtered by the selection in every table, and by the slice in the users table alone.
  */
 function scopeCondition(scope: RowScope, table: keyof RowQueries): string | undefined {
   const userId = table === 'users' ? 'id' : 'user_id';
-  if (scope.kind === 'all') return undefined;
-  if (scope.kind === 'selected') return `${userId} ${SELECTED_IDS}`;
-  if (table === 'users') return sliceCondition(scope.slice);
-  return table === 'socials' ? `user_id IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${sliceCondition(scope.slice)})` : undefined;
+  const slice = scope.slice.count === 1 ? undefined : sliceCondition(scope.slice);
+  if (scope.kind === 'selected')
+    return slice === undefined || table !== 'users' ? `${userId} ${SELECTED_IDS}` : `${userId} ${SELECTED_IDS} AND ${slice}`;
+  if (slice === undefined) return undefined;
+  if (table === 'users') return slice;
+  return table === 'socials' ? `user_id IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${slice})` : undefined;
 }
 
 const SELECTED_IDS = 'IN (SELECT id FROM temp.pass_ids)';

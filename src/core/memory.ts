@@ -37,14 +37,8 @@ export const COLLECTION_POINTS = [
   'before-list',
   /** Once the list's bookkeeping is let go of. */
   'list-written',
-  /** Once the list, its gzip variant and the other documents are staged, before the commit. */
-  'after-list',
-  /** Every few pieces of the list's gzip variant, when the heap grew enough. */
-  'gzip-pieces',
   /** In a pass's thread, before its handover is posted (the pass that made it is garbage). */
   'handover',
-  /** In a pass's thread, as it ends (the message held a copy of the handover). */
-  'thread-end',
 ] as const;
 export type CollectionPoint = (typeof COLLECTION_POINTS)[number];
 

@@ -13,7 +13,6 @@
  */
 import { fstatSync } from 'node:fs';
 import { FINGERPRINT_LENGTH } from '../core/hash.js';
-import { collectIfGrown } from '../core/memory.js';
 import { gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
@@ -32,8 +31,6 @@ const PIECE_MEMBERS = 16;
 const MAX_PIECE_MEMBERS = 4 * PIECE_MEMBERS;
 /** The members before a piece that are its dictionary: most of what deflate gains from a long window. */
 const DICTIONARY_MEMBERS = 4;
-/** Pieces between checks of the heap: each piece deflated leaves a zlib stream's objects behind. */
-const COLLECT_EVERY = 1024;
 
 /** The settings the pieces were cut and keyed with: an index made with others is not used. */
 export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
@@ -180,7 +177,6 @@ function assemble(
     const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
     try {
       for (let p = 0; p < plan.pieces.length; p++) {
-        if (p % COLLECT_EVERY === 0) collectIfGrown('gzip-pieces');
         const { key, kept } = plan.pieces[p]!;
         if (kept !== undefined) written.push({ ...kept, offset: out.copy(lastFile!, kept), reused: true });
         else written.push({ key, ...out.put(deflater.next()), reused: false });

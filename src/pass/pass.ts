@@ -267,7 +267,6 @@ class OwnerPass extends RowReader<OutputTransaction> {
       if (this.selection === undefined) collectIfGrown('before-list');
       this.stageFixedDocuments();
       if (this.inputs.strict && this.warnings.length > 0) throw new StrictWarningsError(this.warnings);
-      collectIfGrown('after-list');
       return this.result();
     } catch (error) {
       this.threads?.stop();

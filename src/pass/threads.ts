@@ -263,8 +263,6 @@ export async function runSlice(data: ThreadData, load: () => Promise<StageSlice>
   } catch (error) {
     data.port.postMessage({ error: serializeError(error) });
   } finally {
-    // The message holds a copy of the handover: the thread's own is freed before the owner takes it in.
-    collectNow('thread-end');
     Atomics.store(control, STATE, ENDED);
     Atomics.notify(control, STATE);
   }

@@ -11,7 +11,7 @@ import { renderKeyOf, type RenderKey } from './core/render-key.js';
 import { ALL_USERS, checkShard, type Slice } from './core/slice.js';
 import { BUILD_NOTICE_PROFILES_PER_DIR } from './hosting/limits.js';
 import type { StoreSession } from './incremental/session.js';
-import type { OutDirLock } from './output/lock.js';
+import { DEFAULT_LOCK_WAIT_MS, type OutDirLock } from './output/lock.js';
 import { DEFAULT_THREADS } from './pass/threads.js';
 import { DEFAULT_BUSY_TIMEOUT_MS } from './store/busy-timeout.js';
 
@@ -22,7 +22,7 @@ export const BUILD_DEFAULTS = Object.freeze({
   baseUrl: 'http://localhost:3000',
   busyTimeoutMs: DEFAULT_BUSY_TIMEOUT_MS,
   threads: DEFAULT_THREADS,
-  lockWaitMs: 5000,
+  lockWaitMs: DEFAULT_LOCK_WAIT_MS,
   folderNoticeAt: BUILD_NOTICE_PROFILES_PER_DIR,
 });
 
@@ -37,8 +37,8 @@ export interface BuildOptions extends BuildRun {
   strict?: boolean;
   busyTimeoutMs?: number;
   /**
-   * How long a build that takes the out dir's lock itself waits for a holder, then exits 5 (a build
-   * and a watcher never write one tree at once).
+   * How long a build that takes the out dir's lock itself, or a watcher as it starts, waits for a
+   * holder, then exits 5 (a build and a watcher never write one tree at once).
    */
   lockWaitMs?: number;
   /**

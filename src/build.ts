@@ -102,8 +102,8 @@ interface BuildInputs extends PassInputs {
 /** The resolved options and this build's run, with the store opened (the session's, if there is one). */
 function openInputs(options: ResolvedBuildOptions, given: BuildRun): BuildInputs {
   const started = performance.now();
-  const run = { ...options.run };
-  for (const [key, value] of Object.entries(given)) if (value !== undefined) Object.assign(run, { [key]: value });
+  // The build's own run wins over the run given with the options, field by field.
+  const run: BuildRun = { ...options.run, ...Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined)) };
   const { session } = run;
   const store = session ? session.open() : ProfileStore.open(options.db, { busyTimeoutMs: options.busyTimeoutMs });
   return {

@@ -89,8 +89,8 @@ export function collectIfGrown(point: CollectionPoint): void {
 }
 
 /**
- * Collects now: a thread that handed its work over frees what it held before it ends, while the
- * thread it handed it to takes it in (the heap of an ending thread is not freed at once).
+ * Collects now, at a point where most of the heap just became garbage (a list's bookkeeping let go
+ * of, a thread's pass once its handover is made).
  */
 export function collectNow(point: CollectionPoint): void {
   if (!collectsAt(point)) return;
@@ -100,9 +100,9 @@ export function collectNow(point: CollectionPoint): void {
 
 /**
  * Keeps V8's young generation at its starting size. Left to grow, it reaches tens of megabytes per
- * thread in a pass that allocates steadily (each row's strings die young), which is resident memory and buys
- * nothing here. A worker thread's start applies the process's V8 flags again, so a pass that starts
- * threads calls this once they run.
+ * thread in a pass that allocates steadily (each row's strings die young), which is resident memory
+ * and buys nothing here. A worker thread's start applies the process's V8 flags again, so a pass
+ * that starts threads calls this once they run.
  */
 export function keepYoungGenerationSmall(): void {
   if (!upkeep?.youngGeneration) return;

@@ -39,10 +39,15 @@ export function sliceWithin(outer: Slice, inner: Slice): Slice {
 /** Most shards a store may be split into. */
 export const MAX_SHARDS = 1024;
 
-/** `shard` when it is a slice (0 <= index < count <= MAX_SHARDS, whole numbers); a usage error naming `source` otherwise. */
+/** Whether `slice` names one: whole numbers, 0 <= index < count. */
+export function isSlice({ index, count }: Slice): boolean {
+  return Number.isSafeInteger(index) && Number.isSafeInteger(count) && index >= 0 && index < count;
+}
+
+/** `shard` when it is a slice of at most MAX_SHARDS; a usage error naming `source` otherwise. */
 export function checkShard(shard: Slice, source: string): Slice {
   const { index, count } = shard;
-  if (!Number.isInteger(index) || !Number.isInteger(count) || count < 1 || count > MAX_SHARDS || index < 0 || index >= count) {
+  if (!isSlice(shard) || count > MAX_SHARDS) {
     throw usageError(
       `${source} ${JSON.stringify(`${index}/${count}`)} is not a shard`,
       `give i/n with n from 1 to ${MAX_SHARDS} and i from 0 to n - 1, such as 0/4`,

@@ -9,11 +9,11 @@
  *
  * A failure part-way leaves the claims in the manifest: the next build rewrites or removes them.
  */
-import { existsSync, renameSync, unlinkSync, copyFileSync, linkSync } from 'node:fs';
+import { existsSync, renameSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { PROFILE_DIRS } from '../core/layout.js';
-import { asOutputError, prepareDir } from './folders.js';
+import { asOutputError, linkOrCopy, prepareDir } from './folders.js';
 import { fileEntry, fileStamp, PENDING, writeClaims, writeManifest } from './manifest.js';
 import type { TreeDiff } from './diff.js';
 import type { Staging } from './staging.js';
@@ -123,11 +123,7 @@ function publishProfile(outDir: string, name: string, staged: string): void {
   const [first, ...others] = PROFILE_DIRS;
   for (const dir of others) {
     const link = `${staged}.${dir.length}`;
-    try {
-      linkSync(staged, link);
-    } catch {
-      copyFileSync(staged, link); // filesystems without hard links
-    }
+    linkOrCopy(staged, link);
     renameSync(link, `${outDir}/${dir}/${name}`);
   }
   renameSync(staged, `${outDir}/${first}/${name}`);

@@ -33,6 +33,20 @@ export const TRUST_NOTHING: Trust = Object.freeze({
   mayCarryOver: () => false,
 });
 
+/** What a slice's diff hands to the owner's: plain data, each name once (see OutputHandover). */
+export interface SliceDiff {
+  /** Every profile the slice published or kept, with its manifest entry. */
+  names: string[];
+  entries: string[];
+  /** Profiles of the last build in this slice that it no longer publishes (for commit to remove). */
+  stale: string[];
+  unchangedFiles: number;
+  /** Files of its slice found damaged (see `repaired`). */
+  repaired: number;
+  /** Whether an entry of its slice differs from the last build's (see `manifestChanged`). */
+  manifestChanged: boolean;
+}
+
 /** What became of a profile this build publishes (see `TreeDiff.profile`). */
 export type ProfileChange = 'unchanged' | 'changed' | 'new';
 
@@ -77,6 +91,39 @@ export class TreeDiff {
 
   get healing(): boolean {
     return this.trust.healing;
+  }
+
+  /** Last entries of a slice the owner reads itself after all (see OutputTransaction.includeSlice). */
+  includeEntries(profiles: ReadonlyMap<string, string>): void {
+    for (const [name, entry] of profiles) this.previous.profiles.set(name, entry);
+  }
+
+  /** Takes in what a thread's diff of its slice found (see SliceTransaction.handOver). */
+  adopt(handover: SliceDiff): void {
+    const { previous, next } = this;
+    handover.names.forEach((name, i) => {
+      previous.profiles.delete(name);
+      next.profiles.set(name, handover.entries[i]!);
+    });
+    // What it left stale is removed at commit, like this diff's own (already there when this diff
+    // read every slice's last entries).
+    for (const name of handover.stale) if (!previous.profiles.has(name)) previous.profiles.set(name, PENDING);
+    this.unchangedFiles += handover.unchangedFiles;
+    this.repaired += handover.repaired;
+    this.manifestChanged ||= handover.manifestChanged;
+  }
+
+  /** What this diff found, for the owner's `adopt` (a slice's part of a pass). */
+  handOver(): SliceDiff {
+    const names = [...this.next.profiles.keys()];
+    return {
+      names,
+      entries: [...this.next.profiles.values()],
+      stale: [...this.previous.profiles.keys()],
+      unchangedFiles: this.unchangedFiles,
+      manifestChanged: this.manifestChanged,
+      repaired: this.repaired,
+    };
   }
 
   /** The last build's entry for a profile when its row signature can be trusted (see RowKeeper). */
@@ -226,7 +273,12 @@ export class TreeDiff {
     if (this.next.profiles.size > 0 || this.claimed !== undefined) return undefined;
     const carried = this.previous.profiles;
     let anyPending = false;
-    for (const entry of carried.values()) if (entry === PENDING) anyPending = true;
+    for (const entry of carried.values()) {
+      if (entry === PENDING) {
+        anyPending = true;
+        break;
+      }
+    }
     if (!this.trust.mayCarryOver({ signaturesHold: this.signaturesHold, anyPending })) return undefined;
     const returned = new Map<string, string>();
     for (const name of released) {

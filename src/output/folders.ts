@@ -4,9 +4,18 @@
  * created only as real folders, never through a symlink below the out dir, small files are replaced
  * atomically, and filesystem errors become output errors (exit 5) with a hint.
  */
-import { lstatSync, mkdirSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, linkSync, lstatSync, mkdirSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describeCause, outputError, SnapshotError } from '../core/errors.js';
+
+/** Makes `to` the same bytes as `from`: a hard link (no copy), or a copy where the filesystem has none. */
+export function linkOrCopy(from: string, to: string): void {
+  try {
+    linkSync(from, to);
+  } catch {
+    copyFileSync(from, to);
+  }
+}
 
 /**
  * mkdir -p inside the out dir, refusing to go through a symlink or a non-folder. Returns the folders

@@ -37,9 +37,12 @@ export interface LockHolder {
 export interface AcquireOptions {
   /** Shown to whoever finds the lock taken (e.g. "watch", "build"). */
   command: string;
-  /** How long to wait for a live holder to let go before failing (exit 5). Default 5000. */
+  /** How long to wait for a live holder to let go before failing (exit 5). Default DEFAULT_LOCK_WAIT_MS. */
   waitMs?: number;
 }
+
+/** How long a build or a watcher waits by default for another holder of the out dir's lock. */
+export const DEFAULT_LOCK_WAIT_MS = 5000;
 
 /** Tokens of the locks this process holds, so a lock naming our own pid is recognised as ours or stale. */
 const heldHere = new Set<string>();
@@ -66,7 +69,7 @@ export class OutDirLock {
   static acquire(outDir: string, options: AcquireOptions): OutDirLock {
     // A public entry point (a library caller may hold the lock itself): the path is made absolute here.
     const dir = resolveOutDir(outDir);
-    const waitMs = options.waitMs ?? 5000;
+    const waitMs = options.waitMs ?? DEFAULT_LOCK_WAIT_MS;
     // Measured on the monotonic clock: a wall clock stepped back (NTP, a VM resumed) must not stretch the wait.
     const deadline = performance.now() + waitMs;
     const holder: LockHolder = {

@@ -3,12 +3,12 @@
  * document the diff (diff.ts) found changed is written here first, and nothing else. Threads of one
  * pass stage into the same folder, each from its own range of slots, so they never pick one name.
  */
-import { copyFileSync, linkSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROFILE_DIRS, STAGING_DIR } from '../core/layout.js';
 import type { Slice } from '../core/slice.js';
 import { BufferedFileWriter } from './file-writer.js';
-import { asOutputError, guard } from './folders.js';
+import { asOutputError, guard, linkOrCopy } from './folders.js';
 
 /** A staged document other than a profile. */
 export interface StagedFile {
@@ -140,13 +140,7 @@ export class Staging {
     const path = `${first!}/${name}`;
     guard(`cannot write into ${this.outDir}`, () => {
       writeFileSync(path, bytes);
-      for (const dir of others) {
-        try {
-          linkSync(path, `${dir}/${name}`);
-        } catch {
-          copyFileSync(path, `${dir}/${name}`); // filesystems without hard links
-        }
-      }
+      for (const dir of others) linkOrCopy(path, `${dir}/${name}`);
     });
   }
 

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../core/layout.js';
 import type { Slice } from '../core/slice.js';
 import { commitTree, type WriteCounts } from './commit.js';
-import { refuseForeign, TreeDiff, TRUST_NOTHING, type CarriedOver, type Trust } from './diff.js';
+import { refuseForeign, TreeDiff, TRUST_NOTHING, type CarriedOver, type SliceDiff, type Trust } from './diff.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { prepareDir } from './folders.js';
 import type { ManifestCache } from './manifest-cache.js';
@@ -34,19 +34,9 @@ export type { Trust } from './diff.js';
  * `adopt`: plain data, so it crosses threads, and each name in it once (a copy crosses for each time
  * a string is named).
  */
-export interface OutputHandover {
-  /** Every profile the slice published or kept, with its manifest entry. */
-  names: string[];
-  entries: string[];
-  /** Per profile: its staging slot, STAGED_FRESH, or NOT_STAGED (kept, or its data unchanged). */
+export interface OutputHandover extends SliceDiff {
+  /** Per profile, in `names` order: its staging slot, STAGED_FRESH, or NOT_STAGED (kept, or its data unchanged). */
   slots: Float64Array;
-  /** Profiles of the last build in this slice that it no longer publishes (for commit to remove). */
-  stale: string[];
-  unchangedFiles: number;
-  /** Files of its slice found damaged (see `repaired`). */
-  repaired: number;
-  /** Whether an entry of its slice differs from the last build's (see TreeDiff.manifestChanged). */
-  manifestChanged: boolean;
 }
 
 /** What both kinds of transaction do: publish or keep profiles, and stage scratch files. */
@@ -168,26 +158,14 @@ export class OutputTransaction extends TreeWriter {
   /** The owner reads a slice itself after all (its thread did not): that slice's last entries are read now. */
   includeSlice(slice: Slice): void {
     if (this.ownSlice === undefined) return;
-    const { profiles } = readManifest(this.outDir, undefined, { slice, wholeList: false });
-    for (const [name, entry] of profiles) this.diff.previous.profiles.set(name, entry);
+    this.diff.includeEntries(readManifest(this.outDir, undefined, { slice, wholeList: false }).profiles);
   }
 
   /** Takes over what a thread staged for its slice of this pass, to commit it with the rest. */
   adopt(handover: OutputHandover): void {
     this.assertOpen();
-    const { previous, next } = this.diff;
-    for (let i = 0; i < handover.names.length; i++) {
-      const name = handover.names[i]!;
-      previous.profiles.delete(name);
-      next.profiles.set(name, handover.entries[i]!);
-      this.staging.adopt(name, handover.slots[i]!);
-    }
-    // What it left stale is removed at commit, like this thread's own (already there when this
-    // thread read every slice's last entries).
-    for (const name of handover.stale) if (!previous.profiles.has(name)) previous.profiles.set(name, PENDING);
-    this.diff.unchangedFiles += handover.unchangedFiles;
-    this.diff.repaired += handover.repaired;
-    this.diff.manifestChanged ||= handover.manifestChanged;
+    this.diff.adopt(handover);
+    handover.names.forEach((name, i) => this.staging.adopt(name, handover.slots[i]!));
   }
 
   /** Starts a selective pass (see TreeDiff.carryOver). */
@@ -298,17 +276,8 @@ export class SliceTransaction extends TreeWriter {
   handOver(): OutputHandover {
     this.assertOpen();
     this.finished = true;
-    const { next, previous } = this.diff;
-    const names = [...next.profiles.keys()];
-    return {
-      names,
-      entries: [...next.profiles.values()],
-      slots: this.staging.slotsOf(names),
-      stale: [...previous.profiles.keys()],
-      unchangedFiles: this.diff.unchangedFiles,
-      manifestChanged: this.diff.manifestChanged,
-      repaired: this.diff.repaired,
-    };
+    const found = this.diff.handOver();
+    return { ...found, slots: this.staging.slotsOf(found.names) };
   }
 
   /** Ends the slice's part with nothing handed over; the owner clears the staging folder. */

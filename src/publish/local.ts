@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { outputError } from '../core/errors.js';
+import { outputError, usageError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
 import { readSettled } from '../output/settled.js';
@@ -21,7 +21,6 @@ import {
 } from '../output/manifest.js';
 import { shardOfRenderKey } from '../core/render-key.js';
 import { formatSlice } from '../core/slice.js';
-import { usageError } from '../core/errors.js';
 
 export interface LocalTree {
   outDir: string;

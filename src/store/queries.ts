@@ -3,7 +3,7 @@
  * one table's scan in user-id order (read.ts merges them), narrowed by the scope's WHERE conditions.
  */
 import type Database from 'better-sqlite3';
-import { ALL_USERS, sliceOf, type Slice } from '../core/slice.js';
+import { ALL_USERS, formatSlice, isSlice, sliceOf, type Slice } from '../core/slice.js';
 import { READ_STATUSES } from './schema.js';
 
 /**
@@ -75,11 +75,9 @@ function scopeCondition(scope: RowScope, table: keyof RowQueries): string | unde
 
 const SELECTED_IDS = 'IN (SELECT id FROM temp.pass_ids)';
 
-function sliceCondition({ index, count }: Slice): string {
-  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(count) || index < 0 || index >= count) {
-    throw new Error(`bug: not a slice: ${index}/${count}`);
-  }
-  return `${SLICE_FUNCTION}(username, ${count}) = ${index}`;
+function sliceCondition(slice: Slice): string {
+  if (!isSlice(slice)) throw new Error(`bug: not a slice: ${formatSlice(slice)}`);
+  return `${SLICE_FUNCTION}(username, ${slice.count}) = ${slice.index}`;
 }
 
 function select(columns: string, table: string, conditions: readonly (string | undefined)[], orderBy: string): string {

@@ -33,8 +33,6 @@ export interface WatchOptions {
   intervalMs: number;
   /** The snapshot time of a cycle: the wall clock, or SOURCE_DATE_EPOCH. */
   snapshotTime: () => { ms: number; reproducible: boolean };
-  /** How long to wait at start for another holder of the out dir's lock. */
-  lockWaitMs?: number;
   exec?: { command: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; minIntervalMs?: number };
   /** `--publish`: the bucket to publish to after each changing cycle (`to` as shown: no credentials). */
   publish?: { to: string; options: Omit<PublishOptions, 'out' | 'onProgress' | 'dryRun' | 'full' | 'waitMs'> };
@@ -97,7 +95,7 @@ export class Watcher {
    */
   static start(options: WatchOptions): Watcher {
     const buildOptions = resolveBuildOptions(options.build);
-    const lock = OutDirLock.acquire(buildOptions.outDir, { command: 'watch', waitMs: options.lockWaitMs });
+    const lock = OutDirLock.acquire(buildOptions.outDir, { command: 'watch', waitMs: buildOptions.lockWaitMs });
     return new Watcher(options, buildOptions, lock);
   }
 

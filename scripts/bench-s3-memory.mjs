@@ -6,22 +6,27 @@
  *   PutObject (If-None-Match: * and If-Match: <etag>, 412 when they fail, 404 for If-Match on a
  *   missing key), GetObject (If-None-Match -> 304, If-Match -> 412), HeadObject, ListObjectsV2
  *   (prefix, continuation-token, start-after, max-keys <= 1000, encoding-type=url, keys sorted),
- *   DeleteObjects (POST ?delete), DeleteObject, CreateMultipartUpload, UploadPart,
- *   CompleteMultipartUpload (ETag md5-of-md5s-N), AbortMultipartUpload; HeadBucket and CreateBucket
- *   answer 200. Any bucket name is accepted (path-style URLs). Every answer has a Date header.
+ *   DeleteObjects (POST ?delete), DeleteObject, CreateMultipartUpload, UploadPart, UploadPartCopy
+ *   (x-amz-copy-source with a range: the part keeps the source's bytes when it kept them, else only
+ *   the range's length and a hash of where it came from), CompleteMultipartUpload (ETag
+ *   md5-of-md5s-N; every part but the last at least 5 MiB, as S3 wants: EntityTooSmall),
+ *   AbortMultipartUpload; GetObject with a Range on a kept body; HeadBucket and CreateBucket answer
+ *   200. Any bucket name is accepted (path-style URLs). Every answer has a Date header.
  *
  * Memory: an index of key -> size, MD5 ETag, stored headers (Content-Type, Content-Encoding,
  * Cache-Control, shared between objects), last-modified. Bodies are hashed as they stream in and
  * thrown away, except for keys under `.profile-snapshot/` (the publisher's record and leases, which it
- * reads back) and keys matching `--keep RE`. A GET of an object whose body was discarded answers 501
- * BodyDiscarded and is counted (`bodylessGets` in the stats), so a benchmark notices.
+ * reads back; not a shard's list parts, `/parts/`, which are only ever copied) and keys matching
+ * `--keep RE`. A GET of an object whose body was discarded answers 501 BodyDiscarded and is counted
+ * (`bodylessGets` in the stats), so a benchmark notices.
  *
  * Latency: `--delay-ms N` holds every answer N ms after the request has been handled (a model of a
  * bucket's round trip). With `--proxy <port>` the process is instead a forwarding proxy in front of
  * another server, adding the delay there (to compare the two set-ups).
  *
  * Control (when forked with an IPC channel): messages {op: 'stats'}, {op: 'reset'},
- * {op: 'drop', prefix} are answered with {op, ...}. Prints {"port": N} on stdout when listening.
+ * {op: 'drop', prefix}, {op: 'seed', key, size} (an object of that size, body discarded, without
+ * sending it) are answered with {op, ...}. Prints {"port": N} on stdout when listening.
  *
  *   node scripts/bench-s3-memory.mjs [--delay-ms 25] [--log FILE] [--keep RE] [--port 0]
  *   node scripts/bench-s3-memory.mjs --proxy <port> [--delay-ms 25]
@@ -40,7 +45,10 @@ const PROXY_TO = value('--proxy', undefined);
 
 const keepRe = KEEP === undefined ? undefined : new RegExp(KEEP);
 const STATE_DIR_RE = /(^|\/)\.profile-snapshot\//;
-const keepBody = (key) => STATE_DIR_RE.test(key) || (keepRe !== undefined && keepRe.test(key));
+const PARTS_RE = /(^|\/)\.profile-snapshot\/shards\/[^/]+\/parts\//;
+const keepBody = (key) => (STATE_DIR_RE.test(key) && !PARTS_RE.test(key)) || (keepRe !== undefined && keepRe.test(key));
+/** S3's least size of every part of a multipart upload but the last. */
+const MIN_PART_BYTES = 5 * 2 ** 20;
 const log = LOG === undefined ? undefined : createWriteStream(LOG, { flags: 'a' });
 
 const later = DELAY_MS > 0 ? (fn) => setTimeout(fn, DELAY_MS) : (fn) => fn();
@@ -78,6 +86,15 @@ if (PROXY_TO !== undefined) {
   process.on('disconnect', () => process.exit(0));
 } else {
   startServer();
+}
+
+/** A `bytes=a-b` range (of a Range or x-amz-copy-source-range header) as [start, end); undefined when absent. */
+function byteRange(header, size) {
+  const match = /^bytes=(\d+)-(\d*)$/.exec(header ?? '');
+  if (match === null) return undefined;
+  const start = Number(match[1]);
+  const end = match[2] === '' ? size : Math.min(size, Number(match[2]) + 1);
+  return { start, end };
 }
 
 function startServer() {
@@ -289,12 +306,20 @@ function startServer() {
       stats.bodylessGets++;
       return error(req, res, kind, 501, 'BodyDiscarded', 'this benchmark server discarded the body of this object', key);
     }
-    stats.bytesOut += entry.body.length;
-    count(kind, 200);
+    const range = byteRange(req.headers.range, entry.size);
+    const body = range === undefined ? entry.body : entry.body.subarray(range.start, range.end);
+    stats.bytesOut += body.length;
+    count(kind, range === undefined ? 200 : 206);
     if (log) log.write(`${new Date().toISOString()} GET ${req.url} -> 200 ${kind}\n`);
     later(() => {
-      res.writeHead(200, { 'x-amz-request-id': randomId(), ...objectHeaders(entry), 'content-length': String(entry.body.length) });
-      res.end(entry.body);
+      const ranged = range === undefined ? {} : { 'content-range': `bytes ${range.start}-${range.end - 1}/${entry.size}` };
+      res.writeHead(range === undefined ? 200 : 206, {
+        'x-amz-request-id': randomId(),
+        ...objectHeaders(entry),
+        ...ranged,
+        'content-length': String(body.length),
+      });
+      res.end(body);
     });
   }
 
@@ -417,6 +442,45 @@ function startServer() {
     });
   }
 
+  /** UploadPartCopy: a range of an object as a part, by reference to what is stored. */
+  function copyPart(req, res, bucket, key, query) {
+    req.resume();
+    req.on('end', () => {
+      const upload = uploads.get(query.get('uploadId'));
+      if (upload === undefined || upload.key !== key)
+        return error(req, res, 'UploadPartCopy', 404, 'NoSuchUpload', 'The specified upload does not exist.', key);
+      const source = decodeURIComponent(req.headers['x-amz-copy-source']).replace(/^\//, '');
+      const sourceKey = source.slice(source.indexOf('/') + 1);
+      const entry = objects.get(sourceKey);
+      if (entry === undefined) return error(req, res, 'UploadPartCopy', 404, 'NoSuchKey', 'The specified key does not exist.', sourceKey);
+      const ifMatch = req.headers['x-amz-copy-source-if-match'];
+      if (ifMatch !== undefined && unquote(ifMatch) !== entry.etag)
+        return error(
+          req,
+          res,
+          'UploadPartCopy',
+          412,
+          'PreconditionFailed',
+          'At least one of the pre-conditions you specified did not hold',
+          key,
+        );
+      const range = byteRange(req.headers['x-amz-copy-source-range'], entry.size) ?? { start: 0, end: entry.size };
+      const body = entry.body?.subarray(range.start, range.end);
+      const md5 = createHash('md5')
+        .update(body ?? `${sourceKey}\t${entry.etag}\t${range.start}\t${range.end}`)
+        .digest();
+      upload.parts.set(Number(query.get('partNumber')), { size: range.end - range.start, md5, body: keepBody(key) ? body : undefined });
+      send(
+        req,
+        res,
+        'UploadPartCopy',
+        200,
+        { 'content-type': 'application/xml' },
+        `${XML_HEAD}<CopyPartResult><ETag>&quot;${md5.toString('hex')}&quot;</ETag><LastModified>${new Date().toISOString()}</LastModified></CopyPartResult>`,
+      );
+    });
+  }
+
   function completeUpload(req, res, bucket, key, query) {
     const id = query.get('uploadId');
     readText(req, (xml) => {
@@ -430,10 +494,12 @@ function startServer() {
       const whole = createHash('md5');
       let size = 0;
       const bodies = [];
-      for (const { number, etag } of listed) {
+      for (const [at, { number, etag }] of listed.entries()) {
         const part = upload.parts.get(number);
         if (part === undefined || part.md5.toString('hex') !== etag)
           return error(req, res, 'CompleteMultipartUpload', 400, 'InvalidPart', `part ${number} is missing or has another ETag`, key);
+        if (at < listed.length - 1 && part.size < MIN_PART_BYTES)
+          return error(req, res, 'CompleteMultipartUpload', 400, 'EntityTooSmall', `part ${number} is smaller than the minimum`, key);
         whole.update(part.md5);
         size += part.size;
         if (part.body) bodies.push(part.body);
@@ -498,6 +564,7 @@ function startServer() {
       return notImplemented(req, res, `${m} on the bucket (${[...query.keys()].join(',')})`);
     }
     if (m === 'PUT') {
+      if (req.headers['x-amz-copy-source'] && query.has('uploadId')) return copyPart(req, res, bucket, key, query);
       if (req.headers['x-amz-copy-source']) return notImplemented(req, res, 'CopyObject');
       if (query.has('uploadId')) return uploadPart(req, res, key, query);
       return putObject(req, res, key);
@@ -530,6 +597,11 @@ function startServer() {
         cpu: process.cpuUsage(),
         rssMb: process.memoryUsage().rss / 2 ** 20,
       });
+    } else if (op === 'seed') {
+      // An object as a benchmark needs it in place (a part of a list of 10M users), without sending it.
+      const etag = createHash('md5').update(`${message.key}\t${message.size}`).digest('hex');
+      setObject(message.key, { size: message.size, etag, headers: storedHeaders({ headers: {} }), modified: Date.now(), body: undefined });
+      process.send({ op, etag });
     } else if (op === 'reset') {
       Object.assign(stats, newStats());
       process.send({ op });

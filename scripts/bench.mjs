@@ -16,7 +16,7 @@
  * with --no-serve).
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
- *        [-- --no-publish] [-- --no-serve] [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ *        [-- --shard i/n] [-- --no-publish] [-- --no-serve] [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
  * (--repeats: runs of the cold build and of the floor, 5 by default; their medians count. The last
  * three let a test run it small, away from the real stores and BENCHMARKS.md.)
  */
@@ -51,6 +51,8 @@ const sizes = value('--sizes', flag('--1m') ? '10000,100000,1000000' : '10000,10
   .split(',')
   .map(Number);
 const storeDir = value('--store-dir', join(repo, '.bench/stores'));
+/** `--shard i/n`: every build and watcher works on that shard of the store (one machine's load of n). */
+const shardArgs = value('--shard', undefined) === undefined ? [] : ['--shard', value('--shard')];
 const targets = [{ name: 'tmpfs', root: value('--tmpfs-dir', '/dev/shm/profile-snapshot-bench') }];
 if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', join(repo, '.bench/disk')) });
 if (!existsSync(dirname(targets[0].root))) targets.shift();
@@ -77,7 +79,7 @@ function timed(script, scriptArgs, what) {
 
 /** Runs the CLI in a new process: seconds, CPU, its JSON report and peak RSS. */
 function cli(cliArgs) {
-  const { stdout, ...run } = timed(child, cliArgs, 'profile-snapshot');
+  const { stdout, ...run } = timed(child, [...cliArgs, ...shardArgs], 'profile-snapshot');
   return { ...run, report: JSON.parse(stdout) };
 }
 
@@ -178,7 +180,10 @@ async function withWatcher(db, out, args, env, use) {
       return undefined;
     }
   };
-  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env });
+  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, ...args, ...shardArgs], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env,
+  });
   let stderr = '';
   watcher.stderr.on('data', (d) => {
     stderr += d;

@@ -24,6 +24,7 @@ const COMMANDS: Record<string, () => Promise<CommandFactory>> = {
   watch: async () => (await import('./commands/watch.js')).watchCommand,
   regenerate: async () => (await import('./commands/regenerate.js')).regenerateCommand,
   publish: async () => (await import('./commands/publish.js')).publishCommand,
+  compose: async () => (await import('./commands/compose.js')).composeCommand,
   serve: async () => (await import('./commands/serve.js')).serveCommand,
   verify: async () => (await import('./commands/verify.js')).verifyCommand,
   netlify: async () => (await import('./commands/netlify.js')).netlifyCommand,

@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { BUILD_DEFAULTS as DEFAULTS, resolveBuildOptions, type ResolvedBuildOptions } from '../build-options.js';
 import { snapshotTime } from '../core/config.js';
+import { parseShard, type Slice } from '../core/slice.js';
 import { count } from '../core/text.js';
 import { SHARE_FROM, SHARE_REBUILD_BELOW_BYTES } from '../pass/threads.js';
 import { parseNumber, wholeNumber } from './numbers.js';
@@ -19,6 +20,22 @@ export interface BuildFlags {
   busyTimeout?: string;
   full?: boolean;
   threads?: string;
+  shard?: string;
+}
+
+/** `--shard <i/n>`: which shard of the users a command works on; the same env everywhere. */
+export function shardOption(what: string): Option {
+  return new Option(
+    '--shard <i/n>',
+    `${what}: the users whose lower-cased username hashes (32-bit FNV-1a) to i modulo n; see docs/scaling-out.md [env: PROFILE_SHARD] (default: every user)`,
+  );
+}
+
+/** The shard from `--shard`, then PROFILE_SHARD; undefined: every user. A bad value is a usage error (exit 2). */
+export function shardFromFlags(flags: { shard?: string }, env: NodeJS.ProcessEnv): Slice | undefined {
+  if (flags.shard !== undefined) return parseShard(flags.shard, '--shard');
+  const fromEnv = env.PROFILE_SHARD;
+  return fromEnv === undefined || fromEnv === '' ? undefined : parseShard(fromEnv, 'PROFILE_SHARD');
 }
 
 /** `--out <dir>`, described for what the command does with it; the same env and default everywhere. */
@@ -36,6 +53,7 @@ export function addBuildOptions(command: Command): Command {
         `absolute http(s) URL the API is served from, used in avatarUrl, pageUrl and decoration URLs [env: BASE_URL, then Netlify's URL] (default: "${DEFAULTS.baseUrl}")`,
       ),
     )
+    .addOption(shardOption('build one shard of the API'))
     .option('--strict', 'treat any data warning as an error: exit 4 and write nothing', false)
     .option('--json', 'print the report (counts, every warning) as JSON on stdout', false)
     .option(
@@ -58,7 +76,7 @@ export function addBuildOptions(command: Command): Command {
 
 export const OUT_ENV_HELP = `
 Environment:
-  PROFILE_DB, PROFILE_OUT, BASE_URL (then URL, set by Netlify)  defaults for the flags above
+  PROFILE_DB, PROFILE_OUT, BASE_URL (then URL, set by Netlify), PROFILE_SHARD  defaults for the flags above
   SOURCE_DATE_EPOCH  snapshot time in seconds since the epoch, for byte-for-byte reproducible builds
 
 Exit codes:
@@ -94,6 +112,7 @@ export function buildOptionsFromFlags(flags: BuildFlags, io: Io): ResolvedBuildO
     strict: Boolean(flags.strict),
     fullPass: Boolean(flags.full),
     busyTimeoutMs: wholeNumber(flags.busyTimeout ?? String(DEFAULTS.busyTimeoutMs), '--busy-timeout'),
+    shard: shardFromFlags(flags, env),
     threads: parseNumber(flags.threads ?? String(DEFAULTS.threads), '--threads', {
       expected: 'a whole number from 1 to 64',
       positive: true,

@@ -14,10 +14,23 @@ export const ExitCode = {
   remote: 6,
   deletionGuard: 7,
   prefixHeld: 8,
+  shardCount: 9,
+  shardLayout: 10,
+  partMissing: 11,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-export type SnapshotErrorKind = 'usage' | 'store' | 'strictWarnings' | 'output' | 'remote' | 'deletionGuard' | 'prefixHeld';
+export type SnapshotErrorKind =
+  | 'usage'
+  | 'store'
+  | 'strictWarnings'
+  | 'output'
+  | 'remote'
+  | 'deletionGuard'
+  | 'prefixHeld'
+  | 'shardCount'
+  | 'shardLayout'
+  | 'partMissing';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -57,6 +70,15 @@ export const remoteError = (message: string, hint?: string, cause?: unknown) => 
 /** Another publisher holds the bucket prefix (or took it over): exit 8, transient, a retry may succeed. */
 export const prefixHeldError = (message: string, hint?: string, cause?: unknown) =>
   new SnapshotError('prefixHeld', message, { hint, cause });
+
+/** A shard's publisher splits the users in another number of shards than the prefix does: exit 9. */
+export const shardCountError = (message: string, hint?: string) => new SnapshotError('shardCount', message, { hint });
+
+/** A tree of one shard published into a prefix of whole trees, or the other way round: exit 10. */
+export const shardLayoutError = (message: string, hint?: string) => new SnapshotError('shardLayout', message, { hint });
+
+/** The creators list cannot be joined: a shard has published no part of it yet: exit 11, transient. */
+export const partMissingError = (message: string, hint?: string) => new SnapshotError('partMissing', message, { hint });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

@@ -91,3 +91,18 @@ function fnv1aBytes(bytes: Uint8Array): number {
   for (const byte of bytes) hash = Math.imul(hash ^ byte, FNV_PRIME);
   return hash >>> 0;
 }
+
+/**
+ * The shard `text` names, as `--shard` and PROFILE_SHARD take it: `i/n`, such as `0/4`. A usage
+ * error naming `source` otherwise (`3/2`, `0/0`, `x/4`).
+ */
+export function parseShard(text: string, source: string): Slice {
+  const match = /^\s*(\d{1,7})\s*\/\s*(\d{1,7})\s*$/.exec(text);
+  if (match === null) {
+    throw usageError(
+      `${source} ${JSON.stringify(text)} is not a shard`,
+      `give i/n with n from 1 to ${MAX_SHARDS} and i from 0 to n - 1, such as 0/4`,
+    );
+  }
+  return checkShard({ index: Number(match[1]), count: Number(match[2]) }, source);
+}

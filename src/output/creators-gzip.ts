@@ -13,10 +13,11 @@
  */
 import { fstatSync } from 'node:fs';
 import { FINGERPRINT_LENGTH } from '../core/hash.js';
-import { gzipVariantPath } from '../core/layout.js';
+import { join } from 'node:path';
+import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
-import { readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
+import { readIndexFile, readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
 import { pieceDeflater, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
@@ -34,6 +35,8 @@ const DICTIONARY_MEMBERS = 4;
 
 /** The settings the pieces were cut and keyed with: an index made with others is not used. */
 export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
+/** The settings of a shard's part, whose first piece has no dictionary. */
+const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone`;
 
 /** The list as its members lie in its file, in list order. */
 export interface ListLayout {
@@ -43,6 +46,11 @@ export interface ListLayout {
   /** Each member's data hash, FINGERPRINT_LENGTH bytes, one after the other. */
   hashes: Buffer;
   lengths: readonly number[];
+  /**
+   * The list is a shard's part of a list joined in the bucket (publish/parts.ts): its first piece
+   * is deflated without the head as its dictionary, so the pieces decode after any other bytes.
+   */
+  partOfJoined: boolean;
 }
 
 /** What one variant cost: pieces in all, those copied from the last variant, and those deflated on a worker. */
@@ -65,7 +73,8 @@ export function stageCreatorsGzip(
 ): GzipPieces | undefined {
   const listPath = list.path;
   const variantPath = gzipVariantPath(listPath);
-  const last = readPieceIndex(tx, variantPath, PIECE_SETTINGS);
+  const settings = layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS;
+  const last = readPieceIndex(tx, variantPath, settings);
   let pieces: Piece[] = [];
   let counts: GzipPieces | undefined;
   const write = (sink: BufferedFileWriter) => {
@@ -74,7 +83,7 @@ export function stageCreatorsGzip(
     counts = cost;
   };
   const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
-  if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), PIECE_SETTINGS, pieces));
+  if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), settings, pieces));
   return counts;
 }
 
@@ -148,7 +157,8 @@ function planPieces(layout: ListLayout, member: Float64Array, last: PieceIndex |
       continue;
     }
     pieces.push({ key, kept: undefined });
-    ranges.push(Math.max(start === 0 ? 0 : member[from]!, byteStart - WINDOW_BYTES), byteStart, byteEnd);
+    const dictionaryStart = start > 0 ? member[from]! : layout.partOfJoined ? byteStart : 0;
+    ranges.push(Math.max(dictionaryStart, byteStart - WINDOW_BYTES), byteStart, byteEnd);
   }
   return { pieces, ranges: Float64Array.from(ranges) };
 }
@@ -253,4 +263,12 @@ class MemberWriter {
     this.crc = this.length === 0 ? crc : crc32Combine(this.crc, crc, length);
     this.length += length;
   }
+}
+
+/**
+ * The member pieces of a shard's variant (one built with `partOfJoined`), in order, as its index
+ * describes them; undefined when the index is not of the variant file with `variantStamp`.
+ */
+export function joinablePieces(outDir: string, variantStamp: string): readonly Piece[] | undefined {
+  return readIndexFile(join(outDir, CREATORS_GZIP_INDEX_FILE), `${PART_PIECE_SETTINGS}\t${variantStamp}`);
 }

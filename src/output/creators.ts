@@ -181,9 +181,15 @@ export class CreatorsList {
    * Publishes the list as `head` + JSON array + `tail()` (the envelope), rewriting it only when its
    * members or their data changed, and gives the transaction the members in list order. Then its
    * gzip variant (creators-gzip.ts), deflated on up to `threads` threads; returns what that cost,
-   * when it was staged.
+   * when it was staged. A list that is a shard's part of a joined one (`partOfJoined`) has a
+   * variant whose members can be joined after another shard's (see creators-gzip.ts).
    */
-  finish(owner: OutputTransaction, head: string, tail: () => string, threads = 1): GzipPieces | undefined {
+  finish(
+    owner: OutputTransaction,
+    head: string,
+    tail: () => string,
+    { threads = 1, partOfJoined = false }: { threads?: number; partOfJoined?: boolean } = {},
+  ): GzipPieces | undefined {
     this.scratch.close();
     const order = this.listOrder();
     const headLength = Buffer.byteLength(head);
@@ -198,7 +204,7 @@ export class CreatorsList {
     owner.setList(listed);
     if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
     this.letGoOfMembers();
-    const layout = { headLength, ...listed, hashes: memberHashes };
+    const layout = { headLength, ...listed, hashes: memberHashes, partOfJoined };
     return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, threads);
   }
 

@@ -49,6 +49,12 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
   const header = `${settings}\t${last.stamp}`;
   if (written?.indexPath === indexPath && written.header === header && written.indexStamp === fileStamp(indexPath))
     return { file: last.file, pieces: new Map(written.pieces.map((piece) => [piece.key, piece])) };
+  const pieces = readIndexFile(indexPath, header);
+  return pieces === undefined ? undefined : { file: last.file, pieces: new Map(pieces.map((piece) => [piece.key, piece])) };
+}
+
+/** The pieces the index file at `indexPath` lists, in variant order, when its header is `header`. */
+export function readIndexFile(indexPath: string, header: string): Piece[] | undefined {
   let text: string;
   try {
     text = readFileSync(indexPath, 'latin1');
@@ -57,20 +63,13 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
   }
   const lines = text.split('\n');
   if (lines[0] !== header) return undefined;
-  const pieces = new Map<string, Piece>();
+  const pieces: Piece[] = [];
   for (let i = 1; i < lines.length; i++) {
     const [key, offset, compressed, length, crc] = lines[i]!.split('\t');
     if (key === undefined || crc === undefined) continue;
-    pieces.set(key, {
-      key,
-      offset: Number(offset),
-      compressed: Number(compressed),
-      length: Number(length),
-      crc: Number(crc),
-      reused: false,
-    });
+    pieces.push({ key, offset: Number(offset), compressed: Number(compressed), length: Number(length), crc: Number(crc), reused: false });
   }
-  return { file: last.file, pieces };
+  return pieces;
 }
 
 /** Writes the index of the variant whose file has `stamp` (none: nothing is written), pieces cut with `settings`. */

@@ -320,9 +320,10 @@ class OwnerPass extends RowReader<OutputTransaction> {
 
   /** The creators list, the error documents and the contract (published byte for byte). */
   private stageFixedDocuments(): void {
-    const { snapshotMs, started, threads } = this.inputs;
+    const { snapshotMs, started, threads, users } = this.inputs;
     const tail = () => envelopeTail(meta(snapshotMs, this.elapsedSince(started)));
-    this.creators.finish(this.output, SUCCESS_HEAD, tail, threads);
+    // A shard's list is a part of the joined one: its gzip pieces must not lean on its own head.
+    this.creators.finish(this.output, SUCCESS_HEAD, tail, { threads, partOfJoined: users.count > 1 });
     for (const code of Object.keys(ERRORS) as ErrorCode[]) {
       const spec = ERRORS[code];
       this.output.file(errorFile(code), fingerprint(errorBody(spec)), () => errorDocument(spec, meta(snapshotMs, 0)));

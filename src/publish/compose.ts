@@ -46,6 +46,28 @@ export async function composeObject(
   rules: PartRules,
   encoding?: StoredEncoding,
 ): Promise<ComposeResult> {
+  const prepared = await prepareComposition(remote, targetKey, sources, rules, encoding);
+  return prepared.complete();
+}
+
+/** A composition whose parts are all in place: completing it replaces the target at once. */
+export interface PreparedComposition {
+  complete(): Promise<ComposeResult>;
+  abort(): Promise<void>;
+}
+
+/**
+ * Everything but the last request: the upload created and every part copied or uploaded. Several
+ * objects that change together (the list and its gzip variant) are then completed side by side,
+ * so readers see them change within moments of each other. On failure the upload is aborted.
+ */
+export async function prepareComposition(
+  remote: Remote,
+  targetKey: string,
+  sources: readonly (ObjectRange | { bytes: Uint8Array })[],
+  rules: PartRules,
+  encoding?: StoredEncoding,
+): Promise<PreparedComposition> {
   const { bucket } = remote.options;
   const etags = new Map(sources.flatMap((s) => ('key' in s && s.etag !== undefined ? [[s.key, s.etag] as const] : [])));
   const plan = planParts(sources as ComposeSource[], rules);
@@ -62,29 +84,38 @@ export async function composeObject(
     `start joining ${targetKey}`,
   );
   const uploadId = created.UploadId!;
-  const result: ComposeResult = { etag: '', copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
-  try {
-    const parts: CompletedPart[] = [];
-    for (const [index, part] of plan.entries()) {
-      parts.push(await sendPart(remote, targetKey, uploadId, index + 1, part, etags, result));
-    }
-    // Copies made: each source must still be the version named, or the copy may hold another.
-    await checkSources(remote, targetKey, etags);
-    const done = await remote.call(
-      () =>
-        remote.client.send(
-          new CompleteMultipartUploadCommand({ Bucket: bucket, Key: targetKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
-        ),
-      `finish joining ${targetKey}`,
-    );
-    result.etag = done.ETag ?? '';
-    return result;
-  } catch (error) {
+  const abort = async () => {
     await remote.client
       .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: targetKey, UploadId: uploadId }))
       .catch(() => undefined);
+  };
+  const result: ComposeResult = { etag: '', copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
+  let parts: CompletedPart[];
+  try {
+    // Side by side: a copy costs the store time, not this process.
+    parts = await Promise.all(plan.map((part, index) => sendPart(remote, targetKey, uploadId, index + 1, part, etags, result)));
+    // Copies made: each source must still be the version named, or the copy may hold another.
+    await checkSources(remote, targetKey, etags);
+  } catch (error) {
+    await abort();
     throw error;
   }
+  const complete = async () => {
+    try {
+      const done = await remote.call(
+        () =>
+          remote.client.send(
+            new CompleteMultipartUploadCommand({ Bucket: bucket, Key: targetKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+          ),
+        `finish joining ${targetKey}`,
+      );
+      return { ...result, etag: done.ETag ?? '' };
+    } catch (error) {
+      await abort();
+      throw error;
+    }
+  };
+  return { complete, abort };
 }
 
 async function sendPart(

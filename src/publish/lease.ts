@@ -25,7 +25,11 @@ import { monotonicMs, RenewalThread, Validity, type LeaseHandoff } from './lease
 import { readObject, writeObject, type WriteCondition } from './objects.js';
 import { provePreconditions } from './preconditions.js';
 
-export type LeaseName = 'lock' | 'leader';
+/**
+ * A lease's object below `.profile-snapshot/`: the prefix's lock and leader, a shard's own
+ * (`shards/<i>-of-<n>/lock`, shards.ts), and the composition's (join.ts).
+ */
+export type LeaseName = 'lock' | 'leader' | 'compose' | `shards/${string}/${'lock' | 'leader'}`;
 
 /** Who holds a lease: enough for an operator to find it, never a credential. */
 export interface LeaseHolder {
@@ -346,7 +350,7 @@ export class Lease {
   private async checkPreconditions(previous: LeaseView | undefined): Promise<void> {
     const known = previous?.body.preconditions;
     if (known === 'proven' || (known === 'ignored' && this.options.singleWriter)) return;
-    const proven = await provePreconditions(this.remote);
+    const proven = await provePreconditions(this.remote, `${leasePath(this.name)}.probe`);
     if (proven || this.options.singleWriter) {
       await this.record({ ...this.body, preconditions: proven ? 'proven' : 'ignored' });
       return;

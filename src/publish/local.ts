@@ -20,7 +20,7 @@ import {
   type Manifest,
 } from '../output/manifest.js';
 import { shardOfRenderKey } from '../core/render-key.js';
-import { formatSlice } from '../core/slice.js';
+import { formatSlice, type Slice } from '../core/slice.js';
 
 export interface LocalTree {
   outDir: string;
@@ -44,17 +44,16 @@ export const REQUIRED_FILES = [
 const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
 
 /**
- * Refuses a tree built for one shard of the users (exit 2) before anything reaches the bucket: it
- * holds only that shard's profiles and list, and publishing it as the whole API would delete every
- * other user's objects. Publishing shards comes with the list joined in the bucket.
+ * The shard the tree at `out` was built for (its manifest says), undefined for a whole tree. With
+ * `expected` (`--shard`), any other tree is refused (exit 2) before anything reaches the bucket.
  */
-export function assertWholeTree(out: string): void {
+export function treeShard(out: string, expected: Slice | undefined): Slice | undefined {
   const recorded = readManifestRenderKey(out);
   const shard = recorded === undefined ? undefined : shardOfRenderKey(recorded);
-  if (shard === undefined) return;
+  if (expected === undefined || (shard !== undefined && formatSlice(shard) === formatSlice(expected))) return shard;
   throw usageError(
-    `${out} holds shard ${formatSlice(shard)} of the users, which cannot be published yet: publishing it as the whole API would delete every other user`,
-    'build without a shard to publish',
+    `${out} holds ${shard === undefined ? 'a tree built without --shard' : `shard ${formatSlice(shard)}`}, not shard ${formatSlice(expected)}`,
+    `build it with --shard ${formatSlice(expected)} first, or publish it without --shard`,
   );
 }
 

@@ -5,23 +5,25 @@
  * apart. Run once per prefix: the lease objects remember the answer.
  */
 import { randomBytes } from 'node:crypto';
-import { STATE_DIR } from '../core/layout.js';
 import type { Remote } from './client.js';
 import { deleteObject, writeObject } from './objects.js';
 
-const PROBE = `${STATE_DIR}/precondition-probe`;
 const TYPE = 'text/plain';
 
-/** True when the store refused both writes it should refuse. Leaves no object behind. */
-export async function provePreconditions(remote: Remote): Promise<boolean> {
+/**
+ * True when the store refused both writes it should refuse. Leaves no object behind. Asked by the
+ * holder of a lease, at `probe` beside the lease's object: holders of different leases (shards
+ * publishing side by side) never probe the same key.
+ */
+export async function provePreconditions(remote: Remote, probe: string): Promise<boolean> {
   const body = () => `probe ${randomBytes(6).toString('hex')}`;
   try {
     // The first create may meet a probe left by a publisher killed mid-probe: refused, and that is fine.
-    await writeObject(remote, PROBE, body(), TYPE, { ifNoneMatch: '*' });
-    const secondCreate = await writeObject(remote, PROBE, body(), TYPE, { ifNoneMatch: '*' });
-    const wrongMatch = await writeObject(remote, PROBE, body(), TYPE, { ifMatch: '"00000000000000000000000000000000"' });
+    await writeObject(remote, probe, body(), TYPE, { ifNoneMatch: '*' });
+    const secondCreate = await writeObject(remote, probe, body(), TYPE, { ifNoneMatch: '*' });
+    const wrongMatch = await writeObject(remote, probe, body(), TYPE, { ifMatch: '"00000000000000000000000000000000"' });
     return secondCreate === 'refused' && wrongMatch === 'refused';
   } finally {
-    await deleteObject(remote, PROBE);
+    await deleteObject(remote, probe);
   }
 }

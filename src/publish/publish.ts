@@ -26,12 +26,16 @@ import { DEFAULT_COMMIT_WAIT_MS } from '../output/settled.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions, type Sightings } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
-import { assertWholeTree, fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
+import { treeShard, fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { bucketHoldsTree } from './quiet.js';
 import { namesTree, readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
-import { newPublishId, NO_BASE, type RemoteIntent } from './state.js';
+import { newPublishId, NO_BASE, UNKNOWN, type LiveSet, type RemoteIntent } from './state.js';
+import { joinShard, type JoinReport } from './join.js';
+import { publishPart } from './parts.js';
+import { assertNotSharded, claimShardLayout, scopeOf, type PublishScope } from './shards.js';
+import { formatSlice, type Slice } from '../core/slice.js';
 import { describeTarget } from './target.js';
 import { closeFile, deleteObjects, inPool, openFile, putFile } from './upload.js';
 
@@ -56,6 +60,11 @@ export interface PublishOptions {
   singleWriter?: boolean | undefined;
   /** What this process already saw of the prefix's lock (a standby watcher looks at it each cycle). */
   lockSightings?: Sightings | undefined;
+  /**
+   * The shard the tree must be (`--shard`): a tree of another shard, or a whole tree, is refused.
+   * Undefined: the tree is published as what it is (its manifest says whether it is a shard).
+   */
+  shard?: Slice | undefined;
   onProgress?: ((progress: PublishProgress) => void) | undefined;
 }
 
@@ -86,6 +95,8 @@ export interface PublishReport {
   attempts: number;
   /** Things the operator should know, e.g. a store that ignores conditional writes (accepted with --single-writer). */
   notices: string[];
+  /** The shard published (`i/n`), and what became of the joined creators list; undefined for a whole tree. */
+  shard?: { shard: string; join: JoinReport | undefined; listHoldsShard: boolean; deferredProfiles: number } | undefined;
   seconds: number;
 }
 
@@ -98,12 +109,12 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
   const started = performance.now();
   // Made absolute once, here: everything below takes the out dir as it is.
   const options = { ...given, out: resolveOutDir(given.out) };
-  assertWholeTree(options.out);
+  const scope = scopeOf(treeShard(options.out, options.shard));
   const remote = await Remote.open(options.remote);
   try {
     for (let attempt = 1; ; attempt++) {
       try {
-        const report = await publishOnce(remote, options);
+        const report = await publishOnce(remote, options, scope);
         return {
           ...report,
           attempts: attempt,
@@ -128,12 +139,15 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
 
 type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds'>;
 
-async function publishOnce(remote: Remote, options: PublishOptions): Promise<Outcome> {
+async function publishOnce(remote: Remote, options: PublishOptions, scope: PublishScope): Promise<Outcome> {
+  if (scope.shard !== undefined) await claimShardLayout(remote, scope.shard);
   // The bucket already holds this tree: known from two headers, no million entries read.
-  const held = options.full ? undefined : await bucketHoldsTree(remote, options.out);
-  if (held !== undefined) return quietOutcome(remote, held, options);
+  const held = options.full ? undefined : await bucketHoldsTree(remote, options.out, scope);
+  if (held !== undefined) return joinedOutcome(remote, quietOutcome(remote, held, options), scope, options);
   const tree = readLocalTree(options.out, options.waitMs ?? DEFAULT_COMMIT_WAIT_MS);
-  const first = options.full ? undefined : await readRecord(remote);
+  const first = options.full ? undefined : await readRecord(remote, scope);
+  // Only a prefix without a record of whole trees may be a sharded one: no request otherwise.
+  if (scope.shard === undefined && first?.stateEtag === undefined) await assertNotSharded(remote);
   // Decided before the lease is taken, so a quiet check, a dry run and a refusal write nothing.
   let firstPlan: PublishPlan | undefined;
   if (first?.live !== undefined) {
@@ -142,17 +156,17 @@ async function publishOnce(remote: Remote, options: PublishOptions): Promise<Out
     if (options.dryRun || (namesTree(first, tree.digest) && isEmptyPlan(plan))) return outcomeOf(remote, tree, plan, 'state', options);
     assertPresent(tree, plan);
   } else {
-    if (options.dryRun) return dryRun(remote, tree, options);
+    if (options.dryRun) return dryRun(remote, tree, options, scope.shard);
     assertPresent(tree, { profiles: [...tree.profiles.keys()], files: [...tree.files.keys()] });
   }
   const lockWaitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const lock = await Lease.acquire(remote, 'lock', leaseOptions(options), lockWaitMs, options.lockSightings);
+  const lock = await Lease.acquire(remote, scope.lock, leaseOptions(options), lockWaitMs, options.lockSightings);
   try {
     // A lease lost mid-publish: cut the requests in flight (their retries meet the fence), so none
     // lands after another publisher has taken over.
     lock.keepRenewing(() => remote.client.destroy());
     remote.fence = () => lock.assertHeld();
-    const record = await readRecord(remote, first);
+    const record = await readRecord(remote, scope, first);
     // The record unchanged since it was read (both conditional GETs answered 304): its plan stands.
     const outcome = await publishHeld(remote, tree, options, record, record === first ? firstPlan : undefined);
     if (lock.unfenced) outcome.notices.push(unfencedNotice(remote));
@@ -177,7 +191,8 @@ async function publishHeld(
 ): Promise<Outcome> {
   const live = options.full ? undefined : record.live;
   // At a million profiles a plan takes most of a second: not made twice over the same record.
-  const plan = live !== undefined && planned !== undefined ? planned : planPublish(tree, live ?? (await listLive(remote, tree)));
+  const plan =
+    live !== undefined && planned !== undefined ? planned : planPublish(tree, live ?? (await listLive(remote, tree, record.scope.shard)));
   guardDeletions(plan, options, remote.where);
   const outcome = outcomeOf(remote, tree, plan, live ? 'state' : 'listing', options);
   // Nothing to write, and the state already says so (a listing leaves a state for next time).
@@ -186,23 +201,72 @@ async function publishHeld(
   const id = newPublishId();
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
   const written = await writeIntent(remote, record, intentOf(id, live ? record.base : NO_BASE, plan));
-  outcome.bytes = await upload(remote, tree, plan, options);
-  const deletions = [...plan.deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
+  outcome.bytes = await upload(remote, tree, plan, options, record.scope, id);
+  // A shard's removed users leave the joined list before their objects go; until then they stay live.
+  const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
+  const deleteProfiles = deferred.size === 0 ? plan.deleteProfiles : plan.deleteProfiles.filter((name) => !deferred.has(name));
+  const deletions = [...deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
   await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
     options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length }),
   );
-  await writeState(remote, written, id, hashes(tree.profiles), hashes(tree.files), {
-    tree: tree.digest,
-    profiles: tree.profiles.size,
+  await writeState(remote, written, id, liveProfiles(tree, live, deferred), hashes(tree.files), {
+    // A state that still holds deferred profiles does not name the tree: the next publish deletes them.
+    tree: deferred.size === 0 ? tree.digest : undefined,
+    profiles: tree.profiles.size + deferred.size,
     files: tree.files.size,
   });
   return outcome;
 }
 
+/** The tree's profiles, and those whose deletion waits for the joined list (with the hash they are live with). */
+function* liveProfiles(tree: LocalTree, live: LiveSet | undefined, deferred: ReadonlySet<string>): Iterable<[string, string]> {
+  yield* hashes(tree.profiles);
+  for (const name of deferred) yield [name, live?.profiles.get(name) ?? UNKNOWN];
+}
+
+/**
+ * For a shard: joins the creators list with the part just published, and returns the removed users
+ * whose objects must stay because the live list may still name them (the list could not be joined).
+ */
+async function joinBeforeDeleting(
+  remote: Remote,
+  outcome: Outcome,
+  scope: PublishScope,
+  options: PublishOptions,
+  plan: PublishPlan,
+): Promise<ReadonlySet<string>> {
+  if (scope.shard === undefined) return new Set();
+  const holdsPart = await joinShardList(remote, outcome, scope.shard, options);
+  if (holdsPart || options.dryRun) return new Set();
+  outcome.shard!.deferredProfiles = plan.deleteProfiles.length;
+  return new Set(plan.deleteProfiles);
+}
+
+/** A shard's outcome, once the creators list holds its current part (or could not be joined yet). */
+async function joinedOutcome(remote: Remote, outcome: Outcome, scope: PublishScope, options: PublishOptions): Promise<Outcome> {
+  if (scope.shard !== undefined) await joinShardList(remote, outcome, scope.shard, options);
+  return outcome;
+}
+
+/** Joins the list for a shard's publish (join.ts), noting it in the outcome; whether the list holds the shard's part. */
+async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, options: PublishOptions): Promise<boolean> {
+  outcome.shard = { shard: formatSlice(shard), join: undefined, listHoldsShard: false, deferredProfiles: 0 };
+  if (options.dryRun) return false;
+  const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const { report, holdsPart } = await joinShard(remote, shard, { lease: leaseOptions(options), waitMs });
+  outcome.shard.join = report;
+  outcome.shard.listHoldsShard = holdsPart;
+  if (report.missing.length > 0) {
+    const names = report.missing.map((index) => `${index}/${shard.count}`).join(', ');
+    outcome.notices.push(`the creators list was not joined: ${names} published no part yet (the last shard to publish joins it)`);
+  }
+  return holdsPart;
+}
+
 /** A dry run without a trusted record: the plan against a listing; nothing written, no lease taken. */
-async function dryRun(remote: Remote, tree: LocalTree, options: PublishOptions): Promise<Outcome> {
-  const plan = planPublish(tree, await listLive(remote, tree));
+async function dryRun(remote: Remote, tree: LocalTree, options: PublishOptions, shard: Slice | undefined): Promise<Outcome> {
+  const plan = planPublish(tree, await listLive(remote, tree, shard));
   guardDeletions(plan, options, remote.where);
   return outcomeOf(remote, tree, plan, 'listing', options);
 }
@@ -281,7 +345,14 @@ function assertPresent(tree: LocalTree, plan: Pick<PublishPlan, 'profiles' | 'fi
 }
 
 /** Profiles and documents first, the creators list and its variant last. Returns the bytes uploaded. */
-async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, options: PublishOptions): Promise<number> {
+async function upload(
+  remote: Remote,
+  tree: LocalTree,
+  plan: PublishPlan,
+  options: PublishOptions,
+  scope: PublishScope,
+  id: string,
+): Promise<number> {
   const total = uploadCount(plan);
   let done = 0,
     bytes = 0;
@@ -299,6 +370,12 @@ async function upload(remote: Remote, tree: LocalTree, plan: PublishPlan, option
   const concurrency = remote.options.concurrency;
   await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), profilePaths(name)));
   await inPool(plan.files, concurrency, (path) => send(path, join(tree.outDir, path), [path]));
+  if (scope.shard !== undefined && plan.listFiles.length > 0) {
+    // A shard's list is a part of the joined one (parts.ts): never uploaded as the list itself.
+    bytes += (await publishPart(remote, tree, scope.shard, id)).bytes;
+    progress(plan.listFiles.length);
+    return bytes;
+  }
   for (const path of plan.listFiles)
     await sendListFile(remote, tree, path, (size) => {
       bytes += size;

@@ -13,7 +13,8 @@ import { readManifestDigest } from '../output/manifest.js';
 import type { Remote } from './client.js';
 import { assertRequiredFiles } from './local.js';
 import { readObject, type StoredObject } from './objects.js';
-import { parseIntentHead, parseStateHead, REMOTE_INTENT, REMOTE_STATE } from './state.js';
+import type { PublishScope } from './shards.js';
+import { parseIntentHead, parseStateHead } from './state.js';
 
 /** Enough of a gzipped record to inflate its header line. */
 const HEAD_BYTES = 4096;
@@ -22,13 +23,17 @@ const HEAD_BYTES = 4096;
  * The tree's counts when the bucket already holds it (nothing to do); undefined when that is not
  * known so. `out` is absolute (publish resolved it).
  */
-export async function bucketHoldsTree(remote: Remote, out: string): Promise<{ profiles: number; files: number } | undefined> {
+export async function bucketHoldsTree(
+  remote: Remote,
+  out: string,
+  scope: PublishScope,
+): Promise<{ profiles: number; files: number } | undefined> {
   const digest = readManifestDigest(out);
   if (digest === undefined) return undefined;
   // No ETag is known here, so neither read answers 'unchanged'.
   const [state, intent] = (await Promise.all([
-    readObject(remote, REMOTE_STATE, undefined, HEAD_BYTES),
-    readObject(remote, REMOTE_INTENT, undefined, HEAD_BYTES),
+    readObject(remote, scope.state, undefined, HEAD_BYTES),
+    readObject(remote, scope.intent, undefined, HEAD_BYTES),
   ])) as (StoredObject | undefined)[];
   const head = state === undefined ? undefined : parseStateHead(state.bytes);
   if (head === undefined || head.tree !== digest) return undefined;

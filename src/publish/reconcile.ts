@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../core/layout.js';
+import { inSlice, type Slice } from '../core/slice.js';
 import type { Remote } from './client.js';
 import { profileFile, profileHash, fileHash, type LocalTree } from './local.js';
 import { emptyLive, UNKNOWN, type LiveSet } from './state.js';
@@ -41,7 +42,11 @@ async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
   return objects;
 }
 
-export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet> {
+/**
+ * What is live, by listing. A shard (`shard`) sees only its own users' profiles: every other
+ * profile belongs to another shard, and is neither compared nor deleted.
+ */
+export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): Promise<LiveSet> {
   const live = emptyLive();
   const partBytes = remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES;
   const listed = await listPrefix(remote);
@@ -51,6 +56,7 @@ export async function listLive(remote: Remote, tree: LocalTree): Promise<LiveSet
     const dir = key.slice(0, slash),
       name = key.slice(slash + 1);
     if ((PROFILE_DIRS as readonly string[]).includes(dir) && CANONICAL_USERNAME.test(name)) {
+      if (shard !== undefined && !inSlice(name, shard)) continue;
       const objects = profileObjects.get(name) ?? [];
       objects.push(object);
       profileObjects.set(name, objects);

@@ -14,14 +14,13 @@
  */
 import { prefixHeldError } from '../core/errors.js';
 import type { Remote } from './client.js';
+import type { PublishScope } from './shards.js';
 import { readObject, unchangedSince, writeObject, type StoredObject } from './objects.js';
 import {
   applyIntent,
   NO_BASE,
   parseIntent,
   parseState,
-  REMOTE_INTENT,
-  REMOTE_STATE,
   serializeIntent,
   serializeState,
   type LiveSet,
@@ -41,6 +40,8 @@ export interface RemoteRecord {
   intentEtag: string | undefined;
   /** The digest of the tree the trusted state was made from (see quiet.ts), if it names one. */
   tree?: string | undefined;
+  /** Where the record is kept: a whole tree's, or a shard's (shards.ts). */
+  scope: PublishScope;
 }
 
 /**
@@ -52,20 +53,20 @@ export const namesTree = (record: RemoteRecord, digest: string | undefined): boo
   record.settled && (digest === undefined || record.tree === digest);
 
 /** Reads state and intent. With `previous`, an object unchanged since costs no body and no parse. */
-export async function readRecord(remote: Remote, previous?: RemoteRecord): Promise<RemoteRecord> {
+export async function readRecord(remote: Remote, scope: PublishScope, previous?: RemoteRecord): Promise<RemoteRecord> {
   const [state, intent] = await Promise.all([
-    readObject(remote, REMOTE_STATE, previous?.stateEtag),
-    readObject(remote, REMOTE_INTENT, previous?.intentEtag),
+    readObject(remote, scope.state, previous?.stateEtag),
+    readObject(remote, scope.intent, previous?.intentEtag),
   ]);
   if (previous !== undefined && state === 'unchanged' && intent === 'unchanged') return previous;
   // One changed under us: read both afresh, so they are judged as one record.
-  if (state === 'unchanged' || intent === 'unchanged') return readRecord(remote);
-  return judge(state, intent);
+  if (state === 'unchanged' || intent === 'unchanged') return readRecord(remote, scope);
+  return { ...judge(state, intent), scope };
 }
 
 /** The rules above, on the objects as read. */
-export function judge(state: StoredObject | undefined, intent: StoredObject | undefined): RemoteRecord {
-  const untrusted: RemoteRecord = { live: undefined, settled: false, base: NO_BASE, stateEtag: state?.etag, intentEtag: intent?.etag };
+export function judge(state: StoredObject | undefined, intent: StoredObject | undefined): Omit<RemoteRecord, 'scope'> {
+  const untrusted = { live: undefined, settled: false, base: NO_BASE, stateEtag: state?.etag, intentEtag: intent?.etag };
   if (state === undefined) return untrusted;
   let parsedState: RemoteState, parsedIntent: RemoteIntent | undefined;
   try {
@@ -83,7 +84,13 @@ export function judge(state: StoredObject | undefined, intent: StoredObject | un
 
 /** Writes the intent over the version read; returns the record with the intent's new version. */
 export async function writeIntent(remote: Remote, record: RemoteRecord, intent: RemoteIntent): Promise<RemoteRecord> {
-  const etag = await writeObject(remote, REMOTE_INTENT, serializeIntent(intent), 'application/gzip', unchangedSince(record.intentEtag));
+  const etag = await writeObject(
+    remote,
+    record.scope.intent,
+    serializeIntent(intent),
+    'application/gzip',
+    unchangedSince(record.intentEtag),
+  );
   if (etag === 'refused') throw changedUnder(remote, 'intent');
   return { ...record, intentEtag: etag };
 }
@@ -99,7 +106,7 @@ export async function writeState(
 ): Promise<void> {
   const etag = await writeObject(
     remote,
-    REMOTE_STATE,
+    record.scope.state,
     serializeState(id, profiles, files, summary),
     'application/gzip',
     unchangedSince(record.stateEtag),

@@ -6,6 +6,7 @@
 import { DeleteObjectCommand, DeleteObjectsCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
+import { Readable } from 'node:stream';
 import { CONTRACT_HEADERS } from '../hosting/routes.js';
 import { Remote } from './client.js';
 import { objectKey } from './target.js';
@@ -95,6 +96,60 @@ export async function putFile(remote: Remote, paths: readonly string[], fd: numb
     }
   }
   return size * paths.length;
+}
+
+/** Bytes held here, or a range of an open file. */
+export type BodyPiece = { bytes: Uint8Array } | { fd: number; start: number; end: number };
+
+const pieceBytes = (piece: BodyPiece) => ('bytes' in piece ? piece.bytes.length : piece.end - piece.start);
+
+/**
+ * Uploads the pieces, joined, as one object at `path` (a shard's part of the creators list: a few
+ * bytes of its own, then a range of a file of the tree). Large bodies go up in parts, streamed.
+ */
+export async function putPieces(remote: Remote, path: string, pieces: readonly BodyPiece[]): Promise<number> {
+  const size = pieces.reduce((sum, piece) => sum + pieceBytes(piece), 0);
+  if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
+    const body = Buffer.concat(pieces.map((piece) => ('bytes' in piece ? piece.bytes : readRange(piece.fd, piece.start, piece.end))));
+    await putObject(remote, path, body);
+    return size;
+  }
+  const upload = new Upload({
+    client: remote.client,
+    params: {
+      Bucket: remote.options.bucket,
+      Key: objectKey(remote.options.prefix, path),
+      Body: Readable.from(streamPieces(pieces)),
+      ContentLength: size,
+    },
+    partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
+    queueSize: 4,
+    leavePartsOnError: false,
+  });
+  try {
+    await upload.done();
+  } catch (error) {
+    throw remote.failure(error, `upload ${path}`);
+  }
+  return size;
+}
+
+async function* streamPieces(pieces: readonly BodyPiece[]): AsyncGenerator<Uint8Array> {
+  for (const piece of pieces) {
+    if ('bytes' in piece) yield piece.bytes;
+    else if (piece.end > piece.start)
+      yield* createReadStream('', { fd: piece.fd, autoClose: false, start: piece.start, end: piece.end - 1 });
+  }
+}
+
+function readRange(fd: number, start: number, end: number): Buffer {
+  const body = Buffer.allocUnsafe(end - start);
+  for (let done = 0; done < body.length;) {
+    const read = readSync(fd, body, done, body.length - done, start + done);
+    if (read === 0) throw new Error(`file shorter than expected (${start + done} of ${end} bytes)`);
+    done += read;
+  }
+  return body;
 }
 
 function readWhole(fd: number, size: number): Buffer {

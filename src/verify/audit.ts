@@ -17,6 +17,8 @@ import { checkContract, checkErrorDocuments } from './documents-check.js';
 import { checkManifest } from './manifest-check.js';
 import { checkNetlify } from './netlify-check.js';
 import { checkProfileFolders } from './profile-folders.js';
+import { checkShard } from './shard-check.js';
+import type { Slice } from '../core/slice.js';
 import { walkTree } from './tree-walk.js';
 
 export interface AuditOptions {
@@ -28,6 +30,8 @@ export interface AuditOptions {
   writerActive?: boolean;
   /** Audit profiles on two threads when the tree is large (default true; see ./parallel.ts). */
   parallel?: boolean;
+  /** The shard the tree must be (`--shard`); a shard's tree is checked for other shards' users either way. */
+  shard?: Slice | undefined;
 }
 
 export interface AuditResult {
@@ -52,6 +56,7 @@ export function audit(out: string, options: AuditOptions = {}): AuditResult {
   const gzip = startGzipCheck(out);
   const folders = checkProfileFolders(out, tree.users, options.parallel, findings);
   const creators = checkCreatorsList(out, folders.profiles, findings);
+  checkShard(out, folders.profiles, options.shard, findings);
   gzip.finish(findings);
   checkErrorDocuments(out, findings);
   checkContract(out, findings);

@@ -21,6 +21,7 @@ export const DEFECT_KINDS = {
   leftover: 'a temporary or staging file left by an interrupted run',
   bookkeeping: "the tool's bookkeeping where it would be served (outside .profile-snapshot/)",
   stray: 'a file where the API would serve it that is not a document of the API',
+  shard: 'a tree of another shard than --shard names, or a profile outside its shard',
   manifest: "the tool's manifest disagrees with the tree (an interrupted build)",
   'netlify-folder-limit': 'a folder with more files than Netlify deploys (--netlify)',
   'netlify-config': 'netlify.toml differs from what the route table renders (--netlify)',

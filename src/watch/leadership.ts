@@ -9,12 +9,15 @@
  */
 import type { Remote, RemoteOptions } from '../publish/client.js';
 import type { Lease, LeaseHolder, LeaseView, Sightings } from '../publish/lease.js';
+import type { Slice } from '../core/slice.js';
 import type { LeaseHolderStatus, PublishStatus } from './status.js';
 
 export type Role = PublishStatus['role'];
 
 export interface LeadershipOptions {
   remote: RemoteOptions;
+  /** The shard the watcher publishes: its watchers take turns through that shard's own leases. */
+  shard?: Slice | undefined;
   ttlMs: number;
   singleWriter: boolean;
 }
@@ -58,11 +61,13 @@ export class Leadership {
   private async look(): Promise<Role> {
     // Loaded on first use: the AWS SDK is only for watchers that publish.
     const { Lease, Sightings, thisHolder } = await import('../publish/lease.js');
+    const { scopeOf } = await import('../publish/shards.js');
+    const scope = scopeOf(this.options.shard);
     this.remote ??= await (await import('../publish/client.js')).Remote.open(this.options.remote);
     this.holder ??= thisHolder();
     this.sightings ??= { leader: new Sightings(), lock: new Sightings() };
     const options = { ttlMs: this.options.ttlMs, singleWriter: this.options.singleWriter, holder: this.holder };
-    const result = await Lease.tryAcquire(this.remote, 'leader', options, this.sightings.leader);
+    const result = await Lease.tryAcquire(this.remote, scope.leader, options, this.sightings.leader);
     if (result instanceof Lease) {
       this.lease = result;
       result.keepRenewing();
@@ -72,7 +77,7 @@ export class Leadership {
     this.lease = undefined;
     this.see(result);
     // The leader's publish may hold the lock: counted from now, a takeover does not wait for it twice.
-    const lock = await Lease.look(this.remote, 'lock');
+    const lock = await Lease.look(this.remote, scope.lock);
     if (lock !== undefined) this.sightings.lock.expiresInMs(lock);
     return 'standby';
   }

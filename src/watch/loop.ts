@@ -128,7 +128,9 @@ export class Watcher {
     }
     if (options.publish) {
       // waitMs 0: this process is the writer, and between two (synchronous) builds no commit is under way.
-      this.publisher = new PublishRunner({ ...options.publish.options, out: lock.outDir, waitMs: 0 }, options.publish.to, {
+      // A shard's watcher publishes its shard, and stands by or leads among that shard's watchers only.
+      const shard = buildOptions.users.count > 1 ? buildOptions.users : undefined;
+      this.publisher = new PublishRunner({ ...options.publish.options, out: lock.outDir, waitMs: 0, shard }, options.publish.to, {
         onStart: () => this.saveStatus(),
         onFinish: (result) => {
           this.saveStatus();

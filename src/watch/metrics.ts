@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WatchEvent } from './loop.js';
 import type { PublishResult } from './publisher.js';
+import { ShardMetrics, type ListHealth } from './shard-metrics.js';
 import type { CycleStatus, WatchStatus } from './status.js';
 
 export interface MetricsOptions {
@@ -21,6 +22,8 @@ export interface MetricsOptions {
   publishes: boolean;
   /** /healthz fails once what it watches (the tree, or the leader's bucket) is older than this. */
   healthMaxAgeMs: number;
+  /** The shard the watcher builds (`i/n`): its metrics and /healthz then say what became of the joined list. */
+  shard?: string | undefined;
 }
 
 /** The body of /healthz. Ages in seconds; null when never. */
@@ -33,6 +36,8 @@ export interface Health {
   /** How long the bucket has lagged behind the tree (0 when current). */
   behindSeconds?: number;
   consecutiveFailures: number;
+  /** A shard's watcher: its shard, and the joined list as its last publish found it. */
+  list?: ListHealth;
 }
 
 /** From 50 ms (an idle cycle of a small store) to 2 minutes (a full rebuild of a large one). */
@@ -49,6 +54,7 @@ export class WatchMetrics {
   private readonly consecutiveFailures: Gauge;
   private readonly publishes: Counter<'outcome'> | undefined;
   private readonly publishGauges: PublishGauges | undefined;
+  private readonly shardMetrics: ShardMetrics | undefined;
   /**
    * When the bucket started to lag behind the tree: the first change no successful publish has
    * carried yet (status.publish.behind says whether it lags; this says since when). A new watcher
@@ -89,12 +95,16 @@ export class WatchMetrics {
       for (const outcome of ['success', 'failure']) this.publishes.inc({ outcome }, 0);
       this.publishGauges = publishGauges(registers);
     }
+    if (options.shard !== undefined) this.shardMetrics = new ShardMetrics(options.shard, registers);
   }
 
   /** Counts one of the watcher's events (the CLI passes it every one). */
   observe(event: WatchEvent): void {
     if (event.type === 'cycle') this.countCycle(event.cycle);
-    else if (event.type === 'publish-finish') this.countPublish(event.result);
+    else if (event.type === 'publish-finish') {
+      this.countPublish(event.result);
+      this.shardMetrics?.countPublish(event.result);
+    }
     // A standby that takes over answers for the bucket from now on: the lag before was the old leader's.
     else if (event.type === 'publish-role' && event.status.role === 'leader')
       this.behindSinceMs = Math.max(this.behindSinceMs ?? 0, Date.now());
@@ -107,7 +117,12 @@ export class WatchMetrics {
   }
 
   health(status: WatchStatus): Health {
-    return assessHealth(status, this.behindSinceMs, this.options.healthMaxAgeMs, Date.now());
+    const nowMs = Date.now();
+    const health = assessHealth(status, this.behindSinceMs, this.options.healthMaxAgeMs, nowMs);
+    if (this.shardMetrics === undefined) return health;
+    // The leader answers for its shard in the joined list too: stale once the list has lacked its part too long.
+    const lags = health.role === 'leader' && this.shardMetrics.lagMs(nowMs) > this.options.healthMaxAgeMs;
+    return { ...health, ok: health.ok && !lags, list: this.shardMetrics.health() };
   }
 
   /**

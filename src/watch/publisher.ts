@@ -40,6 +40,7 @@ export class PublishRunner {
   ) {
     this.leadership = new Leadership({
       remote: options.remote,
+      shard: options.shard,
       ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
       singleWriter: Boolean(options.singleWriter),
     });

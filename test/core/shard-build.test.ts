@@ -116,10 +116,10 @@ describe('building one shard', () => {
     for (const session of sessions) session.close();
   });
 
-  it("publish refuses a shard's tree, changing nothing", async () => {
+  it('publish refuses a tree of another shard than --shard names, before reaching the bucket', async () => {
     const out = join(dir.path, 'shard-0');
     const remote = { bucket: 'never-reached', prefix: 'x', endpoint: 'http://127.0.0.1:9', region: 'us-east-1', concurrency: 1 };
-    await expect(publish({ out, remote })).rejects.toThrow(/shard 0\/3 of the users.*cannot be published yet/);
+    await expect(publish({ out, remote, shard: { index: 1, count: 3 } })).rejects.toThrow(/holds shard 0\/3, not shard 1\/3/);
   });
 
   it('threads of a shard slice it further: the same bytes as one thread (compiled build)', () => {

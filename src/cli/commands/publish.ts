@@ -9,7 +9,7 @@ import { count } from '../../core/text.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../../output/settled.js';
 import { publish, type PublishReport } from '../../publish/publish.js';
 import type { CliState, Io } from '../io.js';
-import { outDirOption, outOption } from '../options.js';
+import { outDirOption, outOption, shardFromFlags, shardOption } from '../options.js';
 import {
   addRemoteOptions,
   REMOTE_ENV_HELP,
@@ -27,6 +27,7 @@ interface PublishFlags extends RemoteFlags {
   dryRun: boolean;
   json: boolean;
   wait: string;
+  shard?: string;
 }
 
 export function publishCommand(io: Io, state: CliState): Command {
@@ -44,6 +45,11 @@ function definePublish(): Command {
           '(no listing); without one, lists the prefix and compares by content.',
       )
       .addOption(outOption('the built snapshot to publish'))
+      .addOption(
+        shardOption(
+          "the shard the snapshot must be (a shard's tree is published as that shard whether or not this is given): its profiles, and its part of the creators list, which is then joined in the bucket",
+        ),
+      )
       .addOption(new Option('--to <s3-url>', 's3://<bucket>[/<prefix>] [env: PROFILE_PUBLISH_TO]')),
   )
     .option('--full', 'ignore the state kept in the bucket: list the prefix and compare every object by content', false)
@@ -58,7 +64,10 @@ Exit codes:
   0 published, or nothing to do    2 usage error    5 out dir unusable or not publishable
   6 the bucket is unusable (unreachable, missing, access denied, retries exhausted)
   7 refused by the deletion guard (nothing changed)
-  8 the prefix is held by another publisher (transient: retry)    1 a bug in profile-snapshot
+  8 the prefix is held by another publisher (transient: retry)
+  9 the prefix is split into another number of shards (the message names it)
+  10 a shard published into a prefix of whole trees, or a whole tree into a sharded one
+  1 a bug in profile-snapshot
 `,
     );
 }
@@ -81,6 +90,7 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
       full: flags.full,
       dryRun: flags.dryRun,
       waitMs: wholeNumber(flags.wait, '--wait'),
+      shard: shardFromFlags(flags, io.env),
       onProgress: ({ phase, done, total }) =>
         // Formatted only when drawn: toLocaleString twice per object shows in a cold publish's CPU profile.
         progress.update(() => `${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`),
@@ -101,6 +111,18 @@ export function formatPublishSummary(report: PublishReport): string {
   const what = `${count(objects.put)} objects put (${count(profiles.put)} profiles${report.list ? ', the creators list' : ''}), ${count(objects.deleted)} deleted (${count(profiles.deleted)} profiles), ${count(objects.unchanged)} unchanged`;
   const compared = report.compared === 'listing' ? ', compared by listing the prefix' : '';
   if (report.dryRun) return `profile-snapshot: dry run, nothing written: ${report.where} would get ${what}${compared}; ${cost}`;
-  if (!report.changed) return `profile-snapshot: ${report.where} is up to date (${count(objects.unchanged)} objects${compared}); ${cost}`;
-  return `profile-snapshot: published ${report.out} to ${report.where}: ${what}, ${(report.bytes / 1e6).toFixed(1)} MB${compared}; ${cost}`;
+  const joined = formatJoin(report);
+  if (!report.changed)
+    return `profile-snapshot: ${report.where} is up to date (${count(objects.unchanged)} objects${compared})${joined}; ${cost}`;
+  return `profile-snapshot: published ${report.out} to ${report.where}: ${what}, ${(report.bytes / 1e6).toFixed(1)} MB${compared}${joined}; ${cost}`;
+}
+
+/** A shard's words on the joined list: ", shard 1/4, list joined (8 parts copied)". */
+function formatJoin(report: PublishReport): string {
+  if (report.shard === undefined) return '';
+  const { shard, join, deferredProfiles } = report.shard;
+  const deferred = deferredProfiles > 0 ? `, ${count(deferredProfiles)} removed profiles kept until it is` : '';
+  if (join === undefined) return `, shard ${shard}`;
+  if (join.missing.length > 0) return `, shard ${shard}, list not joined yet${deferred}`;
+  return `, shard ${shard}, ${join.joined ? `list joined (${count(join.copiedParts)} parts copied, ${count(join.uploadedParts)} uploaded)` : 'list already joined'}`;
 }

@@ -7,7 +7,7 @@ import { wholeNumber } from '../numbers.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../../output/settled.js';
 import { verify, VerifyFailedError, type VerifyReport } from '../../verify/index.js';
 import type { CliState, Io } from '../io.js';
-import { outDirOption, outOption } from '../options.js';
+import { outDirOption, outOption, shardFromFlags, shardOption } from '../options.js';
 import { count } from '../../core/text.js';
 
 interface VerifyFlags {
@@ -16,6 +16,7 @@ interface VerifyFlags {
   root: string;
   json: boolean;
   wait: string;
+  shard?: string;
 }
 
 export function verifyCommand(io: Io, state: CliState): Command {
@@ -28,6 +29,7 @@ export function verifyCommand(io: Io, state: CliState): Command {
         '5 with every defect listed when not.',
     )
     .addOption(outOption('the snapshot to audit'))
+    .addOption(shardOption('the shard the snapshot must be'))
     .option('--netlify', "also check Netlify's limit of 54,000 files per folder and that netlify.toml matches the route table", false)
     .option('--root <dir>', 'repository root holding netlify.toml (with --netlify)', '.')
     .option('--json', 'print the report (every defect with kind, path and message) as JSON on stdout', false)
@@ -47,7 +49,8 @@ Exit codes:
     .action((flags: VerifyFlags) => {
       state.json = flags.json;
       const out = outDirOption(flags, io.env);
-      const report = verify(out, { netlify: flags.netlify, root: flags.root, waitMs: wholeNumber(flags.wait, '--wait') });
+      const shard = shardFromFlags(flags, io.env);
+      const report = verify(out, { netlify: flags.netlify, root: flags.root, waitMs: wholeNumber(flags.wait, '--wait'), shard });
       for (const warning of report.warnings) io.stderr.write(`profile-snapshot: warning: ${warning}\n`);
       if (flags.json) {
         io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

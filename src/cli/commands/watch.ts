@@ -4,6 +4,7 @@
  * cycle on stderr; with --json, also one JSON status line per cycle on stdout.
  */
 import { Command, Option } from 'commander';
+import { formatSlice } from '../../core/slice.js';
 import { snapshotTime } from '../../core/config.js';
 import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
@@ -102,7 +103,8 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
   const execMinIntervalMs = seconds(flags.execMinInterval, '--exec-min-interval', true);
   const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);
   const publish = flags.publish === undefined ? undefined : publishOptions(flags.publish, flags, io);
-  const served = metricsOptions(flags, intervalMs, publish !== undefined);
+  const shard = options.users.count > 1 ? formatSlice(options.users) : undefined;
+  const served = metricsOptions(flags, intervalMs, publish !== undefined, shard);
 
   // Handlers first: a SIGHUP from `regenerate` must never kill a process that holds the lock.
   let watcher: Watcher | undefined;
@@ -147,7 +149,7 @@ interface ServedMetrics {
 }
 
 /** --metrics and --health-max-age, checked before the watcher starts: a typo is exit 2, not a watcher without metrics. */
-function metricsOptions(flags: WatchFlags, intervalMs: number, publishes: boolean): ServedMetrics | undefined {
+function metricsOptions(flags: WatchFlags, intervalMs: number, publishes: boolean, shard: string | undefined): ServedMetrics | undefined {
   if (flags.metrics === undefined) {
     if (flags.healthMaxAge !== undefined) throw usageError("--health-max-age is the limit of --metrics' /healthz", 'add --metrics');
     return undefined;
@@ -155,7 +157,7 @@ function metricsOptions(flags: WatchFlags, intervalMs: number, publishes: boolea
   const at = listenAddress(flags.metrics, '--metrics', '127.0.0.1');
   // Three intervals: one late or failed cycle is no outage yet, three in a row are.
   const healthMaxAgeMs = flags.healthMaxAge === undefined ? 3 * intervalMs : seconds(flags.healthMaxAge, '--health-max-age', false);
-  return { metrics: new WatchMetrics({ publishes, healthMaxAgeMs }), at };
+  return { metrics: new WatchMetrics({ publishes, healthMaxAgeMs, shard }), at };
 }
 
 /** Serves --metrics once the watcher holds the lock; if it cannot listen, stops the watcher (releasing the lock) and fails. */

@@ -1,0 +1,244 @@
+/**
+ * The creators list of a sharded prefix, joined in the bucket from every shard's part (parts.ts):
+ * one multipart upload per object whose parts are server-side copies of the shards' parts
+ * (`UploadPartCopy`), and one small uploaded tail: `],"meta":{...}}`, and for the gzip variant that
+ * tail deflated as the stream's last block plus the gzip trailer, whose CRC-32 is combined from the
+ * parts' CRCs (crc32_combine) without reading them. No machine reads or writes the whole list.
+ *
+ * Who joins, and when: whoever holds the prefix's compose lease, taken by each shard's publish
+ * right after it wrote its part, and only when the last joined list (`shards/joined`) does not
+ * already name every current part. So a list changes at most once per shard publish, a change of any
+ * shard reaches the live list within that shard's publish, and publishers of different shards wait
+ * for each other only while one joins. A missing part is never skipped: the list is left as it is
+ * until every shard has published one (a shard's publish then reports it; `compose` fails, exit 11).
+ *
+ * The joined list's meta: the newest of the shards' timestamps, and the longest of their execution
+ * times (the shards ran side by side), so joining the same parts gives the same bytes.
+ */
+import { performance } from 'node:perf_hooks';
+import { partMissingError, shardCountError, shardLayoutError } from '../core/errors.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, STATE_DIR } from '../core/layout.js';
+import { plural } from '../core/text.js';
+import { crc32, crc32Combine, deflatePiece, gzipTrailer } from '../output/gzip-member.js';
+import { API_VERSION, envelopeTail } from '../render/documents.js';
+import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
+import { prepareComposition, type ComposeResult, type ObjectRange } from './compose.js';
+import { r2PartRules, S3_PART_RULES, type PartRules } from './compose-plan.js';
+import { Lease, thisHolder, type LeaseOptions } from './lease.js';
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
+import { readShardCount } from './shards.js';
+import { readObject, writeObject } from './objects.js';
+import { LEAD_CRC, readPartIndex, removeOldParts, type PartIndex } from './parts.js';
+import type { Slice } from '../core/slice.js';
+import { objectKey } from './target.js';
+
+/** The last joined list: which part of each shard it holds. */
+const JOINED = `${STATE_DIR}/shards/joined`;
+
+export interface JoinOptions {
+  /** The prefix's shard count. */
+  count: number;
+  lease: LeaseOptions;
+  /** How long to wait for another composer. */
+  waitMs: number;
+  /** Fail (exit 11) when a shard has no part yet, instead of reporting it. */
+  required: boolean;
+  /** Join even when the last joined list names every current part. */
+  force?: boolean;
+}
+
+export interface JoinReport {
+  /** Whether this call wrote the list. */
+  joined: boolean;
+  /** Shards that have no part yet: nothing was joined. */
+  missing: number[];
+  /** The part of each shard the live list holds (after this call), when it holds every shard's. */
+  parts: string[] | undefined;
+  copiedParts: number;
+  uploadedParts: number;
+  uploadedBytes: number;
+}
+
+/** Joins the list from every shard's current part, unless it already holds them all. */
+export async function joinList(remote: Remote, options: JoinOptions): Promise<JoinReport> {
+  const report: JoinReport = { joined: false, missing: [], parts: undefined, copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
+  const lease = await Lease.acquire(remote, 'compose', options.lease, options.waitMs);
+  try {
+    lease.keepRenewing();
+    const [indexes, last] = await Promise.all([readIndexes(remote, options.count), readJoined(remote)]);
+    report.missing = indexes.flatMap((index, shard) => (index === undefined ? [shard] : []));
+    if (report.missing.length > 0) {
+      if (options.required) throw missingError(remote, options.count, report.missing);
+      report.parts = last;
+      return report;
+    }
+    const parts = (indexes as PartIndex[]).map((index) => index.id);
+    if (!options.force && last !== undefined && last.join('\n') === parts.join('\n')) return { ...report, parts };
+    const plan = joinPlan(remote, indexes as PartIndex[]);
+    const rules = partRules(remote);
+    const settled = await Promise.allSettled([
+      prepareComposition(remote, objectKey(remote.options.prefix, CREATORS_FILE), plan.identity, rules),
+      prepareComposition(remote, objectKey(remote.options.prefix, CREATORS_GZIP_FILE), plan.gzip, rules, 'gzip'),
+    ]);
+    const prepared = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+    try {
+      for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+      // A composer whose lease passed on must not replace a list a later composer wrote.
+      lease.assertHeld();
+    } catch (error) {
+      await Promise.all(prepared.map((composition) => composition.abort()));
+      throw error;
+    }
+    const results = await Promise.all(prepared.map((composition) => composition.complete()));
+    await writeObject(
+      remote,
+      JOINED,
+      `${JSON.stringify({ tool: 'profile-snapshot', shards: options.count, parts })}\n`,
+      'application/json',
+      undefined,
+    );
+    return { ...report, ...sum(results), joined: true, parts };
+  } finally {
+    await lease.release();
+  }
+}
+
+/**
+ * For a shard's publish, after it wrote its part (or found it written): joins the list unless it
+ * already holds the shard's current part (two reads, no lease), then removes the shard's older parts
+ * once the list no longer needs them. `holdsPart`: whether the live list now holds the current part.
+ */
+export async function joinShard(
+  remote: Remote,
+  shard: Slice,
+  options: Omit<JoinOptions, 'count' | 'required'>,
+): Promise<{ report: JoinReport; holdsPart: boolean }> {
+  const [current, last] = await Promise.all([readPartIndex(remote, shard), readJoined(remote)]);
+  if (current !== undefined && last?.[shard.index] === current.id) {
+    const report = { joined: false, missing: [], parts: last, copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
+    return { report, holdsPart: true };
+  }
+  const report = await joinList(remote, { ...options, count: shard.count, required: false });
+  const holdsPart = current !== undefined && report.parts?.[shard.index] === current.id;
+  if (holdsPart) await removeOldParts(remote, shard, current);
+  return { report, holdsPart };
+}
+
+async function readIndexes(remote: Remote, count: number): Promise<(PartIndex | undefined)[]> {
+  return Promise.all(Array.from({ length: count }, (_, index) => readPartIndex(remote, { index, count })));
+}
+
+/** The parts the live list was last joined from, by shard. */
+async function readJoined(remote: Remote): Promise<string[] | undefined> {
+  const stored = await readObject(remote, JOINED);
+  if (stored === undefined || stored === 'unchanged') return undefined;
+  const body = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as { parts?: unknown };
+  return Array.isArray(body.parts) ? body.parts.map(String) : undefined;
+}
+
+type Source = ObjectRange | { bytes: Uint8Array };
+
+/** Both objects' sources in shard order, and their tails. */
+function joinPlan(remote: Remote, indexes: readonly PartIndex[]): { identity: Source[]; gzip: Source[] } {
+  const key = (path: string) => objectKey(remote.options.prefix, path);
+  const identity: Source[] = [];
+  const gzip: Source[] = [];
+  let crc = 0;
+  let length = 0;
+  let members = false;
+  for (const [shard, index] of indexes.entries()) {
+    if (shard > 0 && index.memberBytes === 0) continue;
+    // The first members of the array take no comma before them.
+    const lead = shard > 0 && members;
+    const skip = (part: PartIndex['identity']) => (shard === 0 || lead ? 0 : part.lead);
+    identity.push({ key: key(index.identity.key), start: skip(index.identity), end: index.identity.bytes });
+    gzip.push({ key: key(index.gzip.key), start: skip(index.gzip), end: index.gzip.bytes });
+    if (lead) [crc, length] = [crc32Combine(crc, LEAD_CRC, 1), length + 1];
+    [crc, length] = [length === 0 ? index.crc : crc32Combine(crc, index.crc, index.length), length + index.length];
+    members ||= index.memberBytes > 0;
+  }
+  if (indexes[0]!.identity.bytes === 0)
+    throw shardLayoutError(`${remote.where}: shard 0's part has no envelope head`, 'publish shard 0 again');
+  const tail = Buffer.from(`]${envelopeTail(joinedMeta(indexes))}`);
+  [crc, length] = [crc32Combine(crc, crc32(tail), tail.length), length + tail.length];
+  identity.push({ bytes: tail });
+  gzip.push({ bytes: Buffer.concat([deflatePiece(tail, undefined, true), gzipTrailer(crc, length)]) });
+  return { identity, gzip };
+}
+
+function joinedMeta(indexes: readonly PartIndex[]) {
+  const timestamp = indexes
+    .map((index) => index.meta.timestamp)
+    .sort()
+    .at(-1)!;
+  const executionTimeMs = Math.max(...indexes.map((index) => index.meta.executionTimeMs));
+  return { timestamp, version: API_VERSION, executionTimeMs } as const;
+}
+
+/** R2 wants every part but the last of one size (compose-plan.ts); other stores take S3's rules. */
+function partRules(remote: Remote): PartRules {
+  const host = remote.options.endpoint === undefined ? '' : new URL(remote.options.endpoint).hostname;
+  return host.endsWith('.r2.cloudflarestorage.com') ? r2PartRules(S3_PART_RULES.minPartBytes) : S3_PART_RULES;
+}
+
+function sum(results: readonly ComposeResult[]): Pick<JoinReport, 'copiedParts' | 'uploadedParts' | 'uploadedBytes'> {
+  return {
+    copiedParts: results.reduce((n, r) => n + r.copiedParts, 0),
+    uploadedParts: results.reduce((n, r) => n + r.uploadedParts, 0),
+    uploadedBytes: results.reduce((n, r) => n + r.uploadedBytes, 0),
+  };
+}
+
+function missingError(remote: Remote, count: number, missing: readonly number[]) {
+  const names = missing.map((shard) => `${shard}/${count}`).join(', ');
+  return partMissingError(
+    `the creators list of ${remote.where} cannot be joined: ${plural(missing.length, 'shard')} (${names}) published no part yet; the live list was left as it is`,
+    `publish ${missing.length === 1 ? 'that shard' : 'those shards'} (profile-snapshot publish --shard i/${count}), then compose again`,
+  );
+}
+
+export interface ComposeOptions {
+  remote: RemoteOptions;
+  /** The shard count the prefix must have (exit 9 otherwise); undefined: whatever its layout says. */
+  shards?: number | undefined;
+  /** Join even when the live list already holds every current part. */
+  force?: boolean | undefined;
+  /** How long to wait for another composer (default DEFAULT_LOCK_TIMEOUT_MS), then exit 8. */
+  lockTimeoutMs?: number | undefined;
+  leaseTtlMs?: number | undefined;
+  singleWriter?: boolean | undefined;
+}
+
+export interface ComposeReport extends JoinReport {
+  where: string;
+  shards: number;
+  requests: RequestCounts;
+  seconds: number;
+}
+
+/**
+ * `compose`: joins the creators list of a sharded prefix from every shard's part, as each shard's
+ * publish does after writing its part; fails (exit 11) while a shard has no part yet.
+ */
+export async function compose(options: ComposeOptions): Promise<ComposeReport> {
+  const started = performance.now();
+  const remote = await Remote.open(options.remote);
+  try {
+    const shards = await readShardCount(remote);
+    if (shards === undefined) {
+      throw shardLayoutError(
+        `${remote.where} is not a sharded prefix: no shard was published there`,
+        'publish the shards first (profile-snapshot publish --shard i/n)',
+      );
+    }
+    if (options.shards !== undefined && options.shards !== shards) {
+      throw shardCountError(`${remote.where} is split into ${shards} shards, not ${options.shards}`, `pass --shards ${shards}`);
+    }
+    const lease = { ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, singleWriter: Boolean(options.singleWriter), holder: thisHolder() };
+    const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    const report = await joinList(remote, { count: shards, lease, waitMs, required: true, force: options.force });
+    return { ...report, where: remote.where, shards, requests: { ...remote.counts }, seconds: (performance.now() - started) / 1000 };
+  } finally {
+    remote.close();
+  }
+}

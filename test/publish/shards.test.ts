@@ -1,0 +1,214 @@
+/**
+ * Shards of one store published into one prefix by real processes on moto_server (which honours
+ * conditional writes and UploadPartCopy), the creators list joined in the bucket: concurrent
+ * publishers over rounds of changes with a reader sampling throughout, kill -9 of a publisher and
+ * of a composer, and every refusal with its exit code and nothing changed.
+ */
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../src/core/layout.js';
+import { sliceOf } from '../../src/core/slice.js';
+import { prng } from '../../src/seed/synthetic.js';
+import { buildTo } from '../helpers/build.js';
+import { runCliAsync } from '../helpers/process.js';
+import { clientFor, hasMoto, readBucket, s3Env, startMoto, startProxy } from '../helpers/s3.js';
+import { PREFIX, sql, s3Workspace } from './helpers.js';
+import {
+  buildShards,
+  expectJoinedList,
+  expectShardedExact,
+  newShardedSite,
+  sampleReader,
+  shardArgs,
+  type ShardedSite,
+} from './shard-helpers.js';
+
+const workspace = s3Workspace(startMoto, 'profile-snapshot-shards-');
+
+/** A round of changes to every shard: updates, removals and arrivals. */
+function change(site: ShardedSite, round: number): void {
+  sql(
+    site.db,
+    `UPDATE users SET views = views + ${round} WHERE id % 5 = ${round % 5};` +
+      ` UPDATE users SET status = 'deleted' WHERE id % 23 = ${round % 23};` +
+      ` UPDATE users SET status = 'active' WHERE id % 29 = ${round % 29} AND status = 'deleted';` +
+      ` INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES` +
+      [0, 1, 2, 3, 4, 5]
+        .map((k) => ` (${100_000 + round * 10 + k}, 'arrival${round}x${k}', 'A', '', '2025-06-01 00:00:00', 1, 'active')`)
+        .join(','),
+  );
+}
+
+/** Samples the live API until `done` settles; returns the stable samples taken. */
+async function sampleUntil(site: ShardedSite, done: Promise<unknown>): Promise<number> {
+  let finished = false;
+  void done.finally(() => (finished = true));
+  let stable = 0;
+  while (!finished) if (await sampleReader(site.server.endpoint, site.bucket)) stable++;
+  return stable;
+}
+
+describe.skipIf(!hasMoto)('shards published into one prefix', () => {
+  it('keeps the joined API whole while 3 shards publish side by side over rounds of changes', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 600, 3);
+    const endpoint = site.server.endpoint;
+    let stable = 0;
+    for (let round = 0; round <= 4; round++) {
+      if (round > 0) {
+        change(site, round);
+        buildShards(site);
+      }
+      const runs = Promise.all(site.shards.map((_, i) => runCliAsync(shardArgs(site, i, endpoint, '--force'), { env: s3Env() })));
+      stable += await sampleUntil(site, runs);
+      for (const run of await runs) expect(run.code, run.stderr).toBe(0);
+      await expectShardedExact(site);
+    }
+    // The reader saw the API while it changed, not only before and after.
+    expect(stable).toBeGreaterThan(3);
+  }, 240_000);
+
+  it('joins parts large enough to be copied in the bucket', async () => {
+    // Bios of 12 kB: each shard's part well past S3's 5 MiB minimum, so copies do the joining.
+    const site = await newShardedSite(workspace.server, workspace.dir, 1500, 2, 12_000);
+    for (const i of [0, 1]) {
+      const run = await runCliAsync([...shardArgs(site, i, site.server.endpoint), '--json'], { env: s3Env() });
+      expect(run.code, run.stderr).toBe(0);
+      if (i === 1) {
+        const joined = JSON.parse(run.stdout).shard.join;
+        // The list's parts are copied; only its gzip parts, small enough here, are read and joined.
+        expect(joined.copiedParts).toBeGreaterThanOrEqual(2);
+        expect(joined.uploadedBytes).toBeLessThan(statSync(join(site.whole, CREATORS_FILE)).size / 50);
+      }
+    }
+    await expectShardedExact(site);
+  }, 240_000);
+
+  it('joins a list whose first shards have no creators', async () => {
+    // Three users in n shards, n chosen so that shard 0 is empty: the first members take no comma.
+    const names = ['user00001', 'user00002', 'user00003'];
+    const count = [5, 6, 7, 8, 9, 10, 11, 12].find(
+      (n) => names.every((name) => sliceOf(name, n) !== 0) && new Set(names.map((name) => sliceOf(name, n))).size > 1,
+    )!;
+    const site = await newShardedSite(workspace.server, workspace.dir, 3, count);
+    for (let i = 0; i < count; i++) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
+    await expectShardedExact(site);
+  }, 120_000);
+
+  it('fails its own check on a list that drops or repeats a shard', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 300, 3);
+    for (const i of [0, 1, 2]) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
+    const objects = await readBucket(site.server.endpoint, site.bucket, PREFIX);
+    const index = (i: number) => JSON.parse(objects.get(`.profile-snapshot/shards/${i}-of-3/part`)!.bytes);
+    // Shard 2's index made to name shard 1's part: a composition that repeats shard 1 and drops shard 2.
+    const forged = { ...index(1), shard: '2/3', id: `${index(1).id}-again` };
+    const client = clientFor(site.server.endpoint);
+    await client.send(
+      new PutObjectCommand({ Bucket: site.bucket, Key: `${PREFIX}/.profile-snapshot/shards/2-of-3/part`, Body: JSON.stringify(forged) }),
+    );
+    client.destroy();
+    const run = await runCliAsync(['compose', '--to', `s3://${site.bucket}/${PREFIX}`, '--endpoint', site.server.endpoint], {
+      env: s3Env(),
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const after = await readBucket(site.server.endpoint, site.bucket, PREFIX);
+    const expected = (JSON.parse(readFileSync(join(site.whole, CREATORS_FILE), 'utf8')).data as { username: string }[]).map((u) =>
+      u.username.toLowerCase(),
+    );
+    const list = Buffer.from(after.get(CREATORS_FILE)!.bytes, 'latin1');
+    expect(() => expectJoinedList(list, Buffer.from(after.get(CREATORS_GZIP_FILE)!.bytes, 'latin1'), expected)).toThrow();
+  }, 120_000);
+
+  it('survives kill -9 of a shard publisher and of a composer; a lone publish of each shard makes the prefix exact', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 600, 3);
+    const proxy = await startProxy(site.server.endpoint, { delayMs: 10 });
+    const random = prng(11);
+    const args = (i: number) => shardArgs(site, i, proxy.endpoint, '--force', '--lease-ttl', '1', '--concurrency', '4');
+    for (const i of [0, 1, 2]) expect((await runCliAsync(args(i), { env: s3Env() })).code).toBe(0);
+    let killedUploading = 0,
+      killedJoining = 0;
+    for (let round = 1; round <= 6; round++) {
+      change(site, round);
+      buildShards(site);
+      const before = proxy.log.length;
+      const seen = (test: (path: string, method: string) => boolean) => proxy.log.slice(before).some((r) => test(r.path, r.method));
+      // Odd rounds kill mid-upload of profiles; even rounds while the list is being joined.
+      const joining = round % 2 === 0;
+      const moment = joining
+        ? () => seen((path, method) => method === 'PUT' && path.endsWith(`/${CREATORS_FILE}`))
+        : () => seen((path, method) => method === 'PUT' && path.includes('/v1/users/'));
+      const kill = (child: ChildProcess) => {
+        const poll = setInterval(() => {
+          if (child.exitCode !== null || child.signalCode !== null) clearInterval(poll);
+          else if (moment()) {
+            clearInterval(poll);
+            setTimeout(() => child.kill('SIGKILL'), Math.floor(random() * (joining ? 20 : 100)));
+          }
+        }, 2);
+      };
+      const shard = round % 3;
+      const run = await runCliAsync(args(shard), { env: s3Env(), onSpawn: kill });
+      if (run.signal === 'SIGKILL') {
+        if (joining) killedJoining++;
+        else killedUploading++;
+      } else expect(run.code, run.stderr).toBe(0);
+      // Whatever the moment, readers see a whole API: a list that parses and names only served users.
+      await sampleReader(site.server.endpoint, site.bucket);
+      // The killed holder's leases (1 s) run out; HTTP dates are whole seconds.
+      await new Promise((r) => setTimeout(r, 3500));
+    }
+    expect(killedUploading).toBeGreaterThan(1);
+    expect(killedJoining).toBeGreaterThan(1);
+    for (const i of [0, 1, 2]) {
+      const run = await runCliAsync(args(i), { env: s3Env() });
+      expect(run.code, run.stderr).toBe(0);
+    }
+    await proxy.close();
+    await expectShardedExact(site);
+  }, 240_000);
+
+  it('refuses bad shards, a shard count other than the prefix has, and trees of the other kind, changing nothing', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 200, 2);
+    const endpoint = site.server.endpoint;
+    const to = (prefix: string) => ['--to', `s3://${site.bucket}/${prefix}`, '--endpoint', endpoint];
+    for (const bad of ['3/2', '0/0', 'x/4'])
+      expect((await runCliAsync(['publish', '--out', site.shards[0]!, '--shard', bad, ...to(PREFIX)], { env: s3Env() })).code).toBe(2);
+    expect(
+      (await runCliAsync(['build', '--db', site.db, '--out', join(workspace.dir, 'x')], { env: { ...s3Env(), PROFILE_SHARD: '2/2' } }))
+        .code,
+    ).toBe(2);
+    // One shard published: the list waits for the other, and compose says which (exit 11).
+    expect((await runCliAsync(shardArgs(site, 0, endpoint), { env: s3Env() })).code).toBe(0);
+    const compose = await runCliAsync(['compose', ...to(PREFIX)], { env: s3Env() });
+    expect(compose.code).toBe(11);
+    expect(compose.stderr).toContain('1/2');
+    const before = await readBucket(endpoint, site.bucket, PREFIX);
+    expect(before.has(CREATORS_FILE)).toBe(false);
+    // Another shard count (the message names the prefix's), a whole tree into the sharded prefix.
+    const four = join(workspace.dir, 'four');
+    buildTo(site.db, four, { shard: { index: 1, count: 4 } });
+    const wrongCount = await runCliAsync(['publish', '--out', four, ...to(PREFIX)], { env: s3Env() });
+    expect(wrongCount.code, wrongCount.stderr).toBe(9);
+    expect(wrongCount.stderr).toContain('split into 2 shards');
+    expect((await runCliAsync(['publish', '--out', site.whole, ...to(PREFIX)], { env: s3Env() })).code).toBe(10);
+    const unchanged = await readBucket(endpoint, site.bucket, PREFIX);
+    expect([...unchanged.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, object] of before) expect(unchanged.get(key)!.bytes, key).toBe(object.bytes);
+    // A shard into a prefix of whole trees.
+    expect((await runCliAsync(['publish', '--out', site.whole, ...to('whole')], { env: s3Env() })).code).toBe(0);
+    const wholeBefore = await readBucket(endpoint, site.bucket);
+    expect(
+      (
+        await runCliAsync(
+          shardArgs(site, 1, endpoint).map((a) => (a.endsWith(PREFIX) ? a.replace(PREFIX, 'whole') : a)),
+          { env: s3Env() },
+        )
+      ).code,
+    ).toBe(10);
+    const after = await readBucket(endpoint, site.bucket);
+    expect([...after.keys()].sort()).toEqual([...wholeBefore.keys()].sort());
+    for (const [key, object] of wholeBefore) if (!key.includes('.profile-snapshot/')) expect(after.get(key)!.bytes, key).toBe(object.bytes);
+  }, 120_000);
+});

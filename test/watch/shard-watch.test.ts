@@ -1,0 +1,89 @@
+/**
+ * `watch --shard i/n --publish` on moto_server: a watcher per shard keeps the joined API fresh (a
+ * store change in one shard reaches the live list), a standby of a shard stands by under that
+ * shard's leader only, and /metrics and /healthz say which shard each is and what became of the list.
+ */
+import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CREATORS_FILE } from '../../src/core/layout.js';
+import { sliceOf } from '../../src/core/slice.js';
+import { clientFor, hasMoto, s3Env, startMoto } from '../helpers/s3.js';
+import { s3Workspace } from '../publish/helpers.js';
+import { ensureCompiled, makeStore, sql, startCli, status, userName, waitFor, type Proc } from './helpers.js';
+
+const PREFIX = 'sharded';
+const SHARDS = 2;
+
+describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
+  const workspace = s3Workspace(startMoto, 'ps-watch-shards-');
+  beforeAll(() => ensureCompiled(), 120_000);
+
+  it('keep the joined list fresh, a standby per shard, metrics and /healthz per shard', async () => {
+    const bucket = await workspace.server.bucket();
+    const db = join(workspace.dir, 'store.db');
+    makeStore(db, 300);
+    const out = (name: string) => join(workspace.dir, name);
+    const start = (name: string, shard: number) =>
+      startCli(
+        [
+          'watch',
+          ...['--db', db, '--out', out(name), '--shard', `${shard}/${SHARDS}`, '--interval', '0.5', '--lease-ttl', '4'],
+          ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', workspace.server.endpoint, '--path-style', '--metrics', '127.0.0.1:0'],
+        ],
+        { env: s3Env({ SOURCE_DATE_EPOCH: '1767225600' }) },
+      );
+    const publish = (name: string) => status(out(name))?.publish;
+    const leads = (name: string) => publish(name)?.role === 'leader' && publish(name)?.lastSuccessAt;
+    const watchers: Proc[] = [];
+    try {
+      watchers.push(start('a0', 0), start('a1', 1));
+      await waitFor('both shards to lead and publish', () => leads('a0') && leads('a1'), 60_000);
+      // A standby of shard 1 stands by under shard 1's leader, not shard 0's.
+      watchers.push(start('b1', 1));
+      await waitFor(
+        'the standby of shard 1',
+        () => publish('b1')?.role === 'standby' && publish('b1')?.leader?.pid === watchers[1]!.pid,
+        20_000,
+      );
+      // A user arrives in shard 1: the live list names them within a few cycles.
+      const id = [...Array(200).keys()].map((k) => 5000 + k).find((k) => sliceOf(userName(k), SHARDS) === 1)!;
+      sql(
+        db,
+        `INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (${id}, '${userName(id)}', 'N', '', '2025-06-01 00:00:00', 1, 'active')`,
+      );
+      for (const started = Date.now(); !(await liveList(bucket)).includes(`"${userName(id)}"`);) {
+        if (Date.now() - started > 30_000) throw new Error('the new user did not reach the live list in 30 s');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      for (const [name, shard] of [
+        ['a0', 0],
+        ['a1', 1],
+      ] as const) {
+        const proc = watchers[shard]!;
+        const [, port] = await proc.waitForStderr(/metrics on http:\/\/[\d.]+:(\d+)\/metrics\n/, 15_000);
+        const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        expect(metrics, name).toContain(`profile_snapshot_shard_info{shard="${shard}/${SHARDS}"} 1`);
+        expect(metrics, name).toMatch(/profile_snapshot_list_holds_shard 1/);
+        expect(metrics, name).toMatch(/profile_snapshot_list_missing_shards 0/);
+        const health = (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as { ok: boolean; list: unknown };
+        expect(health.ok, name).toBe(true);
+        expect(health.list).toMatchObject({ shard: `${shard}/${SHARDS}`, holdsShard: true, missingShards: 0 });
+      }
+    } finally {
+      await Promise.all(watchers.map((proc) => proc.stop(30_000)));
+    }
+  }, 180_000);
+
+  async function liveList(bucket: string): Promise<string> {
+    const client = clientFor(workspace.server.endpoint);
+    try {
+      const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: `${PREFIX}/${CREATORS_FILE}` }));
+      return await object.Body!.transformToString();
+    } catch {
+      return '';
+    } finally {
+      client.destroy();
+    }
+  }
+});

@@ -16,7 +16,8 @@
  * with --no-serve).
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
- *        [-- --shard i/n] [-- --no-publish] [-- --no-serve] [-- --repeats <n>] [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ *        [-- --shard i/n] [-- --watch-only] [-- --no-publish] [-- --no-serve] [-- --repeats <n>]
+ *        [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
  * (--repeats: runs of the cold build and of the floor, 5 by default; their medians count. The last
  * three let a test run it small, away from the real stores and BENCHMARKS.md.)
  */
@@ -51,6 +52,8 @@ const sizes = value('--sizes', flag('--1m') ? '10000,100000,1000000' : '10000,10
   .split(',')
   .map(Number);
 const storeDir = value('--store-dir', join(repo, '.bench/stores'));
+/** `--watch-only`: after the cold build, only the watcher's cycles (a large store's other builds take long). */
+const WATCH_ONLY = flag('--watch-only');
 /** `--shard i/n`: every build and watcher works on that shard of the store (one machine's load of n). */
 const shardArgs = value('--shard', undefined) === undefined ? [] : ['--shard', value('--shard')];
 const targets = [{ name: 'tmpfs', root: value('--tmpfs-dir', '/dev/shm/profile-snapshot-bench') }];
@@ -341,36 +344,38 @@ for (const users of sizes) {
     row(users, target.name, 'floor', floorSeconds, { ...floorRun, written: measured.fileCount, rssMb: undefined });
     row(users, target.name, 'floor, async writes', floorSeconds, { ...measured.asyncFloor, written: measured.fileCount, rssMb: undefined });
     row(users, target.name, 'cold build', floorSeconds, cold);
-    cli(['build', '--db', db, '--out', out, '--json']);
-    row(users, target.name, 'no-change build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
-    // The same, reading every row (as when the store's stamp cannot be trusted): rows are kept unrendered.
-    row(users, target.name, 'no-change build, --full', floorSeconds, cli(['build', '--db', db, '--out', out, '--json', '--full']));
-    // A target of its own (issue 18): the median of REPEATS builds, each after a different 1% changed.
-    const changedRuns = [];
-    for (let i = 0; i < REPEATS; i++) {
-      await touch(db, 0.01, 1 + i * 10);
-      changedRuns.push(cli(['build', '--db', db, '--out', out, '--json']));
-    }
-    if (REPEATS > 1)
-      runs.push(
-        `${users.toLocaleString('en-US')} users, ${target.name}, 1% changed build: ${changedRuns.map((r) => fmt(r.seconds)).join(', ')} s`,
+    if (!WATCH_ONLY) {
+      cli(['build', '--db', db, '--out', out, '--json']);
+      row(users, target.name, 'no-change build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
+      // The same, reading every row (as when the store's stamp cannot be trusted): rows are kept unrendered.
+      row(users, target.name, 'no-change build, --full', floorSeconds, cli(['build', '--db', db, '--out', out, '--json', '--full']));
+      // A target of its own (issue 18): the median of REPEATS builds, each after a different 1% changed.
+      const changedRuns = [];
+      for (let i = 0; i < REPEATS; i++) {
+        await touch(db, 0.01, 1 + i * 10);
+        changedRuns.push(cli(['build', '--db', db, '--out', out, '--json']));
+      }
+      if (REPEATS > 1)
+        runs.push(
+          `${users.toLocaleString('en-US')} users, ${target.name}, 1% changed build: ${changedRuns.map((r) => fmt(r.seconds)).join(', ')} s`,
+        );
+      row(
+        users,
+        target.name,
+        '1% changed build',
+        floorSeconds,
+        medianBy(changedRuns, (r) => r.seconds),
       );
-    row(
-      users,
-      target.name,
-      '1% changed build',
-      floorSeconds,
-      medianBy(changedRuns, (r) => r.seconds),
-    );
-    await touch(db, 0.1, 2);
-    row(users, target.name, '10% changed build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
-    // A store written moments before a build, then built again with no write in between: the second
-    // build may skip the store once its files have settled (src/store/stamp.ts). It waits for that if
-    // the first build took less time: before, reading the store again is the right answer.
-    const writtenAt = await touch(db, 0.01, 3, { settled: false });
-    row(users, target.name, '1% changed build, store just written', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
-    await settledSince(writtenAt);
-    row(users, target.name, 'no-change build after that', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
+      await touch(db, 0.1, 2);
+      row(users, target.name, '10% changed build', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
+      // A store written moments before a build, then built again with no write in between: the second
+      // build may skip the store once its files have settled (src/store/stamp.ts). It waits for that if
+      // the first build took less time: before, reading the store again is the right answer.
+      const writtenAt = await touch(db, 0.01, 3, { settled: false });
+      row(users, target.name, '1% changed build, store just written', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
+      await settledSince(writtenAt);
+      row(users, target.name, 'no-change build after that', floorSeconds, cli(['build', '--db', db, '--out', out, '--json']));
+    }
     await settle();
     const watch = await watchCycles(db, out);
     const quiet = await wallClockCycle(db, out);

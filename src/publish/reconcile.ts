@@ -21,8 +21,11 @@ interface Listed {
   size: number;
 }
 
-/** Every object under the prefix, by key relative to it (the tool's own state folder left out). */
-async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
+/**
+ * Every object under the prefix, by key relative to it (the tool's own state folder left out, and
+ * keys `ours` refuses: another shard's profiles, never held).
+ */
+async function listPrefix(remote: Remote, ours: (key: string) => boolean): Promise<Map<string, Listed>> {
   const { bucket, prefix } = remote.options;
   const start = prefix === '' ? '' : `${prefix}/`;
   const objects = new Map<string, Listed>();
@@ -34,7 +37,7 @@ async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
     );
     for (const object of page.Contents ?? []) {
       const key = object.Key?.slice(start.length);
-      if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`)) continue;
+      if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`) || !ours(key)) continue;
       objects.set(key, { etag: (object.ETag ?? '').replaceAll('"', ''), size: object.Size ?? -1 });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
@@ -49,14 +52,11 @@ async function listPrefix(remote: Remote): Promise<Map<string, Listed>> {
 export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): Promise<LiveSet> {
   const live = emptyLive();
   const partBytes = remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES;
-  const listed = await listPrefix(remote);
+  const listed = await listPrefix(remote, (key) => shard === undefined || !isProfileKey(key) || inSlice(profileName(key), shard));
   const profileObjects = new Map<string, Listed[]>();
   for (const [key, object] of listed) {
-    const slash = key.lastIndexOf('/');
-    const dir = key.slice(0, slash),
-      name = key.slice(slash + 1);
-    if ((PROFILE_DIRS as readonly string[]).includes(dir) && CANONICAL_USERNAME.test(name)) {
-      if (shard !== undefined && !inSlice(name, shard)) continue;
+    const name = profileName(key);
+    if (isProfileKey(key)) {
       const objects = profileObjects.get(name) ?? [];
       objects.push(object);
       profileObjects.set(name, objects);
@@ -73,6 +73,14 @@ export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): 
     live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
   }
   return live;
+}
+
+const profileName = (key: string) => key.slice(key.lastIndexOf('/') + 1);
+
+/** Whether `key` is a profile object: a name under one of the alias folders. */
+function isProfileKey(key: string): boolean {
+  const slash = key.lastIndexOf('/');
+  return (PROFILE_DIRS as readonly string[]).includes(key.slice(0, slash)) && CANONICAL_USERNAME.test(key.slice(slash + 1));
 }
 
 const MULTIPART_ETAG = /^[0-9a-f]{32}-\d+$/;

@@ -3,8 +3,8 @@
  * is i, through the store's queries, the pass (threads slice the shard further), the selective
  * passes of a session, and the manifest. Together the n shards' trees are the one tree of a build
  * without a shard: the same profile bytes, each user in exactly one shard, and each shard's list the
- * whole list's members of that shard, in order. A shard's tree says so (its render key), and
- * publish refuses it until shards can be published.
+ * whole list's members of that shard, in order. A shard's tree says so (its render key); publish
+ * refuses it as another shard, and verify checks it is the shard --shard names.
  */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
@@ -18,6 +18,7 @@ import { StoreSession } from '../../src/incremental/session.js';
 import { readManifest } from '../../src/output/manifest.js';
 import { SHARE_FROM } from '../../src/pass/threads.js';
 import { publish } from '../../src/publish/publish.js';
+import { verify } from '../../src/verify/index.js';
 import { CREATORS_FILE } from '../../src/core/layout.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { publishedFiles } from '../helpers/output.js';
@@ -120,6 +121,14 @@ describe('building one shard', () => {
     const out = join(dir.path, 'shard-0');
     const remote = { bucket: 'never-reached', prefix: 'x', endpoint: 'http://127.0.0.1:9', region: 'us-east-1', concurrency: 1 };
     await expect(publish({ out, remote, shard: { index: 1, count: 3 } })).rejects.toThrow(/holds shard 0\/3, not shard 1\/3/);
+  });
+
+  it('verify checks a tree is the shard named, and holds no other shard', () => {
+    const out = join(dir.path, 'shard-0');
+    expect(verify(out, { shard: shard(0) }).ok).toBe(true);
+    const other = verify(out, { shard: shard(1) });
+    expect(other.ok).toBe(false);
+    expect(other.summary.shard).toBe(1);
   });
 
   it('threads of a shard slice it further: the same bytes as one thread (compiled build)', () => {

@@ -69,32 +69,13 @@ export async function putObject(remote: Remote, path: string, body: Buffer, enco
 export async function putFile(remote: Remote, paths: readonly string[], fd: number, encoding?: StoredEncoding): Promise<number> {
   const size = fstatSync(fd).size;
   if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
-    const body = readWhole(fd, size);
+    const body = readRange(fd, 0, size);
     for (const path of paths) await putObject(remote, path, body, encoding);
     return size * paths.length;
   }
-  const { bucket, prefix } = remote.options;
-  for (const path of paths) {
-    const upload = new Upload({
-      client: remote.client,
-      // Positional reads from the start: the same bytes for every key, whatever was read before.
-      params: {
-        Bucket: bucket,
-        Key: objectKey(prefix, path),
-        Body: createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }),
-        ContentLength: size,
-        ...headersFor(encoding),
-      },
-      partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
-      queueSize: 4,
-      leavePartsOnError: false,
-    });
-    try {
-      await upload.done();
-    } catch (error) {
-      throw remote.failure(error, `upload ${path}`);
-    }
-  }
+  // Positional reads from the start: the same bytes for every key, whatever was read before.
+  for (const path of paths)
+    await uploadInParts(remote, path, createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }), size, encoding);
   return size * paths.length;
 }
 
@@ -114,13 +95,20 @@ export async function putPieces(remote: Remote, path: string, pieces: readonly B
     await putObject(remote, path, body);
     return size;
   }
+  await uploadInParts(remote, path, Readable.from(streamPieces(pieces)), size, undefined);
+  return size;
+}
+
+/** A large body as a multipart upload, streamed: S3 shows the object only once it is complete. */
+async function uploadInParts(remote: Remote, path: string, body: Readable, size: number, encoding: StoredEncoding): Promise<void> {
   const upload = new Upload({
     client: remote.client,
     params: {
       Bucket: remote.options.bucket,
       Key: objectKey(remote.options.prefix, path),
-      Body: Readable.from(streamPieces(pieces)),
+      Body: body,
       ContentLength: size,
+      ...headersFor(encoding),
     },
     partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
     queueSize: 4,
@@ -131,7 +119,6 @@ export async function putPieces(remote: Remote, path: string, pieces: readonly B
   } catch (error) {
     throw remote.failure(error, `upload ${path}`);
   }
-  return size;
 }
 
 async function* streamPieces(pieces: readonly BodyPiece[]): AsyncGenerator<Uint8Array> {
@@ -147,17 +134,6 @@ function readRange(fd: number, start: number, end: number): Buffer {
   for (let done = 0; done < body.length;) {
     const read = readSync(fd, body, done, body.length - done, start + done);
     if (read === 0) throw new Error(`file shorter than expected (${start + done} of ${end} bytes)`);
-    done += read;
-  }
-  return body;
-}
-
-function readWhole(fd: number, size: number): Buffer {
-  const body = Buffer.allocUnsafe(size);
-  let done = 0;
-  while (done < size) {
-    const read = readSync(fd, body, done, size - done, done);
-    if (read === 0) throw new Error(`file shrank while read (${done} of ${size} bytes)`);
     done += read;
   }
   return body;

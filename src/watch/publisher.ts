@@ -145,7 +145,9 @@ export class PublishRunner {
       status.lastSuccessAt = now;
       status.lastError = null;
       // A cycle that changed the tree meanwhile asked for another run: still behind until that one ends.
-      status.behind = this.pendingCycle !== undefined;
+      // A shard whose part the joined list does not hold yet (another shard had none) is behind too:
+      // each cycle publishes again (a quiet check and a join) until the list holds it.
+      status.behind = this.pendingCycle !== undefined || report.shard?.listHoldsShard === false;
       status.last = { put: report.objects.put, deleted: report.objects.deleted };
       status.total.put += report.objects.put;
       status.total.deleted += report.objects.deleted;

@@ -19,8 +19,8 @@ import { clientFor, hasMoto, s3Env, startMoto } from '../helpers/s3.js';
 import { makeStore } from '../faults/helpers.js';
 import { PREFIX, publishArgs, publishSite, s3Workspace, sql, type Site } from './helpers.js';
 
-/** What lets racers take turns: the lease flags (a short TTL, a wait long enough for the others). */
-const LEASE_FLAGS = ['--lock-timeout', '120', '--lease-ttl', '5'];
+/** What lets racers take turns: the lease flags (a TTL a loaded machine renews in time, a wait long enough for the others). */
+const LEASE_FLAGS = ['--lock-timeout', '120', '--lease-ttl', '10'];
 const USERS = 2500;
 
 /** Each tree: the same third of the users changed its own way, and a few dozen users of its own deleted. */

@@ -38,7 +38,8 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
     const watchers: Proc[] = [];
     try {
       watchers.push(start('a0', 0), start('a1', 1));
-      await waitFor('both shards to lead and publish', () => leads('a0') && leads('a1'), 60_000);
+      // Two cold publishes side by side, on a machine the other test files load too.
+      await waitFor('both shards to lead and publish', () => leads('a0') && leads('a1'), 120_000);
       // A standby of shard 1 stands by under shard 1's leader, not shard 0's.
       watchers.push(start('b1', 1));
       await waitFor(
@@ -73,7 +74,7 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
     } finally {
       await Promise.all(watchers.map((proc) => proc.stop(30_000)));
     }
-  }, 180_000);
+  }, 300_000);
 
   async function liveList(bucket: string): Promise<string> {
     const client = clientFor(workspace.server.endpoint);

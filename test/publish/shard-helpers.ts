@@ -87,8 +87,9 @@ export async function expectShardedExact(site: ShardedSite): Promise<void> {
   expect(parts.length).toBeLessThanOrEqual(2 * site.shards.length);
 }
 
-/** Listed users a reader's sample reads the profiles of. */
+/** Listed users a reader's sample reads the profiles of, and how many reads it keeps in flight. */
 const SAMPLED_USERS = 200;
+const READER_LANES = 4;
 
 /**
  * A reader's sample of the live API: the list, its variant, the list again and the variant again;
@@ -115,8 +116,8 @@ export async function sampleReader(endpoint: string, bucket: string): Promise<bo
     const sample = [...names].sort(() => Math.random() - 0.5).slice(0, SAMPLED_USERS);
     const missing: string[] = [];
     await Promise.all(
-      Array.from({ length: 16 }, async (_, lane) => {
-        for (let i = lane; i < sample.length; i += 16)
+      Array.from({ length: READER_LANES }, async (_, lane) => {
+        for (let i = lane; i < sample.length; i += READER_LANES)
           for (const dir of ['api/v1/users', 'service-api/v1/users'])
             if ((await read(`${dir}/${sample[i]}`)) === undefined) missing.push(`${dir}/${sample[i]}`);
       }),

@@ -383,6 +383,8 @@ export class Sightings {
   private etag: string | undefined;
   /** When the version was last written, estimated on this process's monotonic clock. */
   private writtenAt = 0;
+  /** Whether that estimate came from the bucket's whole-second dates (then it may be a second early). */
+  private dated = false;
 
   /** Whether the lease may be taken: absent, released, this holder's own, or unrenewed for a TTL. */
   isFree(view: LeaseView, holder: LeaseHolder): boolean {
@@ -398,11 +400,14 @@ export class Sightings {
       // A new version: the holder was alive when it wrote it. Only the latest is remembered.
       this.etag = view.etag;
       this.writtenAt = now - (view.ageMs ?? 0);
-    } else if (view.ageMs !== undefined) {
+      this.dated = view.ageMs !== undefined;
+    } else if (view.ageMs !== undefined && now - view.ageMs < this.writtenAt) {
       // The bucket's clock may tell of an older write than the first look did (its dates have whole seconds).
-      this.writtenAt = Math.min(this.writtenAt, now - view.ageMs);
+      this.writtenAt = now - view.ageMs;
+      this.dated = true;
     }
-    return this.writtenAt + ttlMs + DATE_SLACK_MS - now;
+    // Without dates the version was written before this process first saw it: no rounding to allow for.
+    return this.writtenAt + ttlMs + (this.dated ? DATE_SLACK_MS : 0) - now;
   }
 }
 

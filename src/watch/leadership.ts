@@ -2,9 +2,10 @@
  * Which of several `watch --publish` processes on one prefix publishes: the holder of the prefix's
  * leadership lease (publish/lease.ts, `leader`). The others stand by: they keep building their own
  * trees, look at the lease once a cycle, and take it when its holder releases it (SIGTERM) or it
- * expires (kill -9, a lost network): within the TTL plus one cycle. The leader renews the lease every
- * quarter TTL from a thread of its own (publish/lease-keeper.ts), so a long build never costs it the
- * lead; a leader whose lease lapsed all the same (a lost network) finds it still its own at the next
+ * expires (kill -9, a lost network). A standby also looks the moment the lease it saw would expire,
+ * so it leads one TTL after the last renewal it saw, whatever its cycle. The leader renews the lease
+ * every quarter TTL from a thread of its own (publish/lease-keeper.ts), so a long build never costs it
+ * the lead; a leader whose lease lapsed all the same (a lost network) finds it still its own at the next
  * look and retakes it, unless another watcher took over meanwhile.
  */
 import type { Remote, RemoteOptions } from '../publish/client.js';
@@ -35,6 +36,8 @@ export class Leadership {
    */
   private sightings: { leader: Sightings; lock: Sightings } | undefined;
   private checking: Promise<Role> | undefined;
+  /** While standing by: when the leader's lease, as last seen, may be taken (Date.now() scale). */
+  private leaderFreeAt: number | undefined;
 
   constructor(private readonly options: LeadershipOptions) {}
 
@@ -51,6 +54,14 @@ export class Leadership {
     if (this.lease?.held) return Promise.resolve('leader');
     this.checking ??= this.look().finally(() => (this.checking = undefined));
     return this.checking;
+  }
+
+  /**
+   * While standing by: how long until the leader's lease, unrenewed since the last look, may be taken;
+   * a standby looks again then rather than at its next cycle.
+   */
+  get leaderFreeInMs(): number | undefined {
+    return this.lease?.held || this.leaderFreeAt === undefined ? undefined : Math.max(0, this.leaderFreeAt - Date.now());
   }
 
   /** What this watcher saw of the publish lock while standing by: a publish's wait for it goes on from there. */
@@ -76,6 +87,7 @@ export class Leadership {
     }
     this.lease = undefined;
     this.see(result);
+    this.leaderFreeAt = result.body.released ? Date.now() : Date.now() + this.sightings.leader.expiresInMs(result);
     // The leader's publish may hold the lock: counted from now, a takeover does not wait for it twice.
     const lock = await Lease.look(this.remote, scope.lock);
     if (lock !== undefined) this.sightings.lock.expiresInMs(lock);

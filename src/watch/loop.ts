@@ -186,7 +186,7 @@ export class Watcher {
       }
       // A deploy or publish already under way (or asked for by the last cycle) is part of finishing the work.
       if (this.exec && !this.forced) await this.exec.idle();
-      if (this.publisher && !this.forced) await this.publisher.idle();
+      if (this.publisher && !this.forced) await this.publisher.finish();
       // The lead is handed over at once (a forced stop does not wait for the bucket: the lease expires).
       if (!this.forced) await this.publisher?.close();
     } finally {

@@ -11,6 +11,9 @@ import { reportOf } from '../core/errors.js';
 import { Leadership, type Role } from './leadership.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
+/** A standby's look comes this long after the lease should have expired (timers fire a little early). */
+const WAKE_MARGIN_MS = 50;
+
 export interface PublishResult {
   cycle: number;
   report: PublishReport | undefined;
@@ -32,6 +35,10 @@ export class PublishRunner {
   /** Several watchers may publish to one prefix: only the leader does (see leadership.ts). */
   private readonly leadership: Leadership;
   private lastRole: Role | undefined;
+  /** The last successful cycle, and a standby's look at the moment the leader's lease would expire. */
+  private lastCycle: number | undefined;
+  private wake: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full'>,
@@ -68,6 +75,7 @@ export class PublishRunner {
 
   /** After a successful cycle: publish if it changed the tree or the bucket is still behind. */
   afterCycle(cycle: number, changed: boolean): void {
+    this.lastCycle = cycle;
     if (changed) this.status.behind = true;
     if (!this.status.behind) return;
     // The publish under way covers an unchanged tree; if it fails, the next cycle asks again.
@@ -88,14 +96,32 @@ export class PublishRunner {
     clearTimeout(timer);
   }
 
-  /** Resolves once no publish runs and none is pending. */
-  async idle(): Promise<void> {
+  /** At the watcher's end: starts no publish of its own accord, and resolves once none runs or is pending. */
+  async finish(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.wake);
     await this.running;
   }
 
   /** At the watcher's end, once idle: hands the lead over at once (a standby takes it next cycle). */
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.wake);
     await this.leadership.close();
+  }
+
+  /**
+   * A standby looks at the lease again the moment the leader's, as last seen, would expire: it leads
+   * (and publishes the tree of its last cycle) then, not up to a cycle later.
+   */
+  private armWake(): void {
+    clearTimeout(this.wake);
+    const inMs = this.leadership.leaderFreeInMs;
+    if (inMs === undefined || this.closed) return;
+    this.wake = setTimeout(() => {
+      if (!this.closed && this.lastCycle !== undefined && this.running === undefined) this.afterCycle(this.lastCycle, false);
+    }, inMs + WAKE_MARGIN_MS);
+    this.wake.unref();
   }
 
   /**
@@ -127,7 +153,7 @@ export class PublishRunner {
     const started = performance.now();
     let report: PublishReport | undefined, error: PublishResult['error'];
     try {
-      if (!(await this.leads())) return;
+      if (!(await this.leads())) return this.armWake();
       this.status.running = true;
       this.status.runs++;
       this.hooks.onStart(cycle);

@@ -67,7 +67,8 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
   };
   const lease = async (bucket: string, name: 'leader' | 'lock') => {
     const text = await read(bucket, `.profile-snapshot/${name}`);
-    return text === undefined ? undefined : (JSON.parse(text) as { released: boolean; renewals: number; holder: { pid: number } });
+    type Body = { released: boolean; renewals: number; acquiredAt: string; holder: { pid: number } };
+    return text === undefined ? undefined : (JSON.parse(text) as Body);
   };
   /** A watcher's cycles as `--json` prints them on stdout. */
   const cyclesOf = (proc: Proc) =>
@@ -88,8 +89,13 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
 
   const TTL_S = 4;
   const INTERVAL_S = 0.5;
-  /** A publish of one changed profile (two objects, the list, its variant, the record) on moto, with room for a loaded machine. */
-  const PUBLISH_S = 2;
+  /** The looks at the leases and their writes, through the proxy, with room for a loaded machine. */
+  const REQUESTS_S = 0.5;
+  /**
+   * b's first publish as leader: the 400 changed profiles a's publish left half done (800 objects),
+   * the list, its variant and the record, on moto through the proxy, with room for a loaded machine.
+   */
+  const PUBLISH_S = 4;
 
   for (const dates of [true, false]) {
     it(`kill -9 mid-publish: the change reaches the bucket within TTL + 1 s + a cycle + a publish (${dates ? "the bucket's clock" : 'no dates: what the standby saw'})`, async () => {
@@ -123,12 +129,23 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
         expect((await lease(bucket, 'lock'))?.released).toBe(false);
         expect((await lease(bucket, 'lock'))?.holder.pid).toBe(a.pid);
         sql(db, "UPDATE users SET display_name = 'After the kill' WHERE id = 2");
+        // When b took each lease (its own clock: this machine's), and when the change was in the bucket.
+        const takenAt: { leader?: number; lock?: number } = {};
+        const takenBy = async (name: 'leader' | 'lock') => {
+          const body = await lease(bucket, name);
+          if (body?.holder.pid === b.pid) takenAt[name] ??= Date.parse(body.acquiredAt);
+        };
         await until(
           'the change after the kill to reach the bucket',
-          async () => (await read(bucket, `api/v1/users/${userName(2)}`))?.includes('After the kill') === true,
+          async () => {
+            await Promise.all([takenBy('leader'), takenBy('lock')]);
+            return (await read(bucket, `api/v1/users/${userName(2)}`))?.includes('After the kill') === true;
+          },
           60_000,
         );
-        const seconds = (Date.now() - killedAt) / 1000;
+        await Promise.all([takenBy('leader'), takenBy('lock')]);
+        const since = (at: number | undefined) => ((at ?? Number.NaN) - killedAt) / 1000;
+        const seconds = since(Date.now());
         // One cycle: the interval and its build, as long as b's longest since the kill (a loaded machine builds slower).
         const buildS =
           Math.max(
@@ -137,6 +154,13 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
               .filter((c) => Date.parse(c.startedAt) >= killedAt)
               .map((c) => c.durationMs),
           ) / 1000;
+        console.log(
+          `takeover (${dates ? 'dates' : 'no dates'}): leader lease ${since(takenAt.leader).toFixed(2)} s, publish lock ` +
+            `${since(takenAt.lock).toFixed(2)} s, change in the bucket ${seconds.toFixed(2)} s after the kill; longest cycle ${buildS} s`,
+        );
+        // b leads, and takes the lock a's publish held, within the TTL + 1 s + a cycle: never a TTL twice.
+        expect(since(takenAt.leader)).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + REQUESTS_S);
+        expect(since(takenAt.lock)).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + REQUESTS_S);
         expect(seconds).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + PUBLISH_S);
         expect(w.publish('b')?.role).toBe('leader');
         await until('a reader to check the whole list once after the takeover', async () => reads > 0, 60_000);

@@ -30,6 +30,11 @@ export interface RemoteOptions extends RemoteTarget {
   /** Files larger than this go up in parts of `multipartPartBytes` (tests lower both; see upload.ts). */
   multipartThresholdBytes?: number | undefined;
   multipartPartBytes?: number | undefined;
+  /**
+   * Join the creators list in parts of one size but the last (R2's rule, join.ts); undefined: only
+   * on R2's endpoints (`*.r2.cloudflarestorage.com`).
+   */
+  equalParts?: boolean | undefined;
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 6;

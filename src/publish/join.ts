@@ -178,7 +178,8 @@ function joinedMeta(indexes: readonly PartIndex[]) {
 /** R2 wants every part but the last of one size (compose-plan.ts); other stores take S3's rules. */
 function partRules(remote: Remote): PartRules {
   const host = remote.options.endpoint === undefined ? '' : new URL(remote.options.endpoint).hostname;
-  return host.endsWith('.r2.cloudflarestorage.com') ? r2PartRules(S3_PART_RULES.minPartBytes) : S3_PART_RULES;
+  const equal = remote.options.equalParts ?? host.endsWith('.r2.cloudflarestorage.com');
+  return equal ? r2PartRules(S3_PART_RULES.minPartBytes) : S3_PART_RULES;
 }
 
 function sum(results: readonly ComposeResult[]): Pick<JoinReport, 'copiedParts' | 'uploadedParts' | 'uploadedBytes'> {

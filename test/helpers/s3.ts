@@ -101,8 +101,13 @@ export interface StoredObject {
   contentEncoding: string | undefined;
 }
 
-/** Every object under the prefix, by key relative to it, with its bytes and stored headers. */
-export async function readBucket(endpoint: string, bucket: string, prefix = ''): Promise<Map<string, StoredObject>> {
+/** Every object under the prefix (or those `wanted`), by key relative to it, with its bytes and stored headers. */
+export async function readBucket(
+  endpoint: string,
+  bucket: string,
+  prefix = '',
+  wanted: (key: string) => boolean = () => true,
+): Promise<Map<string, StoredObject>> {
   const client = clientFor(endpoint);
   const start = prefix === '' ? '' : `${prefix}/`;
   const objects = new Map<string, StoredObject>();
@@ -110,6 +115,7 @@ export async function readBucket(endpoint: string, bucket: string, prefix = ''):
   do {
     const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: start, ContinuationToken: token }));
     for (const { Key } of page.Contents ?? []) {
+      if (!wanted(Key!.slice(start.length))) continue;
       const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: Key! }));
       objects.set(Key!.slice(start.length), {
         bytes: Buffer.from(await object.Body!.transformToByteArray()).toString('latin1'),

@@ -197,6 +197,9 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
     expect(wrongCount.code, wrongCount.stderr).toBe(9);
     expect(wrongCount.stderr).toContain('split into 2 shards');
     expect((await runCliAsync(['publish', '--out', site.whole, ...to(PREFIX)], { env: s3Env() })).code).toBe(10);
+    const composeFour = await runCliAsync(['compose', '--shards', '4', ...to(PREFIX)], { env: s3Env() });
+    expect(composeFour.code, composeFour.stderr).toBe(9);
+    expect(composeFour.stderr).toContain('split into 2 shards');
     const unchanged = await readBucket(endpoint, site.bucket, PREFIX);
     expect([...unchanged.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, object] of before) expect(unchanged.get(key)!.bytes, key).toBe(object.bytes);

@@ -37,9 +37,23 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
     const leads = (name: string) => publish(name)?.role === 'leader' && publish(name)?.lastSuccessAt;
     const watchers: Proc[] = [];
     try {
-      watchers.push(start('a0', 0), start('a1', 1));
-      // Two cold publishes side by side, on a machine the other test files load too.
-      await waitFor('both shards to lead and publish', () => leads('a0') && leads('a1'), 120_000);
+      watchers.push(start('a0', 0));
+      await waitFor('shard 0 to lead and publish', () => leads('a0'), 120_000);
+      // Alone, shard 0's part waits for shard 1's: past --health-max-age, /healthz says the list lacks it.
+      const [, port0] = await watchers[0]!.waitForStderr(/metrics on http:\/\/[\d.]+:(\d+)\/metrics\n/, 15_000);
+      type Health = { ok: boolean; list?: { holdsShard: boolean; missingShards: number } };
+      let lacking: Health | undefined;
+      for (const started = Date.now(); lacking === undefined; await new Promise((resolve) => setTimeout(resolve, 100))) {
+        if (Date.now() - started > 20_000) throw new Error("shard 0's /healthz did not say the list lacks its part in 20 s");
+        const answer = await fetch(`http://127.0.0.1:${port0}/healthz`);
+        const body = (await answer.json()) as Health;
+        if (answer.status === 503 && body.list?.holdsShard === false) lacking = body;
+      }
+      expect(lacking).toMatchObject({ ok: false, list: { shard: `0/${SHARDS}`, holdsShard: false, missingShards: 1 } });
+      expect(await (await fetch(`http://127.0.0.1:${port0}/metrics`)).text()).toMatch(/profile_snapshot_list_missing_shards 1/);
+      watchers.push(start('a1', 1));
+      // Its cold publish, on a machine the other test files load too.
+      await waitFor('shard 1 to lead and publish', () => leads('a1'), 120_000);
       // A standby of shard 1 stands by under shard 1's leader, not shard 0's.
       watchers.push(start('b1', 1));
       await waitFor(

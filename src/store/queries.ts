@@ -58,22 +58,34 @@ export function rowQueries(scope: RowScope): RowQueries {
 }
 
 /**
- * A scope as a condition on one table's rows (undefined: every row). A slice filters only the
- * users and the socials (the largest child table): badges and bans are read whole, which costs less
- * than the filter, and the merge join skips the rows of users in other slices. Selected users are
- * filtered by the selection in every table, and by the slice in the users table alone.
+ * A scope as a condition on one table's rows (undefined: every row). A slice's rows are looked up by
+ * the ids `sliceIdsSql` collected, in every table: no table is read whole, and the hash runs once
+ * per user. Selected users are filtered by the selection in every table, and by the slice in the
+ * users table alone.
  */
 function scopeCondition(scope: RowScope, table: keyof RowQueries): string | undefined {
   const userId = table === 'users' ? 'id' : 'user_id';
   const slice = scope.slice.count === 1 ? undefined : sliceCondition(scope.slice);
   if (scope.kind === 'selected')
     return slice === undefined || table !== 'users' ? `${userId} ${SELECTED_IDS}` : `${userId} ${SELECTED_IDS} AND ${slice}`;
-  if (slice === undefined) return undefined;
-  if (table === 'users') return slice;
-  return table === 'socials' ? `user_id IN (SELECT id FROM users WHERE ${READ_STATUSES} AND ${slice})` : undefined;
+  return slice === undefined ? undefined : `${userId} ${SLICE_IDS}`;
 }
 
 const SELECTED_IDS = 'IN (SELECT id FROM temp.pass_ids)';
+const SLICE_IDS = 'IN (SELECT id FROM temp.slice_ids)';
+
+/**
+ * What a read of `scope` runs first on its connection, inside its snapshot: for a slice of the users,
+ * fills temp.slice_ids with the ids of the slice's users (of any status: the users query filters
+ * those). The hash needs the name alone, so SQLite walks the username index rather than the table.
+ * Undefined when the scope needs nothing.
+ */
+export function sliceIdsSql(scope: RowScope): string | undefined {
+  if (scope.kind !== 'slice' || scope.slice.count === 1) return undefined;
+  return `CREATE TEMP TABLE IF NOT EXISTS slice_ids (id INTEGER PRIMARY KEY);
+    DELETE FROM temp.slice_ids;
+    INSERT INTO temp.slice_ids SELECT id FROM users WHERE ${sliceCondition(scope.slice)};`;
+}
 
 function sliceCondition(slice: Slice): string {
   if (!isSlice(slice)) throw new Error(`bug: not a slice: ${formatSlice(slice)}`);

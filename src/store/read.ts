@@ -13,7 +13,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS } from './busy-timeout.js';
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
-import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, type RowScope } from './queries.js';
+import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, sliceIdsSql, type RowScope } from './queries.js';
 import { checkSchema } from './schema.js';
 import { StoreShadow } from './shadow.js';
 import { commitMark, storeStamp, type StoreStamp } from './stamp.js';
@@ -186,6 +186,8 @@ export class ProfileStore {
     if (!db.inTransaction) return this.inSnapshot(() => this.forEachRow(each, scope));
     const sql = rowQueries(scope);
     try {
+      const first = sliceIdsSql(scope);
+      if (first !== undefined) db.exec(first);
       const decorations = new Map<unknown, readonly [unknown, unknown]>();
       for (const [id, name, file_] of db.prepare(DECORATIONS_SQL).raw().iterate() as IterableIterator<[unknown, unknown, unknown]>) {
         decorations.set(id, [name, file_]);

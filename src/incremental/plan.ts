@@ -12,6 +12,7 @@
  */
 import type { RenderKey } from '../core/render-key.js';
 import type { ProfileStore } from '../store/read.js';
+import type { Slice } from '../core/slice.js';
 import type { StoreStamp } from '../store/stamp.js';
 import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';
 import type { Selection, StoreSession } from './session.js';
@@ -20,6 +21,8 @@ export interface PlanInputs {
   store: ProfileStore;
   /** A long-lived reader (the watcher's), which remembers its last pass. */
   session: StoreSession | undefined;
+  /** The users the pass publishes: the session's copy holds those alone. */
+  users: Slice;
   /** Absolute. */
   outDir: string;
   /** What the tree is rendered with (core/render-key.ts). */
@@ -72,7 +75,7 @@ export class PassPlan {
   passStaged(selective: boolean): void {
     const { store, session } = this.inputs;
     if (selective) store.shadow.update();
-    else if (session !== undefined) store.shadow.capture();
+    else if (session !== undefined) store.shadow.capture(this.inputs.users);
   }
 
   /** The tree is about to change: the record must not vouch for it until the commit is done. */
@@ -100,10 +103,10 @@ export class PassPlan {
    * The copy only counts if the store's stamp did not move while it was taken.
    */
   private adoptUnchanged(session: StoreSession, last: LastPass): void {
-    const { store, outDir, renderKey, storeSettleMs } = this.inputs;
+    const { store, outDir, renderKey, storeSettleMs, users } = this.inputs;
     if (session.holds(store, outDir, renderKey)) return;
     try {
-      const copied = store.inSnapshot(() => store.shadow.capture() && store.stamp(storeSettleMs).value === this.stamp.value);
+      const copied = store.inSnapshot(() => store.shadow.capture(users) && store.stamp(storeSettleMs).value === this.stamp.value);
       if (!copied) return;
       session.recordPublished(store, {
         outDir,

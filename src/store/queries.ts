@@ -78,7 +78,7 @@ const SLICE_IDS = 'IN (SELECT id FROM temp.slice_ids)';
  * What a read of `scope` runs first on its connection, inside its snapshot: for a slice of the users,
  * fills temp.slice_ids with the ids of the slice's users (of any status: the users query filters
  * those). The hash needs the name alone, so SQLite walks the username index rather than the table.
- * Undefined when the scope needs nothing.
+ * Undefined when the scope needs nothing; SLICE_IDS_DONE lets the ids go once the rows are read.
  */
 export function sliceIdsSql(scope: RowScope): string | undefined {
   if (scope.kind !== 'slice' || scope.slice.count === 1) return undefined;
@@ -87,7 +87,11 @@ export function sliceIdsSql(scope: RowScope): string | undefined {
     INSERT INTO temp.slice_ids SELECT id FROM users WHERE ${sliceCondition(scope.slice)};`;
 }
 
-function sliceCondition(slice: Slice): string {
+/** Drops what `sliceIdsSql` made: a watcher's connection lives on, and its temp storage with it. */
+export const SLICE_IDS_DONE = 'DROP TABLE IF EXISTS temp.slice_ids';
+
+/** The SQL condition that a users row is in `slice` (by its username). */
+export function sliceCondition(slice: Slice): string {
   if (!isSlice(slice)) throw new Error(`bug: not a slice: ${formatSlice(slice)}`);
   return `${SLICE_FUNCTION}(username, ${slice.count}) = ${slice.index}`;
 }

@@ -13,7 +13,7 @@ import { DEFAULT_BUSY_TIMEOUT_MS } from './busy-timeout.js';
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
-import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, sliceIdsSql, type RowScope } from './queries.js';
+import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, SLICE_IDS_DONE, sliceIdsSql, type RowScope } from './queries.js';
 import { checkSchema } from './schema.js';
 import { StoreShadow } from './shadow.js';
 import { commitMark, storeStamp, type StoreStamp } from './stamp.js';
@@ -223,6 +223,7 @@ export class ProfileStore {
         }
       } finally {
         for (const rows of open) rows.return?.();
+        if (first !== undefined) db.exec(SLICE_IDS_DONE);
       }
       return count;
     } catch (cause) {

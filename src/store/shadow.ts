@@ -5,6 +5,10 @@
  * its copy, in C, and only the ids of changed users come back to JavaScript. Otherwise a pass reads
  * every row through better-sqlite3, and marshalling rows into JavaScript is most of what that costs.
  *
+ * A shard's watcher copies its shard alone (`capture(slice)`): its changes are then found by looking
+ * the copy's rows up by id, and the users entering the shard by hashing the names of the username
+ * index: a shard's cycle reads its own rows and every name, never the whole store's rows.
+ *
  * Every method runs inside the caller's read transaction (ProfileStore.inSnapshot), so the copy, the
  * comparison and the rows read agree on one snapshot; the copy's own changes are rolled back with
  * that transaction when a pass fails.
@@ -16,6 +20,8 @@
 import type Database from 'better-sqlite3';
 import { describeCause } from '../core/errors.js';
 import { DAY_MS } from '../core/time.js';
+import { ALL_USERS, type Slice } from '../core/slice.js';
+import { sliceCondition } from './queries.js';
 import { READ_STATUSES } from './schema.js';
 
 const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
@@ -88,6 +94,9 @@ const stableUntil = (nextTurn: number | null) => (nextTurn === null ? Infinity :
 /** READ_STATUSES for the store's users table, aliased `m` beside its copy `o`. */
 const READ_STATUSES_M = READ_STATUSES.replaceAll('status', 'm.status');
 
+/** A condition on a user_id column: a user the copy holds. */
+const COPIED_USERS = 'IN (SELECT id FROM temp.shadow_users)';
+
 const differs = (columns: readonly string[]) => columns.map((c) => `m.${c} IS NOT o.${c} COLLATE BINARY`).join(' OR ');
 
 /** What changed since the copy was taken: the users whose published documents may differ. */
@@ -106,6 +115,8 @@ export class StoreShadow {
   private counts: { users: number; socials: number } | undefined;
   /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
   private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
+  /** The users the copy holds: every user, or a shard's (`capture`). */
+  private slice: Slice = ALL_USERS;
 
   /**
    * Why the last `capture` or `update` failed (the copy is gone then), until one succeeds: the
@@ -137,11 +148,14 @@ export class StoreShadow {
   }
 
   /**
-   * Copies the current snapshot. Best effort: a store that breaks the copy's assumptions (ids that are
-   * not integers, duplicate ids) or a full temp disk leaves no copy, and passes simply read every row.
+   * Copies the current snapshot of `slice`'s users (a shard's watcher copies its shard alone; see
+   * `slicedChanges`). Best effort: a store that breaks the copy's assumptions (ids that are not
+   * integers, duplicate ids) or a full temp disk leaves no copy, and passes simply read every row.
    */
-  capture(): boolean {
+  capture(slice: Slice = ALL_USERS): boolean {
     this.counts = undefined;
+    this.slice = slice;
+    const sliced = slice.count > 1;
     return this.savepoint(() => {
       const { db } = this;
       db.exec(`
@@ -150,8 +164,8 @@ export class StoreShadow {
         CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms, ${AGE_PHASE});
         CREATE INDEX temp.shadow_users_age_phase ON shadow_users (age_phase);
         CREATE TABLE temp.shadow_socials (id INTEGER PRIMARY KEY, ${SOCIAL_COLUMNS.join(', ')});
-        ${COPY_USERS};
-        INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials;
+        ${COPY_USERS}${sliced ? ` AND id IN (SELECT id FROM main.users WHERE ${sliceCondition(slice)})` : ''};
+        INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials${sliced ? ` WHERE user_id ${COPIED_USERS}` : ''};
         CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY);
       `);
       for (const table of Object.keys(SMALL_TABLES) as (keyof typeof SMALL_TABLES)[]) this.copySmall(table);
@@ -175,6 +189,7 @@ export class StoreShadow {
     const counts = this.counts;
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
+    if (this.slice.count > 1) return this.slicedChanges(ages);
     const userRows = this.changedUserRows(counts.users, ages);
     // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
     if (!userRows.ids.every((id) => Number.isSafeInteger(id))) return undefined;
@@ -192,6 +207,64 @@ export class StoreShadow {
     const small = this.changedSmallTables(add);
     this.pending = { users: userRows.total, socials: socials.total, socialIds: JSON.stringify(socials.rows.map((row) => row[0])), small };
     return { users, stableUntilMs: stableUntil(userRows.nextTurn) };
+  }
+
+  /**
+   * `changes` for a copy of one slice (a shard), without a walk of the whole store: the copy's users
+   * and socials are looked up by id in the store, and the users who entered the slice (new, renamed
+   * into it, or back to a published status) are found by hashing the names from the username index.
+   * A user who left the slice reads as changed: the pass, which reads only its slice, removes them.
+   */
+  private slicedChanges(ages: Record<string, number>): StoreChanges | undefined {
+    const { db } = this;
+    const [changed, turning, nextTurn] = db
+      .prepare(
+        `SELECT json_group_array(o.id) FILTER (WHERE m.id IS NULL OR ${differs(USER_COLUMNS)}),
+        json_group_array(o.id) FILTER (WHERE ${AGE_TURNS}), min(${NEXT_AGE_TURN})
+      FROM temp.shadow_users o LEFT JOIN main.users m ON m.id = o.id AND ${READ_STATUSES_M}`,
+      )
+      .raw()
+      .get(ages) as [string, string, number | null];
+    const entered = db
+      .prepare(
+        `SELECT m.id FROM main.users m WHERE m.id IN (SELECT id FROM main.users WHERE ${sliceCondition(this.slice)})
+        AND ${READ_STATUSES_M} AND m.id NOT IN (SELECT id FROM temp.shadow_users)`,
+      )
+      .pluck()
+      .all() as number[];
+    const ids = [...(JSON.parse(changed) as number[]), ...(JSON.parse(turning) as number[]), ...entered];
+    if (!ids.every((id) => Number.isSafeInteger(id))) return undefined;
+    const users = new Set<number>(ids);
+    const add = (value: unknown) => {
+      if (typeof value === 'number' && Number.isSafeInteger(value)) users.add(value);
+    };
+    const socials = this.slicedSocialRows();
+    for (const [, now, before] of socials) {
+      add(now);
+      add(before);
+    }
+    const small = this.changedSmallTables(add);
+    this.pending = { users: -1, socials: -1, socialIds: JSON.stringify(socials.map((row) => row[0])), small };
+    return { users, stableUntilMs: stableUntil(nextTurn) };
+  }
+
+  /** The copy's socials rows changed or gone, and the store's new rows of the copy's users: [id, user_id now, before]. */
+  private slicedSocialRows(): [unknown, unknown, unknown][] {
+    const changed = this.db
+      .prepare(
+        `SELECT o.id, m.user_id, o.user_id FROM temp.shadow_socials o LEFT JOIN main.socials m ON m.id = o.id
+        WHERE m.id IS NULL OR ${differs(SOCIAL_COLUMNS)}`,
+      )
+      .raw()
+      .all() as [unknown, unknown, unknown][];
+    const added = this.db
+      .prepare(
+        `SELECT m.id, m.user_id, NULL FROM main.socials m WHERE m.user_id ${COPIED_USERS}
+        AND m.id NOT IN (SELECT id FROM temp.shadow_socials)`,
+      )
+      .raw()
+      .all() as [unknown, unknown, unknown][];
+    return [...changed, ...added];
   }
 
   /**
@@ -254,8 +327,8 @@ export class StoreShadow {
     for (const [table, columns] of Object.entries(SMALL_TABLES) as [keyof typeof SMALL_TABLES, string][]) {
       const changed = db
         .prepare(
-          `SELECT * FROM (SELECT ${columns} FROM main.${table} EXCEPT SELECT ${columns} FROM temp.shadow_${table})
-        UNION ALL SELECT * FROM (SELECT ${columns} FROM temp.shadow_${table} EXCEPT SELECT ${columns} FROM main.${table})`,
+          `SELECT * FROM (SELECT ${columns} FROM ${this.source(table)} EXCEPT SELECT ${columns} FROM temp.shadow_${table})
+        UNION ALL SELECT * FROM (SELECT ${columns} FROM temp.shadow_${table} EXCEPT SELECT ${columns} FROM ${this.source(table)})`,
         )
         .raw()
         .all() as unknown[][];
@@ -345,12 +418,14 @@ export class StoreShadow {
       this.counts = undefined;
       return;
     }
+    const sliced = this.slice.count > 1;
     this.savepoint(() => {
       this.db.exec(`
         DELETE FROM temp.shadow_users WHERE id IN (SELECT id FROM temp.pass_ids);
-        ${COPY_USERS} AND id IN (SELECT id FROM temp.pass_ids);
+        ${COPY_USERS} AND id IN (SELECT id FROM temp.pass_ids)${sliced ? ` AND ${sliceCondition(this.slice)}` : ''};
       `);
-      if (pending.socialIds !== '[]') {
+      if (sliced) this.updateSlicedChildren(pending.socialIds);
+      else if (pending.socialIds !== '[]') {
         this.db.prepare('DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?))').run(pending.socialIds);
         this.db
           .prepare(
@@ -359,14 +434,43 @@ export class StoreShadow {
           )
           .run(pending.socialIds);
       }
-      for (const table of pending.small) this.copySmall(table);
-      this.counts = { users: pending.users, socials: pending.socials };
+      for (const table of pending.small) if (!sliced || table === 'decorations') this.copySmall(table);
+      this.counts = sliced ? this.copiedCounts() : { users: pending.users, socials: pending.socials };
     });
+  }
+
+  /**
+   * A slice's copy: the child rows of the users just read (pass_ids, entering or leaving the slice
+   * among them) and the socials rows that changed, copied again for the users the copy holds now.
+   */
+  private updateSlicedChildren(socialIds: string): void {
+    const { db } = this;
+    const read = 'IN (SELECT id FROM temp.pass_ids)';
+    db.prepare(`DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?)) OR user_id ${read}`).run(socialIds);
+    db.prepare(
+      `INSERT OR REPLACE INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials
+      WHERE (id IN (SELECT value FROM json_each(?)) OR user_id ${read}) AND user_id ${COPIED_USERS}`,
+    ).run(socialIds);
+    for (const table of ['badges', 'bans'] as const) {
+      db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id ${read};
+        INSERT INTO temp.shadow_${table} SELECT ${SMALL_TABLES[table]} FROM main.${table} WHERE user_id ${read} AND user_id ${COPIED_USERS}`);
+    }
+  }
+
+  private copiedCounts(): { users: number; socials: number } {
+    const count = (table: string) => this.db.prepare(`SELECT count(*) FROM temp.${table}`).pluck().get() as number;
+    return { users: count('shadow_users'), socials: count('shadow_socials') };
+  }
+
+  /** Where a small table's rows come from: the store's table, or for a slice's copy its users' rows. */
+  private source(table: keyof typeof SMALL_TABLES): string {
+    if (this.slice.count === 1 || table === 'decorations') return `main.${table}`;
+    return `(SELECT ${SMALL_TABLES[table]} FROM main.${table} WHERE user_id ${COPIED_USERS})`;
   }
 
   private copySmall(table: keyof typeof SMALL_TABLES): void {
     this.db.exec(`DROP TABLE IF EXISTS temp.shadow_${table};
-      CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM main.${table}`);
+      CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM ${this.source(table)}`);
   }
 
   /**

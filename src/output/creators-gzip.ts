@@ -35,8 +35,11 @@ const DICTIONARY_MEMBERS = 4;
 
 /** The settings the pieces were cut and keyed with: an index made with others is not used. */
 export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
-/** The settings of a shard's part, whose first piece has no dictionary. */
-const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone`;
+/**
+ * The settings of a shard's part: its first piece has no dictionary, and its boundaries are drawn
+ * from the name's hash mixed (`shardEndsPiece`).
+ */
+const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone, ends mixed`;
 
 /** The list as its members lie in its file, in list order. */
 export interface ListLayout {
@@ -96,17 +99,30 @@ function memberOffsets(layout: ListLayout): Float64Array {
 }
 
 /** FNV-1a of a name: where pieces end depends on the names alone. */
-function endsPiece(name: string): boolean {
+function nameHash(name: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) % PIECE_MEMBERS === 0;
+  return hash >>> 0;
+}
+
+function endsPiece(name: string): boolean {
+  return nameHash(name) % PIECE_MEMBERS === 0;
+}
+
+/**
+ * A shard's members all share their hash modulo the shard count (core/slice.ts hashes the same
+ * way), so `endsPiece` would end a piece after half of them (shard 0 of 8) or after none (shard 1
+ * of 8). The top bits of the hash times the golden ratio do not depend on that residue.
+ */
+function shardEndsPiece(name: string): boolean {
+  return Math.imul(nameHash(name), 0x9e3779b1) >>> 0 < 2 ** 32 / PIECE_MEMBERS;
 }
 
 /** Each piece's first member, and the member count at the end. */
-function pieceStarts(names: readonly string[]): number[] {
+function pieceStarts(names: readonly string[], ends: (name: string) => boolean): number[] {
   const starts = names.length === 0 ? [] : [0];
   for (let i = 1, since = 1; i < names.length; i++, since++) {
-    if (since >= MAX_PIECE_MEMBERS || endsPiece(names[i - 1]!)) {
+    if (since >= MAX_PIECE_MEMBERS || ends(names[i - 1]!)) {
       starts.push(i);
       since = 0;
     }
@@ -140,7 +156,7 @@ interface PiecePlan {
 
 /** Cuts the list into pieces and finds those the last variant holds; `member` is memberOffsets(layout). */
 function planPieces(layout: ListLayout, member: Float64Array, last: PieceIndex | undefined): PiecePlan {
-  const starts = pieceStarts(layout.names);
+  const starts = pieceStarts(layout.names, layout.partOfJoined ? shardEndsPiece : endsPiece);
   const pieces: PiecePlan['pieces'] = [];
   const ranges: number[] = [];
   const arrayStart = member[0]!;

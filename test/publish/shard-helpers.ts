@@ -88,7 +88,7 @@ export async function expectShardedExact(site: ShardedSite): Promise<void> {
 }
 
 /** Listed users a reader's sample reads the profiles of, and how many reads it keeps in flight. */
-const SAMPLED_USERS = 80;
+const SAMPLED_USERS = 50;
 const READER_LANES = 4;
 
 /**

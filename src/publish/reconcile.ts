@@ -19,13 +19,15 @@ import { MULTIPART_PART_BYTES } from './upload.js';
 interface Listed {
   etag: string;
   size: number;
+  /** The username, when the object is a profile under one of the alias folders. */
+  profile: string | undefined;
 }
 
 /**
  * Every object under the prefix, by key relative to it (the tool's own state folder left out, and
- * keys `ours` refuses: another shard's profiles, never held).
+ * the profiles `ours` refuses: another shard's, never held).
  */
-async function listPrefix(remote: Remote, ours: (key: string) => boolean): Promise<Map<string, Listed>> {
+async function listPrefix(remote: Remote, ours: (profile: string) => boolean): Promise<Map<string, Listed>> {
   const { bucket, prefix } = remote.options;
   const start = prefix === '' ? '' : `${prefix}/`;
   const objects = new Map<string, Listed>();
@@ -37,8 +39,10 @@ async function listPrefix(remote: Remote, ours: (key: string) => boolean): Promi
     );
     for (const object of page.Contents ?? []) {
       const key = object.Key?.slice(start.length);
-      if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`) || !ours(key)) continue;
-      objects.set(key, { etag: (object.ETag ?? '').replaceAll('"', ''), size: object.Size ?? -1 });
+      if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`)) continue;
+      const profile = profileOf(key);
+      if (profile !== undefined && !ours(profile)) continue;
+      objects.set(key, { etag: (object.ETag ?? '').replaceAll('"', ''), size: object.Size ?? -1, profile });
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token !== undefined);
@@ -52,14 +56,13 @@ async function listPrefix(remote: Remote, ours: (key: string) => boolean): Promi
 export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): Promise<LiveSet> {
   const live = emptyLive();
   const partBytes = remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES;
-  const listed = await listPrefix(remote, (key) => shard === undefined || !isProfileKey(key) || inSlice(profileName(key), shard));
+  const listed = await listPrefix(remote, (profile) => shard === undefined || inSlice(profile, shard));
   const profileObjects = new Map<string, Listed[]>();
   for (const [key, object] of listed) {
-    const name = profileName(key);
-    if (isProfileKey(key)) {
-      const objects = profileObjects.get(name) ?? [];
+    if (object.profile !== undefined) {
+      const objects = profileObjects.get(object.profile) ?? [];
       objects.push(object);
-      profileObjects.set(name, objects);
+      profileObjects.set(object.profile, objects);
     } else if (tree.files.has(key)) {
       live.files.set(key, new LocalFile(join(tree.outDir, key), partBytes).matches(object) ? fileHash(tree, key) : UNKNOWN);
     } else {
@@ -75,12 +78,11 @@ export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): 
   return live;
 }
 
-const profileName = (key: string) => key.slice(key.lastIndexOf('/') + 1);
-
-/** Whether `key` is a profile object: a name under one of the alias folders. */
-function isProfileKey(key: string): boolean {
+/** The username of a profile object (a name under one of the alias folders); undefined for any other key. */
+function profileOf(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
-  return (PROFILE_DIRS as readonly string[]).includes(key.slice(0, slash)) && CANONICAL_USERNAME.test(key.slice(slash + 1));
+  const name = key.slice(slash + 1);
+  return (PROFILE_DIRS as readonly string[]).includes(key.slice(0, slash)) && CANONICAL_USERNAME.test(name) ? name : undefined;
 }
 
 const MULTIPART_ETAG = /^[0-9a-f]{32}-\d+$/;

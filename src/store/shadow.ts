@@ -111,7 +111,10 @@ export interface StoreChanges {
 }
 
 export class StoreShadow {
-  /** Rows in the copy's users and socials tables (equal to the store's after `capture` or `update`). */
+  /**
+   * Rows in the copy's users and socials tables (equal to the store's after `capture` or `update`);
+   * a slice's copy keeps those it was captured with, and only as the mark that there is a copy.
+   */
   private counts: { users: number; socials: number } | undefined;
   /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
   private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
@@ -244,7 +247,9 @@ export class StoreShadow {
       add(before);
     }
     const small = this.changedSmallTables(add);
-    this.pending = { users: -1, socials: -1, socialIds: JSON.stringify(socials.map((row) => row[0])), small };
+    // A slice's copy never compares its counts with the store's: they stand as captured.
+    const counts = this.counts!;
+    this.pending = { ...counts, socialIds: JSON.stringify(socials.map((row) => row[0])), small };
     return { users, stableUntilMs: stableUntil(nextTurn) };
   }
 
@@ -435,7 +440,7 @@ export class StoreShadow {
           .run(pending.socialIds);
       }
       for (const table of pending.small) if (!sliced || table === 'decorations') this.copySmall(table);
-      this.counts = sliced ? this.copiedCounts() : { users: pending.users, socials: pending.socials };
+      this.counts = { users: pending.users, socials: pending.socials };
     });
   }
 
@@ -455,11 +460,6 @@ export class StoreShadow {
       db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id ${read};
         INSERT INTO temp.shadow_${table} SELECT ${SMALL_TABLES[table]} FROM main.${table} WHERE user_id ${read} AND user_id ${COPIED_USERS}`);
     }
-  }
-
-  private copiedCounts(): { users: number; socials: number } {
-    const count = (table: string) => this.db.prepare(`SELECT count(*) FROM temp.${table}`).pluck().get() as number;
-    return { users: count('shadow_users'), socials: count('shadow_socials') };
   }
 
   /** Where a small table's rows come from: the store's table, or for a slice's copy its users' rows. */

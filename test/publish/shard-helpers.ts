@@ -95,8 +95,10 @@ const READER_LANES = 4;
  * A reader's sample of the live API: the list, its variant, the list again and the variant again;
  * when neither changed meanwhile, the variant decodes to the list, and every listed user sampled
  * (of either) has both profile objects. Returns whether a stable pair was checked.
+ * `variantMayDiffer`: a composer was just killed between completing the list and its variant, so
+ * the two may be one join apart (docs/scaling-out.md) until the next join; each must still be whole.
  */
-export async function sampleReader(endpoint: string, bucket: string): Promise<boolean> {
+export async function sampleReader(endpoint: string, bucket: string, variantMayDiffer = false): Promise<boolean> {
   const client = clientFor(endpoint);
   const read = async (path: string): Promise<Buffer | undefined> => {
     try {
@@ -126,7 +128,7 @@ export async function sampleReader(endpoint: string, bucket: string): Promise<bo
     const [listAgain, gzipAgain] = [await read(CREATORS_FILE), await read(CREATORS_GZIP_FILE)];
     if (!listAgain?.equals(list) || !gzipAgain?.equals(gzip)) return false;
     expect(missing).toEqual([]);
-    expect(decoded.equals(list), 'the gzip variant decodes to the list').toBe(true);
+    if (!variantMayDiffer) expect(decoded.equals(list), 'the gzip variant decodes to the list').toBe(true);
     return true;
   } finally {
     client.destroy();

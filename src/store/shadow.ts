@@ -26,6 +26,11 @@ import { READ_STATUSES } from './schema.js';
 
 const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
 const SOCIAL_COLUMNS = ['user_id', 'platform', 'url', 'position'] as const;
+/**
+ * The copy's socials table. user_id has the store's integer affinity: compared with an untyped
+ * column, an id would be converted first, and SQLite could not look rows up by user in its index.
+ */
+const SHADOW_SOCIALS = `id INTEGER PRIMARY KEY, user_id INTEGER, ${SOCIAL_COLUMNS.filter((c) => c !== 'user_id').join(', ')}`;
 /** Small tables, compared and copied whole. */
 const SMALL_TABLES = {
   badges: 'user_id, badge',
@@ -166,9 +171,10 @@ export class StoreShadow {
         DROP TABLE IF EXISTS temp.shadow_socials;
         CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms, ${AGE_PHASE});
         CREATE INDEX temp.shadow_users_age_phase ON shadow_users (age_phase);
-        CREATE TABLE temp.shadow_socials (id INTEGER PRIMARY KEY, ${SOCIAL_COLUMNS.join(', ')});
+        CREATE TABLE temp.shadow_socials (${SHADOW_SOCIALS});
         ${COPY_USERS}${sliced ? ` AND id IN (SELECT id FROM main.users WHERE ${sliceCondition(slice)})` : ''};
         INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials${sliced ? ` WHERE user_id ${COPIED_USERS}` : ''};
+        ${sliced ? 'CREATE INDEX temp.shadow_socials_user ON shadow_socials (user_id);' : ''}
         CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY);
       `);
       for (const table of Object.keys(SMALL_TABLES) as (keyof typeof SMALL_TABLES)[]) this.copySmall(table);
@@ -450,15 +456,19 @@ export class StoreShadow {
    */
   private updateSlicedChildren(socialIds: string): void {
     const { db } = this;
-    const read = 'IN (SELECT id FROM temp.pass_ids)';
-    db.prepare(`DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?)) OR user_id ${read}`).run(socialIds);
+    // One statement per kind of id, each driven by the few ids it names: with both in one OR, SQLite
+    // walked every socials row of the copy's users, in the copy and in the store, every cycle.
+    const named = 'IN (SELECT value FROM json_each(?))';
+    // `+`: the copy's users only filter the few read ones; as the loop's driver they cost a walk of the copy.
+    const ofReadUsers = (table: string) => `temp.pass_ids p CROSS JOIN main.${table} s ON s.user_id = p.id WHERE +p.id ${COPIED_USERS}`;
+    db.prepare(`DELETE FROM temp.shadow_socials WHERE id ${named}`).run(socialIds);
     db.prepare(
-      `INSERT OR REPLACE INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials
-      WHERE (id IN (SELECT value FROM json_each(?)) OR user_id ${read}) AND user_id ${COPIED_USERS}`,
+      `INSERT OR REPLACE INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials WHERE id ${named} AND user_id ${COPIED_USERS}`,
     ).run(socialIds);
-    for (const table of ['badges', 'bans'] as const) {
-      db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id ${read};
-        INSERT INTO temp.shadow_${table} SELECT ${SMALL_TABLES[table]} FROM main.${table} WHERE user_id ${read} AND user_id ${COPIED_USERS}`);
+    for (const table of ['socials', 'badges', 'bans'] as const) {
+      const columns = table === 'socials' ? `s.id, ${SOCIAL_COLUMNS.join(', ')}` : SMALL_TABLES[table];
+      db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id IN (SELECT id FROM temp.pass_ids);
+        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns} FROM ${ofReadUsers(table)}`);
     }
   }
 
@@ -469,8 +479,11 @@ export class StoreShadow {
   }
 
   private copySmall(table: keyof typeof SMALL_TABLES): void {
+    // A slice's copy updates its users' badges and bans by user (updateSlicedChildren).
+    const byUser = this.slice.count > 1 && table !== 'decorations';
     this.db.exec(`DROP TABLE IF EXISTS temp.shadow_${table};
-      CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM ${this.source(table)}`);
+      CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM ${this.source(table)};
+      ${byUser ? `CREATE INDEX temp.shadow_${table}_user ON shadow_${table} (user_id);` : ''}`);
   }
 
   /**

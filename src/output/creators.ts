@@ -201,7 +201,7 @@ export class CreatorsList {
       sink.write(`]${tail()}`);
     });
     const listed = this.inListOrder(order);
-    owner.setList(listed);
+    owner.setList({ ...listed, hashes: memberHashes });
     if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
     this.letGoOfMembers();
     const layout = { headLength, ...listed, hashes: memberHashes, partOfJoined };
@@ -242,7 +242,7 @@ export class CreatorsList {
   }
 
   /** The list's members in `order`, with their lengths and (where this pass leaves it as it was) manifest entries. */
-  private inListOrder(order: number[]): Required<ListOrder> {
+  private inListOrder(order: number[]): Required<Omit<ListOrder, 'hashes'>> {
     const listed = {
       names: new Array<string>(order.length),
       lengths: new Array<number>(order.length),
@@ -266,11 +266,21 @@ export class CreatorsList {
    */
   private memberHashes(order: number[]): Buffer {
     const hashes = Buffer.allocUnsafe(order.length * FINGERPRINT_LENGTH);
-    const carried = this.carried?.entries;
+    const carried = this.carried;
+    const lastHashes = carried?.members.hashes;
     let at = 0;
-    // Copied by a loop: a call into the encoder per member cost several times the copying.
-    for (const i of order) {
-      const text = i < 0 ? carried![~i]! : this.hashes[i]!;
+    for (let position = 0; position < order.length; position++) {
+      const i = order[position]!;
+      if (i < 0 && lastHashes !== undefined) {
+        // A run of members carried over lies in the last list's hashes as one range (~i counts down).
+        let end = position + 1;
+        while (end < order.length && order[end] === order[end - 1]! - 1) end++;
+        at += lastHashes.copy(hashes, at, ~i * FINGERPRINT_LENGTH, (~i + end - position) * FINGERPRINT_LENGTH);
+        position = end - 1;
+        continue;
+      }
+      const text = i < 0 ? carried!.entries[~i]! : this.hashes[i]!;
+      // Copied by a loop: a call into the encoder per member cost several times the copying.
       for (let c = 0; c < FINGERPRINT_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
     }
     return hashes;

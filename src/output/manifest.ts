@@ -63,6 +63,11 @@ export interface ListOrder {
    * by name for each one costs more than the rest of a quiet watch cycle's bookkeeping.
    */
   entries?: (string | undefined)[];
+  /**
+   * Each member's data hash, FINGERPRINT_LENGTH bytes one after the other, when this process made
+   * the list: the next list copies its unchanged members' hashes from here in runs.
+   */
+  hashes?: Buffer;
 }
 
 const emptyManifest = (): Manifest => ({ renderKey: '', profiles: new Map(), files: new Map(), list: undefined });
@@ -167,7 +172,7 @@ const unreadable = (path: string, cause: unknown) =>
 function parseManifest(fd: number, path: string, chunkBytes: number, part: ManifestSlice | undefined): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
-  const list: Required<ListOrder> = { names: [], lengths: [], entries: [] };
+  const list: Required<Omit<ListOrder, 'hashes'>> = { names: [], lengths: [], entries: [] };
   const inPart = (name: string) => part === undefined || inSlice(name, part.slice);
   const wholeList = part === undefined || part.wholeList;
   let header = true,

@@ -90,8 +90,17 @@ export async function waitFor<T>(what: string, condition: () => T | undefined | 
     const value = condition();
     if (value) return value;
     if (Date.now() > deadline) {
+      // Cycles that changed nothing say nothing about why: left out, so the log reaches further back.
+      const telling = (stderr: string) =>
+        stderr
+          .split('\n')
+          .filter((line) => !/: cycle \d+: no change;/.test(line))
+          .join('\n');
       const logs = runningProcesses()
-        .map((p) => `--- pid ${p.child.pid} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none'}) stderr:\n${p.stderr().slice(-3000)}`)
+        .map(
+          (p) =>
+            `--- pid ${p.child.pid} (exit ${p.child.exitCode ?? p.child.signalCode ?? 'none'}) stderr:\n${telling(p.stderr()).slice(-3000)}`,
+        )
         .join('\n');
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${logs ? `\n${logs}` : ''}`);
     }

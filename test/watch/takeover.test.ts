@@ -106,7 +106,9 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
       const w = watchers(db, bucket, proxy?.endpoint ?? workspace.server.endpoint, TTL_S, INTERVAL_S, ['--json']);
       const a = w.start('a');
       // A first publish of 400 profiles through the proxy: slow on a loaded machine, and not what is measured.
-      await waitFor('watcher a to lead and publish', () => w.leads('a'), 60_000);
+      await waitFor('watcher a to lead and publish', () => w.leads('a'), 60_000).catch((error: Error) => {
+        throw new Error(`${error.message}\n--- a's publish status: ${JSON.stringify(w.publish('a'))}`);
+      });
       const b = w.start('b');
       await waitFor('watcher b to stand by under a', () => w.standsBy('b', a), 15_000);
 

@@ -16,7 +16,7 @@ import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
 import { stageCreatorsGzip, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
-import type { ListOrder } from './manifest.js';
+import type { ListMembers, ListOrder } from './manifest.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { CarriedOver } from './diff.js';
 import { positionsAmong } from './staging.js';
@@ -242,7 +242,7 @@ export class CreatorsList {
   }
 
   /** The list's members in `order`, with their lengths and (where this pass leaves it as it was) manifest entries. */
-  private inListOrder(order: number[]): Required<Omit<ListOrder, 'hashes'>> {
+  private inListOrder(order: number[]): ListMembers {
     const listed = {
       names: new Array<string>(order.length),
       lengths: new Array<number>(order.length),

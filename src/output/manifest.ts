@@ -70,6 +70,9 @@ export interface ListOrder {
   hashes?: Buffer;
 }
 
+/** A list's members as read or ordered, before any hashes are attached. */
+export type ListMembers = Required<Omit<ListOrder, 'hashes'>>;
+
 const emptyManifest = (): Manifest => ({ renderKey: '', profiles: new Map(), files: new Map(), list: undefined });
 
 /**
@@ -172,7 +175,7 @@ const unreadable = (path: string, cause: unknown) =>
 function parseManifest(fd: number, path: string, chunkBytes: number, part: ManifestSlice | undefined): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
-  const list: Required<Omit<ListOrder, 'hashes'>> = { names: [], lengths: [], entries: [] };
+  const list: ListMembers = { names: [], lengths: [], entries: [] };
   const inPart = (name: string) => part === undefined || inSlice(name, part.slice);
   const wholeList = part === undefined || part.wholeList;
   let header = true,

@@ -101,6 +101,10 @@ const READ_STATUSES_M = READ_STATUSES.replaceAll('status', 'm.status');
 
 /** A condition on a user_id column: a user the copy holds. */
 const COPIED_USERS = 'IN (SELECT id FROM temp.shadow_users)';
+/** A condition on a user id: a user the pass just read (`select`). */
+const READ_USERS = 'IN (SELECT id FROM temp.pass_ids)';
+/** A condition on a row id: one of the ids in the JSON array bound to the statement. */
+const NAMED_IDS = 'IN (SELECT value FROM json_each(?))';
 
 const differs = (columns: readonly string[]) => columns.map((c) => `m.${c} IS NOT o.${c} COLLATE BINARY`).join(' OR ');
 
@@ -163,7 +167,7 @@ export class StoreShadow {
   capture(slice: Slice = ALL_USERS): boolean {
     this.counts = undefined;
     this.slice = slice;
-    const sliced = slice.count > 1;
+    const { sliced } = this;
     return this.savepoint(() => {
       const { db } = this;
       db.exec(`
@@ -198,7 +202,7 @@ export class StoreShadow {
     const counts = this.counts;
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
-    if (this.slice.count > 1) return this.slicedChanges(ages);
+    if (this.sliced) return this.slicedChanges(ages);
     const userRows = this.changedUserRows(counts.users, ages);
     // Ids past 2^53 read back rounded, so the changed row could not be named: read every row instead.
     if (!userRows.ids.every((id) => Number.isSafeInteger(id))) return undefined;
@@ -352,10 +356,7 @@ export class StoreShadow {
       // A changed decoration changes every profile wearing it (compared as text: a superset of the
       // pass's own matching, which is by exact value).
       const ids = JSON.stringify(changed.map((row) => String(row[0])));
-      for (const id of db
-        .prepare('SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) IN (SELECT value FROM json_each(?))')
-        .pluck()
-        .iterate(ids))
+      for (const id of db.prepare(`SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) ${NAMED_IDS}`).pluck().iterate(ids))
         add(id);
     }
     return tables;
@@ -429,58 +430,60 @@ export class StoreShadow {
       this.counts = undefined;
       return;
     }
-    const sliced = this.slice.count > 1;
+    const { sliced } = this;
     this.savepoint(() => {
       this.db.exec(`
-        DELETE FROM temp.shadow_users WHERE id IN (SELECT id FROM temp.pass_ids);
-        ${COPY_USERS} AND id IN (SELECT id FROM temp.pass_ids)${sliced ? ` AND ${sliceCondition(this.slice)}` : ''};
+        DELETE FROM temp.shadow_users WHERE id ${READ_USERS};
+        ${COPY_USERS} AND id ${READ_USERS}${sliced ? ` AND ${sliceCondition(this.slice)}` : ''};
       `);
-      if (sliced) this.updateSlicedChildren(pending.socialIds);
-      else if (pending.socialIds !== '[]') {
-        this.db.prepare('DELETE FROM temp.shadow_socials WHERE id IN (SELECT value FROM json_each(?))').run(pending.socialIds);
-        this.db
-          .prepare(
-            `INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials
-          WHERE id IN (SELECT value FROM json_each(?))`,
-          )
-          .run(pending.socialIds);
-      }
+      this.recopySocials(pending.socialIds);
+      if (sliced) this.recopyReadUsersChildren();
       for (const table of pending.small) if (!sliced || table === 'decorations') this.copySmall(table);
       this.counts = { users: pending.users, socials: pending.socials };
     });
   }
 
+  /** The socials rows `changes` found changed, copied again (for a slice's copy, those of its users). */
+  private recopySocials(socialIds: string): void {
+    if (socialIds === '[]') return;
+    const ofCopiedUsers = this.sliced ? ` AND user_id ${COPIED_USERS}` : '';
+    this.db.prepare(`DELETE FROM temp.shadow_socials WHERE id ${NAMED_IDS}`).run(socialIds);
+    this.db
+      .prepare(
+        `INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials WHERE id ${NAMED_IDS}${ofCopiedUsers}`,
+      )
+      .run(socialIds);
+  }
+
   /**
-   * A slice's copy: the child rows of the users just read (pass_ids, entering or leaving the slice
-   * among them) and the socials rows that changed, copied again for the users the copy holds now.
+   * A slice's copy: the child rows of the users just read (entering or leaving the slice among
+   * them), copied again for the users the copy holds now. Apart from `recopySocials` and driven by
+   * the few read users (`+`: the copy's users only filter them): in one OR with the social ids, or
+   * driven by the copy's users, SQLite walked every socials row of the copy in each cycle.
    */
-  private updateSlicedChildren(socialIds: string): void {
-    const { db } = this;
-    // One statement per kind of id, each driven by the few ids it names: with both in one OR, SQLite
-    // walked every socials row of the copy's users, in the copy and in the store, every cycle.
-    const named = 'IN (SELECT value FROM json_each(?))';
-    // `+`: the copy's users only filter the few read ones; as the loop's driver they cost a walk of the copy.
-    const ofReadUsers = (table: string) => `temp.pass_ids p CROSS JOIN main.${table} s ON s.user_id = p.id WHERE +p.id ${COPIED_USERS}`;
-    db.prepare(`DELETE FROM temp.shadow_socials WHERE id ${named}`).run(socialIds);
-    db.prepare(
-      `INSERT OR REPLACE INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials WHERE id ${named} AND user_id ${COPIED_USERS}`,
-    ).run(socialIds);
+  private recopyReadUsersChildren(): void {
     for (const table of ['socials', 'badges', 'bans'] as const) {
       const columns = table === 'socials' ? `s.id, ${SOCIAL_COLUMNS.join(', ')}` : SMALL_TABLES[table];
-      db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id IN (SELECT id FROM temp.pass_ids);
-        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns} FROM ${ofReadUsers(table)}`);
+      this.db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id ${READ_USERS};
+        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns}
+        FROM temp.pass_ids p CROSS JOIN main.${table} s ON s.user_id = p.id WHERE +p.id ${COPIED_USERS}`);
     }
+  }
+
+  /** Whether the copy holds one slice of the users (a shard's) rather than all of them. */
+  private get sliced(): boolean {
+    return this.slice.count > 1;
   }
 
   /** Where a small table's rows come from: the store's table, or for a slice's copy its users' rows. */
   private source(table: keyof typeof SMALL_TABLES): string {
-    if (this.slice.count === 1 || table === 'decorations') return `main.${table}`;
+    if (!this.sliced || table === 'decorations') return `main.${table}`;
     return `(SELECT ${SMALL_TABLES[table]} FROM main.${table} WHERE user_id ${COPIED_USERS})`;
   }
 
   private copySmall(table: keyof typeof SMALL_TABLES): void {
-    // A slice's copy updates its users' badges and bans by user (updateSlicedChildren).
-    const byUser = this.slice.count > 1 && table !== 'decorations';
+    // A slice's copy updates its users' badges and bans by user (recopyReadUsersChildren).
+    const byUser = this.sliced && table !== 'decorations';
     this.db.exec(`DROP TABLE IF EXISTS temp.shadow_${table};
       CREATE TABLE temp.shadow_${table} AS SELECT ${SMALL_TABLES[table]} FROM ${this.source(table)};
       ${byUser ? `CREATE INDEX temp.shadow_${table}_user ON shadow_${table} (user_id);` : ''}`);

@@ -99,8 +99,13 @@ const stableUntil = (nextTurn: number | null) => (nextTurn === null ? Infinity :
 /** READ_STATUSES for the store's users table, aliased `m` beside its copy `o`. */
 const READ_STATUSES_M = READ_STATUSES.replaceAll('status', 'm.status');
 
-/** A condition on a user_id column: a user the copy holds. */
-const COPIED_USERS = 'IN (SELECT id FROM temp.shadow_users)';
+/**
+ * A condition on a user_id column: a user a slice's copy holds. Looked up in the copy's ids alone
+ * (temp.shadow_ids): a lookup in the copy's users table reads a page of whole rows for each id.
+ */
+const COPIED_USERS = 'IN (SELECT id FROM temp.shadow_ids)';
+/** Fills temp.shadow_ids from the copy's users (a WHERE clause may follow). */
+const COPY_IDS = 'INSERT INTO temp.shadow_ids SELECT id FROM temp.shadow_users';
 /** A condition on a user id: a user the pass just read (`select`). */
 const READ_USERS = 'IN (SELECT id FROM temp.pass_ids)';
 /** A condition on a row id: one of the ids in the JSON array bound to the statement. */
@@ -172,11 +177,13 @@ export class StoreShadow {
       const { db } = this;
       db.exec(`
         DROP TABLE IF EXISTS temp.shadow_users;
+        DROP TABLE IF EXISTS temp.shadow_ids;
         DROP TABLE IF EXISTS temp.shadow_socials;
         CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms, ${AGE_PHASE});
         CREATE INDEX temp.shadow_users_age_phase ON shadow_users (age_phase);
         CREATE TABLE temp.shadow_socials (${SHADOW_SOCIALS});
         ${COPY_USERS}${sliced ? ` AND id IN (SELECT id FROM main.users WHERE ${sliceCondition(slice)})` : ''};
+        ${sliced ? `CREATE TABLE temp.shadow_ids (id INTEGER PRIMARY KEY); ${COPY_IDS};` : ''}
         INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials${sliced ? ` WHERE user_id ${COPIED_USERS}` : ''};
         ${sliced ? 'CREATE INDEX temp.shadow_socials_user ON shadow_socials (user_id);' : ''}
         CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY);
@@ -240,8 +247,8 @@ export class StoreShadow {
       .get(ages) as [string, string, number | null];
     const entered = db
       .prepare(
-        `SELECT m.id FROM main.users m WHERE m.id IN (SELECT id FROM main.users WHERE ${sliceCondition(this.slice)})
-        AND ${READ_STATUSES_M} AND m.id NOT IN (SELECT id FROM temp.shadow_users)`,
+        `SELECT e.id FROM (SELECT id FROM main.users WHERE ${sliceCondition(this.slice)} AND id NOT ${COPIED_USERS}) e
+        CROSS JOIN main.users m ON m.id = e.id WHERE ${READ_STATUSES_M}`,
       )
       .pluck()
       .all() as number[];
@@ -435,6 +442,7 @@ export class StoreShadow {
       this.db.exec(`
         DELETE FROM temp.shadow_users WHERE id ${READ_USERS};
         ${COPY_USERS} AND id ${READ_USERS}${sliced ? ` AND ${sliceCondition(this.slice)}` : ''};
+        ${sliced ? `DELETE FROM temp.shadow_ids WHERE id ${READ_USERS}; ${COPY_IDS} WHERE id ${READ_USERS};` : ''}
       `);
       this.recopySocials(pending.socialIds);
       if (sliced) this.recopyReadUsersChildren();

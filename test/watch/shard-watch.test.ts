@@ -14,6 +14,47 @@ import { ensureCompiled, makeStore, sql, startCli, status, userName, waitFor, ty
 
 const PREFIX = 'sharded';
 const SHARDS = 2;
+const INTERVAL_S = 0.5;
+/** This test's own looks at the live list (every 50 ms, each a GET of moto's), with room for a loaded machine. */
+const LOOKS_S = 0.5;
+
+/**
+ * The phases of `proc`'s watcher after a store change at `changedAt`, in seconds: what was under way
+ * then (a cycle that did not read the change, a publish), the first cycle that changed the tree, and the publish of
+ * that cycle (or a later one's), which ends with the join. From its --json cycle lines and its
+ * publish lines; undefined until that publish has ended.
+ */
+function phasesAfter(proc: Proc, changedAt: number): { underWay: number; reading: number; publishing: number } | undefined {
+  type Cycle = { number: number; startedAt: string; finishedAt: string; durationMs: number; changed: boolean };
+  const cycles = proc
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Cycle);
+  // The change may land in a cycle under way that still reads it; otherwise that cycle only delays.
+  const reading = cycles.find((c) => Date.parse(c.finishedAt) > changedAt && c.changed);
+  if (reading === undefined) return undefined;
+  const underWay = cycles.find((c) => c !== reading && Date.parse(c.startedAt) < changedAt && Date.parse(c.finishedAt) > changedAt);
+  const all = publishes(proc);
+  const publish = all.find((p) => p.cycle >= reading.number);
+  if (publish === undefined) return undefined;
+  // An earlier publish still running when the change landed: the next waits for it.
+  const before = all.find((p) => p.cycle < reading.number && p.endedAt > changedAt);
+  return {
+    underWay: ((underWay?.durationMs ?? 0) + (before?.seconds ?? 0) * 1000) / 1000,
+    reading: reading.durationMs / 1000,
+    publishing: publish.seconds,
+  };
+}
+
+/** `proc`'s publishes as its log lines say them. */
+function publishes(proc: Proc): { cycle: number; seconds: number; endedAt: number }[] {
+  return [...proc.stderr().matchAll(/^(\S+) profile-snapshot watch: publish \(cycle (\d+)\): [^\n]*; ([\d.]+) s$/gm)].map((match) => ({
+    endedAt: Date.parse(match[1]!),
+    cycle: Number(match[2]),
+    seconds: Number(match[3]),
+  }));
+}
 
 describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
   const workspace = s3Workspace(startMoto, 'ps-watch-shards-');
@@ -28,7 +69,19 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
       startCli(
         [
           'watch',
-          ...['--db', db, '--out', out(name), '--shard', `${shard}/${SHARDS}`, '--interval', '0.5', '--lease-ttl', '4'],
+          ...[
+            '--db',
+            db,
+            '--out',
+            out(name),
+            '--shard',
+            `${shard}/${SHARDS}`,
+            '--interval',
+            String(INTERVAL_S),
+            '--lease-ttl',
+            '4',
+            '--json',
+          ],
           ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', workspace.server.endpoint, '--path-style', '--metrics', '127.0.0.1:0'],
         ],
         { env: s3Env({ SOURCE_DATE_EPOCH: '1767225600' }) },
@@ -61,16 +114,27 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
         () => publish('b1')?.role === 'standby' && publish('b1')?.leader?.pid === watchers[1]!.pid,
         20_000,
       );
-      // A user arrives in shard 1: the live list names them within a few cycles.
+      // A user arrives in shard 1: the live list names them within the interval, shard 1's cycle and
+      // its publish, which joins the list (and a cycle already under way when the row landed).
       const id = [...Array(200).keys()].map((k) => 5000 + k).find((k) => sliceOf(userName(k), SHARDS) === 1)!;
       sql(
         db,
         `INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES (${id}, '${userName(id)}', 'N', '', '2025-06-01 00:00:00', 1, 'active')`,
       );
-      for (const started = Date.now(); !(await liveList(bucket)).includes(`"${userName(id)}"`);) {
-        if (Date.now() - started > 30_000) throw new Error('the new user did not reach the live list in 30 s');
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      const insertedAt = Date.now();
+      for (; !(await liveList(bucket)).includes(`"${userName(id)}"`); await new Promise((resolve) => setTimeout(resolve, 50))) {
+        if (Date.now() - insertedAt > 60_000) throw new Error('the new user did not reach the live list in 60 s');
       }
+      const seconds = (Date.now() - insertedAt) / 1000;
+      // The list is live before the publish that joined it ends and logs its time.
+      await waitFor('the publish that joined the list to end', () => phasesAfter(watchers[1]!, insertedAt) !== undefined, 60_000);
+      const { underWay, reading, publishing } = phasesAfter(watchers[1]!, insertedAt)!;
+      const bound = INTERVAL_S + underWay + reading + publishing + LOOKS_S;
+      console.log(
+        `a change in shard 1 reached the live list in ${seconds.toFixed(2)} s: bound ${bound.toFixed(2)} s ` +
+          `(interval ${INTERVAL_S}, under way ${underWay}, cycle ${reading}, publish and join ${publishing}, looks ${LOOKS_S})`,
+      );
+      expect(seconds).toBeLessThan(bound);
       for (const [name, shard] of [
         ['a0', 0],
         ['a1', 1],

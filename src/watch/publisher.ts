@@ -77,6 +77,9 @@ export class PublishRunner {
   afterCycle(cycle: number, changed: boolean): void {
     this.lastCycle = cycle;
     if (changed) this.status.behind = true;
+    // A lead lost since the last look (renewals too slow, the bucket out of reach) is looked at
+    // again: retaken if still this watcher's, then published, as another may have published meanwhile.
+    if (this.lastRole === 'leader' && this.leadership.role !== 'leader') this.status.behind = true;
     if (!this.status.behind) return;
     // The publish under way covers an unchanged tree; if it fails, the next cycle asks again.
     if (this.running !== undefined && !changed) return;

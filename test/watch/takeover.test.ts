@@ -7,7 +7,8 @@
  *     leases counts); readers never see a listed user without both profile objects meanwhile;
  *   - a standby's status names the leader from its first look, even with a bucket far away;
  *   - a leader whose build outlasts its lease's TTL keeps the lead: the lease is renewed during the
- *     build, and no standby takes over.
+ *     build, and no standby takes over;
+ *   - a leader whose lease lapsed while its tree stood still leads again once the bucket answers.
  */
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
@@ -269,4 +270,33 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
       await a.stop(30_000);
     }
   }, 180_000);
+
+  it('a leader whose lease lapsed while its tree stood still looks again, retakes the lease and publishes', async () => {
+    const bucket = await workspace.server.bucket();
+    // The lease's renewals refused for a while (a bucket too slow or out of reach): its validity ends.
+    let refuseRenewals = false;
+    const proxy = await startProxy(workspace.server.endpoint, {
+      fault: (_n, method, path) =>
+        refuseRenewals && method === 'PUT' && path.endsWith('/.profile-snapshot/leader') ? 'status503' : undefined,
+    });
+    const db = join(workspace.dir, `${bucket}.db`);
+    makeStore(db, 40);
+    const TTL_S = 2;
+    const w = watchers(db, bucket, proxy.endpoint, TTL_S, 0.5);
+    const a = w.start('a');
+    try {
+      await waitFor('watcher a to lead and publish', () => w.leads('a'), 30_000);
+      refuseRenewals = true;
+      await waitFor("a's lease to lapse", () => w.publish('a')?.role === 'standby', 20_000);
+      refuseRenewals = false;
+      // Nothing changed in the store: only a look at the lease brings the lead back, and a publish
+      // follows it (another watcher may have published meanwhile).
+      await waitFor('a to lead again and publish', () => w.publish('a')?.role === 'leader' && (w.publish('a')?.runs ?? 0) >= 2, 20_000);
+      expect((await lease(bucket, 'leader'))?.holder.pid).toBe(a.pid);
+      expect(w.publish('a')?.lastError).toBeNull();
+    } finally {
+      await a.stop(10_000);
+      await proxy.close();
+    }
+  }, 120_000);
 });

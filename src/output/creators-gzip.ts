@@ -6,9 +6,9 @@
  * Kept cheap to refresh: the members are cut into pieces of about PIECE_MEMBERS members each, and a
  * piece whose members (and the few members before it, its dictionary) did not change is copied
  * compressed from the last variant instead of being deflated again (gzip-member.ts). Piece
- * boundaries fall where a member's name hashes to one, so a member added or removed moves no other
- * boundary. Where each piece sits in the variant is kept beside the manifest (CREATORS_GZIP_INDEX_FILE),
- * tied to the variant file it describes by that file's stamp. When many pieces must be deflated, a
+ * boundaries fall where a member's name (a shard's part: its data) hashes to one, so a member added
+ * or removed moves no other boundary. Where each piece sits in the variant is kept beside the
+ * manifest (CREATORS_GZIP_INDEX_FILE), tied to the variant file it describes by that file's stamp. When many pieces must be deflated, a
  * worker thread deflates some of them (deflate-pool.ts).
  */
 import { fstatSync } from 'node:fs';
@@ -37,9 +37,9 @@ const DICTIONARY_MEMBERS = 4;
 export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
 /**
  * The settings of a shard's part: its first piece has no dictionary, and its boundaries are drawn
- * from the name's hash mixed (`shardEndsPiece`).
+ * from the members' data hashes (`dataEndsPiece`).
  */
-const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone, ends mixed`;
+const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone, ends by data`;
 
 /** The list as its members lie in its file, in list order. */
 export interface ListLayout {
@@ -105,29 +105,39 @@ function nameHash(name: string): number {
   return hash >>> 0;
 }
 
-function endsPiece(name: string): boolean {
-  return nameHash(name) % PIECE_MEMBERS === 0;
-}
+/** Whether member i of a whole list ends a piece: by its name, as the variant has always been cut. */
+const nameEndsPiece =
+  ({ names }: ListLayout) =>
+  (i: number): boolean =>
+    nameHash(names[i]!) % PIECE_MEMBERS === 0;
+
+/** Each base64url character's 6 bits (core/hash.ts fingerprints are base64url text). */
+const BASE64URL_BITS = new Uint8Array(128);
+for (const [bits, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'].entries())
+  BASE64URL_BITS[char.charCodeAt(0)] = bits;
 
 /**
- * A shard's members all share their hash modulo the shard count (core/slice.ts hashes the same
- * way), so `endsPiece` would end a piece after half of them (shard 0 of 8) or after none (shard 1
- * of 8). The top bits of the hash times the golden ratio do not depend on that residue.
+ * Whether member i of a shard's part ends a piece: by the first 6 bits of its data hash, read from
+ * the list's hash buffer. Not by its name: a shard's members all share their name's hash modulo the
+ * shard count, and hashing every name every cycle was a large share of a quiet cycle's bookkeeping.
+ * A member whose data changes moves a boundary about one time in eight, and its piece is deflated
+ * again anyway.
  */
-function shardEndsPiece(name: string): boolean {
-  return Math.imul(nameHash(name), 0x9e3779b1) >>> 0 < 2 ** 32 / PIECE_MEMBERS;
-}
+const dataEndsPiece =
+  ({ hashes }: ListLayout) =>
+  (i: number): boolean =>
+    BASE64URL_BITS[hashes[i * FINGERPRINT_LENGTH]! & 0x7f]! % PIECE_MEMBERS === 0;
 
-/** Each piece's first member, and the member count at the end. */
-function pieceStarts(names: readonly string[], ends: (name: string) => boolean): number[] {
-  const starts = names.length === 0 ? [] : [0];
-  for (let i = 1, since = 1; i < names.length; i++, since++) {
-    if (since >= MAX_PIECE_MEMBERS || ends(names[i - 1]!)) {
+/** Each piece's first member, and the member count at the end; `ends(i)`: member i ends a piece. */
+function pieceStarts(members: number, ends: (i: number) => boolean): number[] {
+  const starts = members === 0 ? [] : [0];
+  for (let i = 1, since = 1; i < members; i++, since++) {
+    if (since >= MAX_PIECE_MEMBERS || ends(i - 1)) {
       starts.push(i);
       since = 0;
     }
   }
-  starts.push(names.length);
+  starts.push(members);
   return starts;
 }
 
@@ -156,7 +166,7 @@ interface PiecePlan {
 
 /** Cuts the list into pieces and finds those the last variant holds; `member` is memberOffsets(layout). */
 function planPieces(layout: ListLayout, member: Float64Array, last: PieceIndex | undefined): PiecePlan {
-  const starts = pieceStarts(layout.names, layout.partOfJoined ? shardEndsPiece : endsPiece);
+  const starts = pieceStarts(layout.names.length, (layout.partOfJoined ? dataEndsPiece : nameEndsPiece)(layout));
   const pieces: PiecePlan['pieces'] = [];
   const ranges: number[] = [];
   const arrayStart = member[0]!;

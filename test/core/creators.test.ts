@@ -6,6 +6,7 @@ import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fingerprint } from '../../src/core/hash.js';
 import { CREATORS_GZIP_INDEX_FILE } from '../../src/core/layout.js';
 import { CreatorsList } from '../../src/output/creators.js';
 import { OutputTransaction } from '../../src/output/tree.js';
@@ -58,16 +59,20 @@ describe('the gzip variant', () => {
     const json = JSON.stringify({ username: name, bio: `bio ${i} ${'x'.repeat(i % 50)}`, views: version });
     return { name, json, hash: `${String(i).padStart(10, '0')}v${String(version).padStart(5, '0')}` };
   };
-  /** One build of the list from `users` (index -> version); what its variant cost. */
-  const buildList = (users: Map<number, number>) => {
+  /**
+   * One build of the list from `users` (index -> version); what its variant cost. As a shard's
+   * part (`partOfJoined`), with real data hashes: its pieces are cut by them.
+   */
+  const buildList = (users: Map<number, number>, { partOfJoined = false } = {}) => {
     const tx = OutputTransaction.begin(dir.path);
     const list = new CreatorsList(tx, 'list');
     for (const [i, version] of users) {
-      const { name, json, hash } = member(i, version);
+      const { name, json, hash: madeUp } = member(i, version);
+      const hash = partOfJoined ? fingerprint(json) : madeUp;
       tx.profile(name, hash, '', Buffer.byteLength(json), () => json);
       list.add(name, json, hash);
     }
-    const pieces = list.finish(tx, '{"data":', () => '}');
+    const pieces = list.finish(tx, '{"data":', () => '}', { partOfJoined });
     tx.commit();
     expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).equals(readFileSync(join(dir.path, 'list')))).toBe(true);
     return pieces!;
@@ -85,6 +90,19 @@ describe('the gzip variant', () => {
     expect(second.reused).toBeLessThan(second.pieces);
     // At most the piece of each change and the pieces whose dictionary it is in (a piece or two after).
     expect(second.pieces - second.reused).toBeLessThanOrEqual(3 * 3);
+  });
+
+  it("cuts a shard's part by its members' data: pieces of about as many members, as few deflated again", () => {
+    const part = new Map(Array.from({ length: 3000 }, (_, i) => [i, 0] as [number, number]));
+    const first = buildList(part, { partOfJoined: true });
+    expect(part.size / first.pieces).toBeGreaterThan(16 * 0.7);
+    expect(part.size / first.pieces).toBeLessThan(16 * 1.4);
+    part.set(1500, 1); // changed: its boundary may move, joining or splitting its piece
+    part.delete(700);
+    part.set(5000, 0);
+    const second = buildList(part, { partOfJoined: true });
+    expect(second.reused).toBeGreaterThan(0);
+    expect(second.pieces - second.reused).toBeLessThanOrEqual(3 * 3 + 1);
   });
 
   it('deflates every piece again when the index or the variant is not the one the last build wrote', () => {

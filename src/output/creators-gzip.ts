@@ -8,8 +8,8 @@
  * compressed from the last variant instead of being deflated again (gzip-member.ts). Piece
  * boundaries fall where a member's name (a shard's part: its data) hashes to one, so a member added
  * or removed moves no other boundary. Where each piece sits in the variant is kept beside the
- * manifest (CREATORS_GZIP_INDEX_FILE), tied to the variant file it describes by that file's stamp. When many pieces must be deflated, a
- * worker thread deflates some of them (deflate-pool.ts).
+ * manifest (CREATORS_GZIP_INDEX_FILE), tied to the variant file it describes by that file's stamp.
+ * When many pieces must be deflated, a worker thread deflates some of them (deflate-pool.ts).
  */
 import { fstatSync } from 'node:fs';
 import { FINGERPRINT_LENGTH } from '../core/hash.js';

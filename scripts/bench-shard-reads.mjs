@@ -3,9 +3,8 @@
  * What a shard's changing watch cycle cannot avoid reading. The profile store has no column that
  * says when a row changed, so a shard's watcher learns what changed by reading its users' rows, their
  * child rows, and every name of the store (to find the users who entered the shard). This times
- * those reads alone, as bare SQLite statements on one
- * connection, with nothing rendered, compared or written: the least a changing cycle of one shard
- * spends before it renders anything.
+ * those reads alone, as bare SQLite statements on one connection, with nothing rendered, compared
+ * or written: the least a changing cycle of one shard spends before it renders anything.
  *
  * Each read runs in its own process (a fresh connection, the store in the page cache after a
  * warm-up run), `--rounds` times; the figures are medians. Results on stdout and in BENCHMARKS.md
@@ -17,7 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { machine, seededStore } from './bench-common.mjs';
+import { machine, median, seededStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -76,8 +75,6 @@ function timedRead(db, read) {
   if (run.status !== 0) throw new Error(`read failed: ${run.stderr}`);
   return Number(run.stdout);
 }
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 const db = seededStore(join(repo, '.bench/stores'), USERS);
 const log = (line) => process.stdout.write(`${line}\n`);

@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync }
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { WatchStatus } from '../../src/watch/status.js';
-import { runningProcesses } from '../helpers/process.js';
+import type { CycleStatus, WatchStatus } from '../../src/watch/status.js';
+import { runningProcesses, type Proc } from '../helpers/process.js';
 import { REPO } from '../helpers/paths.js';
 import { TestStore, tempDir as sharedTempDir, userName } from '../helpers/store.js';
 
@@ -129,6 +129,14 @@ export function cycleAfter(out: string, after: number, timeoutMs = 15_000): Prom
 }
 
 export const lastCycle = (out: string) => status(out)?.lastCycle?.number ?? 0;
+
+/** A watcher's cycles as `--json` prints them on stdout, one line each. */
+export const cyclesOf = (proc: Proc): CycleStatus[] =>
+  proc
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as CycleStatus);
 
 export function readJson(path: string): any {
   return JSON.parse(readFileSync(path, 'utf8'));

@@ -10,7 +10,7 @@ import { CREATORS_FILE } from '../../src/core/layout.js';
 import { sliceOf } from '../../src/core/slice.js';
 import { clientFor, hasMoto, s3Env, startMoto } from '../helpers/s3.js';
 import { s3Workspace } from '../publish/helpers.js';
-import { ensureCompiled, makeStore, sql, startCli, status, userName, waitFor, type Proc } from './helpers.js';
+import { cyclesOf, ensureCompiled, makeStore, sql, startCli, status, userName, waitFor, type Proc } from './helpers.js';
 
 const PREFIX = 'sharded';
 const SHARDS = 2;
@@ -25,12 +25,7 @@ const LOOKS_S = 0.5;
  * publish lines; undefined until that publish has ended.
  */
 function phasesAfter(proc: Proc, changedAt: number): { underWay: number; reading: number; publishing: number } | undefined {
-  type Cycle = { number: number; startedAt: string; finishedAt: string; durationMs: number; changed: boolean };
-  const cycles = proc
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Cycle);
+  const cycles = cyclesOf(proc);
   // The change may land in a cycle under way that still reads it; otherwise that cycle only delays.
   const reading = cycles.find((c) => Date.parse(c.finishedAt) > changedAt && c.changed);
   if (reading === undefined) return undefined;
@@ -69,19 +64,8 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
       startCli(
         [
           'watch',
-          ...[
-            '--db',
-            db,
-            '--out',
-            out(name),
-            '--shard',
-            `${shard}/${SHARDS}`,
-            '--interval',
-            String(INTERVAL_S),
-            '--lease-ttl',
-            '4',
-            '--json',
-          ],
+          ...['--db', db, '--out', out(name), '--shard', `${shard}/${SHARDS}`, '--json'],
+          ...['--interval', String(INTERVAL_S), '--lease-ttl', '4'],
           ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', workspace.server.endpoint, '--path-style', '--metrics', '127.0.0.1:0'],
         ],
         { env: s3Env({ SOURCE_DATE_EPOCH: '1767225600' }) },
@@ -127,8 +111,11 @@ describe.skipIf(!hasMoto)('watchers of shards (moto_server)', () => {
       }
       const seconds = (Date.now() - insertedAt) / 1000;
       // The list is live before the publish that joined it ends and logs its time.
-      await waitFor('the publish that joined the list to end', () => phasesAfter(watchers[1]!, insertedAt) !== undefined, 60_000);
-      const { underWay, reading, publishing } = phasesAfter(watchers[1]!, insertedAt)!;
+      const { underWay, reading, publishing } = await waitFor(
+        'the publish that joined the list to end',
+        () => phasesAfter(watchers[1]!, insertedAt),
+        60_000,
+      );
       const bound = INTERVAL_S + underWay + reading + publishing + LOOKS_S;
       console.log(
         `a change in shard 1 reached the live list in ${seconds.toFixed(2)} s: bound ${bound.toFixed(2)} s ` +

@@ -16,6 +16,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, hasMoto, s3Env, startMoto, startProxy } from '../helpers/s3.js';
 import { listCoveredWhileReading, s3Workspace } from '../publish/helpers.js';
 import {
+  cyclesOf,
   ensureCompiled,
   FIXTURES,
   makeStore,
@@ -71,14 +72,6 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
     type Body = { released: boolean; renewals: number; acquiredAt: string; holder: { pid: number } };
     return text === undefined ? undefined : (JSON.parse(text) as Body);
   };
-  /** A watcher's cycles as `--json` prints them on stdout. */
-  const cyclesOf = (proc: Proc) =>
-    proc
-      .stdout()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { number: number; startedAt: string; finishedAt: string; durationMs: number });
-
   async function until(what: string, condition: () => Promise<boolean>, timeoutMs: number): Promise<number> {
     const started = Date.now();
     while (!(await condition())) {

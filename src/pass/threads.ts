@@ -169,6 +169,16 @@ export class PassThreads {
     this.mayKeepMembers = mayKeepMembers;
   }
 
+  /**
+   * Waits until every thread has taken its snapshot (or ended), then lets each go on: for an owner
+   * whose read begins with one long statement (a shard's ids, every name of the store hashed),
+   * during which it cannot poll, and which would otherwise hold its threads back by as long.
+   */
+  releaseWhenReady(): void {
+    for (const thread of this.threads) waitWhile(thread.control, STATE, STARTING);
+    this.poll();
+  }
+
   /** Lets each thread that has taken its snapshot go on, or stop (see the top). Cheap: call often. */
   poll(): void {
     if (this.mayKeepMembers === undefined) return;

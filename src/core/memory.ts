@@ -39,6 +39,11 @@ export const COLLECTION_POINTS = [
   'list-written',
   /** In a pass's thread, before its handover is posted (the pass that made it is garbage). */
   'handover',
+  /**
+   * In the owner, between a handover's profiles and its list members: the manifest's tables have
+   * just grown to take the profiles in, and their old storage is garbage before the list's grows.
+   */
+  'adopted-profiles',
 ] as const;
 export type CollectionPoint = (typeof COLLECTION_POINTS)[number];
 

@@ -226,7 +226,11 @@ export class CreatorsList {
    */
   private listOrder(): number[] {
     const names = this.names;
-    const own = Array.from(names.keys()).sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
+    // Filled by index: Array.from(names.keys()) made an iterator result per member, a heap's worth
+    // of garbage at a million members right where the build's memory peaks.
+    const own = new Array<number>(names.length);
+    for (let i = 0; i < names.length; i++) own[i] = i;
+    own.sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
     const carried = this.carried;
     if (carried === undefined) return own;
     const order = new Array<number>(own.length + carried.count);

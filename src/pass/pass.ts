@@ -11,7 +11,7 @@ import { StrictWarningsError } from '../core/errors.js';
 import type { ManifestCache } from '../output/manifest-cache.js';
 import { fingerprint } from '../core/hash.js';
 import { CREATORS_FILE, errorFile, OPENAPI_FILE } from '../core/layout.js';
-import { collectIfGrown } from '../core/memory.js';
+import { collectIfGrown, collectNow } from '../core/memory.js';
 import { RowKeeper, signatureOf } from '../incremental/row-keeper.js';
 import { carryOverUnselected, checkDuplicateHolder, SelectionFallsShort } from '../incremental/selective.js';
 import type { Selection } from '../incremental/session.js';
@@ -311,6 +311,7 @@ class OwnerPass extends RowReader<OutputTransaction> {
 
   private adopt(handover: PassHandover): void {
     this.output.adopt(handover.output);
+    collectNow('adopted-profiles');
     this.creators.adopt(handover.creators, handover.output);
     this.profiles += handover.profiles;
     this.skipped += handover.skipped;

@@ -233,15 +233,19 @@ export class CreatorsList {
     own.sort((a, b) => (names[a]! < names[b]! ? -1 : 1));
     const carried = this.carried;
     if (carried === undefined) return own;
+    // Each rendered member goes in before the first carried one whose name is greater, found by a
+    // binary search: a cycle renders few members, and comparing a name per carried member cost more.
     const order = new Array<number>(own.length + carried.count);
     const lastNames = carried.members.names;
-    let next = 0;
-    for (let i = 0, at = 0; i < lastNames.length; i++) {
-      if (carried.dropped[i] === 1) continue;
-      while (next < own.length && names[own[next]!]! < lastNames[i]!) order[at++] = own[next++]!;
-      order[at++] = ~i;
+    let at = 0;
+    let from = 0;
+    for (const member of own) {
+      const until = firstAfter(lastNames, names[member]!, from);
+      at = appendCarried(order, at, carried.dropped, from, until);
+      order[at++] = member;
+      from = until;
     }
-    for (let at = order.length - (own.length - next); next < own.length;) order[at++] = own[next++]!;
+    appendCarried(order, at, carried.dropped, from, lastNames.length);
     return order;
   }
 
@@ -375,6 +379,23 @@ interface CarriedMembers {
   dropped: Uint8Array;
   /** Members carried over. */
   count: number;
+}
+
+/** The first index from `low` on whose name is greater than `name` (names.length: none is). */
+function firstAfter(names: readonly string[], name: string, low: number): number {
+  let high = names.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (names[middle]! > name) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
+
+/** Appends ~i for each last-list member i in [from, until) not dropped; returns the next position. */
+function appendCarried(order: number[], at: number, dropped: Uint8Array, from: number, until: number): number {
+  for (let i = from; i < until; i++) if (dropped[i] === 0) order[at++] = ~i;
+  return at;
 }
 
 /** The index of `name` in `names`, which are in code-unit order; -1 when it is not there. */

@@ -48,9 +48,16 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
   if (last === undefined) return undefined;
   const header = `${settings}\t${last.stamp}`;
   if (written?.indexPath === indexPath && written.header === header && written.indexStamp === fileStamp(indexPath))
-    return { file: last.file, pieces: new Map(written.pieces.map((piece) => [piece.key, piece])) };
+    return { file: last.file, pieces: byKey(written.pieces) };
   const pieces = readIndexFile(indexPath, header);
-  return pieces === undefined ? undefined : { file: last.file, pieces: new Map(pieces.map((piece) => [piece.key, piece])) };
+  return pieces === undefined ? undefined : { file: last.file, pieces: byKey(pieces) };
+}
+
+/** Pieces by key, set one by one: no [key, piece] pair made for each. */
+function byKey(pieces: readonly Piece[]): Map<string, Piece> {
+  const map = new Map<string, Piece>();
+  for (const piece of pieces) map.set(piece.key, piece);
+  return map;
 }
 
 /** The pieces the index file at `indexPath` lists, in variant order, when its header is `header`. */

@@ -400,16 +400,8 @@ function appendCarried(order: number[], at: number, dropped: Uint8Array, from: n
 
 /** The index of `name` in `names`, which are in code-unit order; -1 when it is not there. */
 function indexOfName(names: readonly string[], name: string): number {
-  let low = 0,
-    high = names.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const at = names[middle]!;
-    if (at === name) return middle;
-    if (at < name) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
+  const last = firstAfter(names, name, 0) - 1;
+  return last >= 0 && names[last] === name ? last : -1;
 }
 
 /**

@@ -292,9 +292,9 @@ class OwnerPass extends RowReader<OutputTransaction> {
     const { threads } = this;
     if (threads === undefined) return this.readRows(sliceRows(this.inputs.users));
     threads.ownerReady(this.creators.canKeep);
-    // A shard's read starts by hashing every name of the store, without a row to poll between.
-    if (this.inputs.users.count > 1) threads.releaseWhenReady();
-    else threads.poll();
+    // A slice's read starts with one statement that hashes every name of the store (its ids),
+    // without a row to poll between: the threads are let go before it, to run theirs beside it.
+    threads.releaseWhenReady();
     this.onRows = () => threads.poll();
     this.readRows(sliceRows(threads.ownSlice));
     this.threads = undefined; // collect ends them, whatever happens

@@ -170,9 +170,9 @@ export class PassThreads {
   }
 
   /**
-   * Waits until every thread has taken its snapshot (or ended), then lets each go on: for an owner
-   * whose read begins with one long statement (a shard's ids, every name of the store hashed),
-   * during which it cannot poll, and which would otherwise hold its threads back by as long.
+   * Waits until every thread has taken its snapshot (or ended), then lets each go on: before the
+   * owner's read, which begins with one long statement (its slice's ids) during which it cannot
+   * poll, and which would otherwise hold its threads back by as long.
    */
   releaseWhenReady(): void {
     for (const thread of this.threads) waitWhile(thread.control, STATE, STARTING);
@@ -196,10 +196,7 @@ export class PassThreads {
     const unread: Slice[] = [...this.unstarted];
     try {
       // Every thread released first, so none waits for another to finish.
-      for (const thread of this.threads) {
-        waitWhile(thread.control, STATE, STARTING);
-        if (!thread.released && Atomics.load(thread.control, STATE) === READY) this.release(thread);
-      }
+      this.releaseWhenReady();
       for (const thread of this.threads) {
         waitWhile(thread.control, STATE, READY);
         // Never released: it ended before taking its snapshot (it could not start or open the

@@ -28,7 +28,7 @@
  * {op: 'drop', prefix}, {op: 'seed', key, size} (an object of that size, body discarded, without
  * sending it) are answered with {op, ...}. Prints {"port": N} on stdout when listening.
  *
- *   node scripts/bench-s3-memory.mjs [--delay-ms 25] [--log FILE] [--keep RE] [--port 0]
+ *   node scripts/bench-s3-memory.mjs [--delay-ms 25] [--log FILE] [--keep RE] [--port 0] [--keep-alive-ms 120000]
  *   node scripts/bench-s3-memory.mjs --proxy <port> [--delay-ms 25]
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -42,6 +42,8 @@ const PORT = Number(value('--port', '0'));
 const LOG = value('--log', undefined);
 const KEEP = value('--keep', undefined);
 const PROXY_TO = value('--proxy', undefined);
+/** How long an idle keep-alive connection is kept open (Node's own default is 5 s). */
+const KEEP_ALIVE_MS = Number(value('--keep-alive-ms', '120000'));
 
 const keepRe = KEEP === undefined ? undefined : new RegExp(KEEP);
 const STATE_DIR_RE = /(^|\/)\.profile-snapshot\//;
@@ -581,8 +583,8 @@ function startServer() {
     if (m === 'DELETE') return deleteObject(req, res, key);
     return notImplemented(req, res, `${m} ?${[...query.keys()].join(',')}`);
   });
-  server.keepAliveTimeout = 120_000;
-  server.headersTimeout = 130_000;
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = Math.max(KEEP_ALIVE_MS, 120_000) + 10_000;
   server.requestTimeout = 0;
   server.listen(PORT, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`));
 

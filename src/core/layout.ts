@@ -60,6 +60,8 @@ export const LOCK_FILE = `${STATE_DIR}/lock`;
 export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
 /** Where each piece of the creators list's gzip variant sits in it (output/creators-gzip.ts). */
 export const CREATORS_GZIP_INDEX_FILE = `${STATE_DIR}/creators-gzip-index`;
+/** A generation of the tree pinned for the watcher's publish, while later commits go on (output/pin.ts). */
+export const PIN_DIR = `${STATE_DIR}/pinned`;
 /** The watcher's health status (watch/status.ts). */
 export const STATUS_FILE = `${STATE_DIR}/status.json`;
 /** `regenerate --full` asks the watcher for a full, healing cycle: this file says so until that cycle succeeds. */

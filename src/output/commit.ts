@@ -7,6 +7,9 @@
  *   2. each staged file is renamed over its target (atomic for readers), files no longer published
  *      are removed, and the final manifest is written.
  *
+ * While the out dir's lock holder has a generation pinned (pin.ts: its publish reads it), each file
+ * is kept for the pin before it is replaced or removed.
+ *
  * A failure part-way leaves the claims in the manifest: the next build rewrites or removes them.
  */
 import { existsSync, renameSync, unlinkSync } from 'node:fs';
@@ -15,6 +18,7 @@ import { outputError } from '../core/errors.js';
 import { PROFILE_DIRS } from '../core/layout.js';
 import { asOutputError, linkOrCopy, prepareDir } from './folders.js';
 import { fileEntry, fileStamp, PENDING, writeClaims, writeManifest } from './manifest.js';
+import { PinKeeper } from './pin.js';
 import type { TreeDiff } from './diff.js';
 import type { Staging } from './staging.js';
 
@@ -41,8 +45,9 @@ export function commitTree(diff: TreeDiff, staging: Staging): WriteCounts {
     const changing = staging.names.length + staging.files.length + stale.profiles.length + stale.files.length;
     if (changing > 0) {
       claim(diff, staging, stale);
-      counts.written = moveStagedIntoPlace(diff, staging, stagedEntries);
-      counts.removed = removeStale(diff, stale);
+      const keeper = PinKeeper.of(outDir);
+      counts.written = moveStagedIntoPlace(diff, staging, stagedEntries, keeper);
+      counts.removed = removeStale(diff, stale, keeper);
     }
     if (changing > 0 || diff.manifestChanged) {
       completeListEntries(diff);
@@ -100,17 +105,19 @@ function prepareFolders(outDir: string, staging: Staging): void {
 }
 
 /** Renames every staged document into place and records its entry; returns the files written. */
-function moveStagedIntoPlace(diff: TreeDiff, staging: Staging, stagedEntries: readonly string[]): number {
+function moveStagedIntoPlace(diff: TreeDiff, staging: Staging, stagedEntries: readonly string[], keeper: PinKeeper | undefined): number {
   const { outDir, next } = diff;
   const { names, slots, freshDirs } = staging;
   let written = 0;
+  // Fresh folders replace none: there were no profile folders to pin.
   freshDirs?.forEach((staged, i) => renameSync(staged, join(outDir, PROFILE_DIRS[i]!)));
   for (let i = 0; i < names.length; i++) {
-    if (!freshDirs) publishProfile(outDir, names[i]!, `${staging.dir}/${slots[i]!}`);
+    if (!freshDirs) publishProfile(outDir, names[i]!, `${staging.dir}/${slots[i]!}`, keeper);
     next.profiles.set(names[i]!, stagedEntries[i]!);
     written += PROFILE_DIRS.length;
   }
   for (const s of staging.files) {
+    keeper?.keep(s.path);
     renameSync(s.staged, join(outDir, s.path));
     next.files.set(s.path, fileEntry(s.hash, fileStamp(join(outDir, s.path))));
     written += 1;
@@ -119,8 +126,9 @@ function moveStagedIntoPlace(diff: TreeDiff, staging: Staging, stagedEntries: re
 }
 
 /** The first alias gets the staged file; the others are hard links to it (same bytes, no copy). */
-function publishProfile(outDir: string, name: string, staged: string): void {
+function publishProfile(outDir: string, name: string, staged: string, keeper: PinKeeper | undefined): void {
   const [first, ...others] = PROFILE_DIRS;
+  for (const dir of PROFILE_DIRS) keeper?.keep(`${dir}/${name}`);
   for (const dir of others) {
     const link = `${staged}.${dir.length}`;
     linkOrCopy(staged, link);
@@ -130,14 +138,18 @@ function publishProfile(outDir: string, name: string, staged: string): void {
 }
 
 /** Removes what the last build published and this one does not; returns the files removed. */
-function removeStale(diff: TreeDiff, stale: Claims): number {
+function removeStale(diff: TreeDiff, stale: Claims, keeper: PinKeeper | undefined): number {
   const { outDir, next } = diff;
   let removed = 0;
   for (const name of stale.profiles) {
-    for (const dir of PROFILE_DIRS) removed += removeIfPresent(join(outDir, dir, name));
+    for (const dir of PROFILE_DIRS) {
+      keeper?.keep(`${dir}/${name}`);
+      removed += removeIfPresent(join(outDir, dir, name));
+    }
     next.profiles.delete(name);
   }
   for (const path of stale.files) {
+    keeper?.keep(path);
     removed += removeIfPresent(join(outDir, path));
     next.files.delete(path);
   }

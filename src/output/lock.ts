@@ -12,13 +12,13 @@
  * which is common in containers, where a restarted watcher often gets its predecessor's pid).
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describeCause, outputError } from '../core/errors.js';
 import { prepareDir, removeEmptyFolders } from './folders.js';
-import { LOCK_FILE, resolveOutDir, STATE_DIR } from '../core/layout.js';
+import { LOCK_FILE, PIN_DIR, resolveOutDir, STATE_DIR } from '../core/layout.js';
 
 /** What the lock file says about its holder (JSON, one object). */
 export interface LockHolder {
@@ -230,6 +230,8 @@ function removeQuietly(path: string): void {
 function removeLeftovers(outDir: string): void {
   const dir = join(outDir, STATE_DIR);
   try {
+    // A pin is its holder's alone (pin.ts): one left by a process that died would keep files for nobody.
+    rmSync(join(outDir, PIN_DIR), { recursive: true, force: true });
     for (const name of readdirSync(dir)) {
       if (!/^lock\.[0-9a-f]+\.(tmp|stale)$/.test(name)) continue;
       const path = join(dir, name);

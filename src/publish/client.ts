@@ -7,6 +7,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
 import { remoteError, SnapshotError, usageError } from '../core/errors.js';
 import { FastPut } from './fast-put.js';
 import { describeRemote, type RemoteTarget } from './target.js';
@@ -35,9 +36,22 @@ export interface RemoteOptions extends RemoteTarget {
    * on R2's endpoints (`*.r2.cloudflarestorage.com`).
    */
   equalParts?: boolean | undefined;
+  /** Pauses before each round of sending again what failed after the SDK's attempts (later.ts); tests shorten them. */
+  laterPausesMs?: readonly number[] | undefined;
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 6;
+
+/**
+ * A pooled connection idle longer than this is closed, never reused. Servers close an idle keep-alive
+ * connection after a timeout of their own (Node's default is 5 s), and a request written into a
+ * connection the server has just closed fails with ECONNRESET. A watcher's build holds the event
+ * loop for seconds while a publish is under way: every pooled connection then goes stale at once,
+ * and their resets used up the SDK's retry quota.
+ */
+export const MAX_SOCKET_IDLE_MS = 4_000;
+/** How often the pools are swept for such connections: often enough to stay below the servers' timeouts. */
+const IDLE_SWEEP_MS = 500;
 
 /**
  * The SDK's HTTP handler, counting each request it sends, and checking the fence (see Remote.fence)
@@ -45,20 +59,40 @@ export const DEFAULT_MAX_ATTEMPTS = 6;
  * has no limit to queue behind; the pools bound what is in flight).
  */
 class CountingHandler extends NodeHttpHandler {
+  /** When each pooled connection last went idle. */
+  private readonly idleSince = new WeakMap<Socket, number>();
+  private sweptAt = 0;
+
   constructor(
     options: ConstructorParameters<typeof NodeHttpHandler>[0],
     private readonly counts: RequestCounts,
     private readonly fence: () => void,
+    private readonly agents: readonly (HttpAgent | HttpsAgent)[],
   ) {
     super(options);
+    for (const agent of agents) agent.on('free', (socket: Socket) => this.idleSince.set(socket, Date.now()));
   }
 
   override handle(request: Parameters<NodeHttpHandler['handle']>[0], options?: Parameters<NodeHttpHandler['handle']>[1]) {
     this.fence();
+    this.closeIdleSockets();
     const list = request.method === 'GET' && request.query?.['list-type'] !== undefined;
     const kind = list ? 'LIST' : (request.method as keyof RequestCounts);
     if (kind in this.counts) this.counts[kind]++;
     return super.handle(request, options);
+  }
+
+  /**
+   * Closes pooled connections idle longer than MAX_SOCKET_IDLE_MS before the agent may pick one. The
+   * agents' own idle timers do it while the event loop is free; this covers a loop held by a build.
+   */
+  private closeIdleSockets(): void {
+    const now = Date.now();
+    if (now - this.sweptAt < IDLE_SWEEP_MS) return;
+    this.sweptAt = now;
+    for (const agent of this.agents)
+      for (const sockets of Object.values(agent.freeSockets))
+        for (const socket of sockets ?? []) if ((this.idleSince.get(socket) ?? 0) < now - MAX_SOCKET_IDLE_MS) socket.destroy();
   }
 }
 
@@ -67,6 +101,8 @@ export class Remote {
   readonly counts: RequestCounts = { GET: 0, HEAD: 0, PUT: 0, POST: 0, DELETE: 0, LIST: 0 };
   /** Requests sent again after a failure (throttling, 5xx, a dropped connection). */
   retries = 0;
+  /** Requests set aside after the SDK's attempts failed, and sent again later in the publish (later.ts). */
+  sentLater = 0;
   readonly where: string;
   /** PutObject of the bulk of small objects without the SDK's middleware stack (fast-put.ts). */
   readonly fastPut: FastPut;
@@ -84,7 +120,9 @@ export class Remote {
   ) {
     // No socket limit: a request queued in the agent would have passed the fence long before it is
     // sent. The upload and delete pools bound the requests in flight to about --concurrency.
-    const sockets = { keepAlive: true, maxSockets: Infinity };
+    // `timeout` closes a connection idle that long (see MAX_SOCKET_IDLE_MS).
+    const sockets = { keepAlive: true, maxSockets: Infinity, timeout: MAX_SOCKET_IDLE_MS };
+    const agents = [new HttpAgent(sockets), new HttpsAgent(sockets)] as const;
     this.client = new S3Client({
       region,
       ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
@@ -99,11 +137,12 @@ export class Remote {
         {
           connectionTimeout: 10_000,
           requestTimeout: 120_000,
-          httpAgent: new HttpAgent(sockets),
-          httpsAgent: new HttpsAgent(sockets),
+          httpAgent: agents[0],
+          httpsAgent: agents[1],
         },
         this.counts,
         () => this.fence?.(),
+        agents,
       ),
     });
     this.where = describeRemote({ ...options, region });
@@ -174,6 +213,16 @@ export class Remote {
     return Remote.failedWith(error, 'PreconditionFailed', 'ConditionalRequestConflict') || status === 412 || status === 409;
   }
 
+  /**
+   * Whether a failed request (as `call` throws it) may pass when sent again later: the network, a
+   * timeout, throttling or a 5xx, after the SDK's own attempts. Never a lost lease, a refusal or
+   * anything of the tree's.
+   */
+  static transient(error: unknown): boolean {
+    if (!(error instanceof SnapshotError) || error.kind !== 'remote' || error.cause === undefined) return false;
+    return transientCause(error.cause);
+  }
+
   /** A failure of `action` as a typed error (exit 6), unless it is one already. */
   failure(error: unknown, action: string): SnapshotError {
     if (error instanceof SnapshotError) return error;
@@ -204,7 +253,7 @@ export function explain(error: unknown): { reason: string; hint: string } {
       hint: 'check the credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or AWS_PROFILE) and that they may read, write and delete objects in the bucket',
     };
   }
-  const network = e.code ?? /(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EPIPE|socket hang up)/.exec(e.message ?? '')?.[1];
+  const network = networkCode(e);
   if (network !== undefined || name === 'TimeoutError' || name === 'RequestTimeout') {
     return {
       reason: `the endpoint did not answer (${network ?? name})${tried}`,
@@ -222,3 +271,20 @@ export function explain(error: unknown): { reason: string; hint: string } {
     hint: 'check the bucket, the endpoint and the credentials',
   };
 }
+
+type SdkFailure = { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+
+/** The network failure's code (ECONNRESET, ...), when the request never got an answer. */
+const networkCode = (e: SdkFailure): string | undefined =>
+  e.code ?? /(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|ECONNRESET|EPIPE|socket hang up)/.exec(e.message ?? '')?.[1];
+
+function transientCause(cause: unknown): boolean {
+  const e = cause as SdkFailure;
+  const status = e.$metadata?.httpStatusCode;
+  if (status !== undefined) return status >= 500 || status === 429 || e.name === 'SlowDown';
+  const code = networkCode(e);
+  return (code !== undefined && DROPPED.test(code)) || e.name === 'TimeoutError' || e.name === 'RequestTimeout';
+}
+
+/** Network failures that a later attempt may not meet. */
+const DROPPED = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|EPIPE|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|socket hang up)$/;

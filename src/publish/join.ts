@@ -128,12 +128,21 @@ async function readIndexes(remote: Remote, count: number): Promise<(PartIndex | 
   return Promise.all(Array.from({ length: count }, (_, index) => readPartIndex(remote, { index, count })));
 }
 
-/** The parts the live list was last joined from, by shard. */
+/**
+ * The parts the live list was last joined from, by shard. A record that cannot be read (damaged, cut
+ * short, written by hand) counts as none: the list is joined again, never a reason for every shard
+ * to fail.
+ */
 async function readJoined(remote: Remote): Promise<string[] | undefined> {
   const stored = await readObject(remote, JOINED);
   if (stored === undefined || stored === 'unchanged') return undefined;
-  const body = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as { parts?: unknown };
-  return Array.isArray(body.parts) ? body.parts.map(String) : undefined;
+  let body: { parts?: unknown } | null;
+  try {
+    body = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as { parts?: unknown } | null;
+  } catch {
+    return undefined;
+  }
+  return Array.isArray(body?.parts) ? body.parts.map(String) : undefined;
 }
 
 type Source = ObjectRange | { bytes: Uint8Array };

@@ -312,7 +312,8 @@ export class Lease {
     clearTimeout(this.deadline);
     this.onLost = undefined;
     if (this.kept !== undefined) {
-      this.remote.counts.PUT += await this.kept.thread.release(this.kept.id);
+      const puts = await this.kept.thread.release(this.kept.id);
+      this.remote.counts.PUT += puts;
       this.kept = undefined;
       this.lost ??= prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
       return;

@@ -4,11 +4,10 @@
  * one that `verify` would refuse for its structure (no manifest, entries left pending by an
  * interrupted build, a document missing) never reaches the bucket.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { outputError, usageError } from '../core/errors.js';
 import { ROUTES } from '../hosting/routes.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS } from '../core/layout.js';
+import type { TreeReader } from '../output/pin.js';
 import { readSettled } from '../output/settled.js';
 import {
   entryHash,
@@ -24,6 +23,8 @@ import { formatSlice, type Slice } from '../core/slice.js';
 
 export interface LocalTree {
   outDir: string;
+  /** Where the tree's documents are read: the out dir as it is, or a generation pinned by its writer (output/pin.ts). */
+  reader: TreeReader;
   /** Lower-case username -> the manifest entry (its data hash first: see entryHash). */
   profiles: Map<string, string>;
   /** Path relative to the out dir -> the manifest entry (hash, then the file's stamp). */
@@ -44,11 +45,12 @@ export const REQUIRED_FILES = [
 const REBUILD = 'run profile-snapshot build (or let the watcher finish its cycle), then publish again';
 
 /**
- * The shard the tree at `out` was built for (its manifest says), undefined for a whole tree. With
+ * The shard the tree was built for (its manifest says), undefined for a whole tree. With
  * `expected` (`--shard`), any other tree is refused (exit 2) before anything reaches the bucket.
  */
-export function treeShard(out: string, expected: Slice | undefined): Slice | undefined {
-  const recorded = readManifestRenderKey(out);
+export function treeShard(reader: TreeReader, expected: Slice | undefined): Slice | undefined {
+  const out = reader.outDir;
+  const recorded = readManifestRenderKey(reader.root);
   const shard = recorded === undefined ? undefined : shardOfRenderKey(recorded);
   if (expected === undefined || (shard !== undefined && formatSlice(shard) === formatSlice(expected))) return shard;
   throw usageError(
@@ -58,17 +60,18 @@ export function treeShard(out: string, expected: Slice | undefined): Slice | und
 }
 
 /**
- * Reads the tree's manifest (`out` absolute: publish resolved it). Entries pending while a build or
- * watcher is committing are waited for (up to `waitMs`); pending with no live writer means an
- * interrupted build: not publishable (exit 5).
+ * Reads the tree's manifest (its out dir absolute: publish resolved it). Entries pending while a
+ * build or watcher is committing are waited for (up to `waitMs`); pending with no live writer means
+ * an interrupted build: not publishable (exit 5). A pinned generation never changes: read once.
  */
-export function readLocalTree(out: string, waitMs: number): LocalTree {
-  const { value, pending } = readSettled(out, waitMs, () => {
-    const stamp = manifestStamp(out);
+export function readLocalTree(reader: TreeReader, waitMs: number): LocalTree {
+  const out = reader.outDir;
+  const { value, pending } = readSettled(reader.root, waitMs, () => {
+    const stamp = manifestStamp(reader.root);
     if (stamp === undefined) {
       throw outputError(`${out} holds no snapshot (no ${MANIFEST_FILE})`, `${REBUILD}; --out names the folder build wrote`);
     }
-    const manifest = readManifest(out);
+    const manifest = readManifest(reader.root);
     return { value: { manifest, stamp }, pending: countPending(manifest) };
   });
   if (pending > 0) {
@@ -78,7 +81,14 @@ export function readLocalTree(out: string, waitMs: number): LocalTree {
     );
   }
   const { manifest, stamp } = value;
-  return checked({ outDir: out, profiles: manifest.profiles, files: manifest.files, manifestStamp: stamp, digest: manifest.digest });
+  return checked({
+    outDir: out,
+    reader,
+    profiles: manifest.profiles,
+    files: manifest.files,
+    manifestStamp: stamp,
+    digest: manifest.digest,
+  });
 }
 
 function countPending(manifest: Manifest): number {
@@ -89,13 +99,13 @@ function countPending(manifest: Manifest): number {
 }
 
 /** Throws (exit 5) unless every document a snapshot must have is on disk. */
-export function assertRequiredFiles(outDir: string, listed: (path: string) => boolean = () => true): void {
-  const missing = REQUIRED_FILES.filter((path) => !listed(path) || !existsSync(join(outDir, path)));
-  if (missing.length > 0) throw outputError(`${outDir} is not publishable: ${missing.join(', ')} missing`, REBUILD);
+export function assertRequiredFiles(reader: TreeReader, listed: (path: string) => boolean = () => true): void {
+  const missing = REQUIRED_FILES.filter((path) => !listed(path) || !reader.has(path));
+  if (missing.length > 0) throw outputError(`${reader.outDir} is not publishable: ${missing.join(', ')} missing`, REBUILD);
 }
 
 function checked(tree: LocalTree): LocalTree {
-  assertRequiredFiles(tree.outDir, (path) => tree.files.has(path));
+  assertRequiredFiles(tree.reader, (path) => tree.files.has(path));
   // Both carry the hash of the list's members: a variant made from another list would serve it to gzip clients.
   if (fileHash(tree, CREATORS_GZIP_FILE) !== fileHash(tree, CREATORS_FILE))
     throw outputError(
@@ -109,8 +119,8 @@ export const profileHash = (tree: LocalTree, name: string) => entryHash(tree.pro
 export const fileHash = (tree: LocalTree, path: string) => entryHash(tree.files.get(path)!);
 export const fileStampOf = (tree: LocalTree, path: string) => fileEntryStamp(tree.files.get(path)!);
 
-/** The file a profile's objects are uploaded from (every alias file holds the same bytes). */
-export const profileFile = (tree: LocalTree, name: string) => join(tree.outDir, PROFILE_DIRS[0], name);
+/** The document a profile's objects are uploaded from (every alias file holds the same bytes). */
+export const profileDocument = (name: string) => `${PROFILE_DIRS[0]}/${name}`;
 
 /** A profile's paths under the out dir (and keys under the prefix): one per alias folder. */
 export const profilePaths = (name: string) => PROFILE_DIRS.map((dir) => `${dir}/${name}`);

@@ -15,8 +15,7 @@
  * after a composition no longer needs it.
  */
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { outputError } from '../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, STATE_DIR } from '../core/layout.js';
 import { formatSlice, type Slice } from '../core/slice.js';
@@ -85,7 +84,7 @@ function localParts(tree: LocalTree, shard: Slice): LocalParts {
     variant = openChecked(tree, CREATORS_GZIP_FILE);
     const { tailStart, meta } = readEnvelope(tree, list);
     const memberBytes = tailStart - HEAD.length;
-    const pieces = joinablePieces(tree.outDir, fileStampOf(tree, CREATORS_GZIP_FILE) ?? '');
+    const pieces = joinablePieces(tree.reader.root, fileStampOf(tree, CREATORS_GZIP_FILE) ?? '');
     if (pieces === undefined || pieces.reduce((sum, piece) => sum + piece.length, 0) !== memberBytes) {
       throw notJoinable(tree, 'its gzip variant has no index of pieces that match the list');
     }
@@ -128,7 +127,8 @@ function localParts(tree: LocalTree, shard: Slice): LocalParts {
 
 /** Opens a list file of the tree, as the manifest describes it. */
 function openChecked(tree: LocalTree, path: string): number {
-  const fd = openSync(join(tree.outDir, path), 'r');
+  const fd = tree.reader.open(path);
+  if (fd === undefined) throw notJoinable(tree, `${path} is missing`);
   const expected = fileStampOf(tree, path);
   if (expected !== undefined && expected !== stampOf(fstatSync(fd, { bigint: true }))) {
     closeSync(fd);

@@ -14,19 +14,24 @@
  * another recorded. A quiet check (the record already names this tree) takes no lease; when the
  * state names the manifest's own digest it reads only the two headers (quiet.ts).
  *
- * Any failure stops the publish where it is: nothing is deleted after a failed upload.
+ * A request that still fails after the SDK's attempts is sent again later in the publish (later.ts);
+ * any other failure stops the publish where it is: nothing is deleted after a failed upload.
+ *
+ * The tree is read as it is, or (the watcher's own publish) as a generation its writer pinned
+ * (output/pin.ts), which later commits leave alone however long the publish runs.
  */
-import { existsSync, fstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { fstatSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
 import { entryHash, manifestStamp, stampOf } from '../output/manifest.js';
+import { OutDirLock } from '../output/lock.js';
+import { liveTree, type TreeReader } from '../output/pin.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../output/settled.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions, type Sightings } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
-import { treeShard, fileStampOf, profileFile, profilePaths, readLocalTree, type LocalTree } from './local.js';
+import { treeShard, fileStampOf, profileDocument, profilePaths, readLocalTree, type LocalTree } from './local.js';
 import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { bucketHoldsTree } from './quiet.js';
@@ -34,13 +39,20 @@ import { namesTree, readRecord, writeIntent, writeState, type RemoteRecord } fro
 import { newPublishId, NO_BASE, UNKNOWN, type LiveSet, type RemoteIntent } from './state.js';
 import { joinShard, type JoinReport } from './join.js';
 import { publishPart } from './parts.js';
-import { assertNotSharded, claimShardLayout, scopeOf, type PublishScope } from './shards.js';
+import { assertNotSharded, assertShardWriters, claimShardLayout, scopeOf, type PublishScope } from './shards.js';
 import { formatSlice, type Slice } from '../core/slice.js';
 import { describeTarget } from './target.js';
-import { closeFile, deleteObjects, inPool, openFile, putFile } from './upload.js';
+import { closeFile, deleteObjects, putFile } from './upload.js';
+import { inPoolRetryingLater, retryingLater } from './later.js';
 
 export interface PublishOptions {
   out: string;
+  /**
+   * The generation of the tree to publish: one its writer pinned (a watcher publishing its own tree,
+   * output/pin.ts), which no later commit changes. Undefined: the out dir as it is, started over
+   * when a build commits into it meanwhile.
+   */
+  generation?: TreeReader | undefined;
   remote: RemoteOptions;
   /** Objects a publish may delete; default 10% of the live profile objects, at least 100. */
   maxDeletes?: number | undefined;
@@ -69,9 +81,12 @@ export interface PublishOptions {
 }
 
 export interface PublishProgress {
-  phase: 'upload' | 'delete';
+  /** compare: listing the prefix (no record to trust: `done` objects listed, of about `total`); then upload, delete. */
+  phase: 'compare' | 'upload' | 'delete';
   done: number;
   total: number;
+  /** Bytes uploaded so far by this publish. */
+  bytes: number;
 }
 
 export interface PublishReport {
@@ -91,6 +106,8 @@ export interface PublishReport {
   bytes: number;
   requests: RequestCounts;
   retries: number;
+  /** Requests that failed after the SDK's attempts and were sent again later in this publish. */
+  sentLater: number;
   /** More than 1 when a build committed meanwhile and the publish started over on the new tree. */
   attempts: number;
   /** Things the operator should know, e.g. a store that ignores conditional writes (accepted with --single-writer). */
@@ -109,27 +126,28 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
   const started = performance.now();
   // Made absolute once, here: everything below takes the out dir as it is.
   const options = { ...given, out: resolveOutDir(given.out) };
-  const scope = scopeOf(treeShard(options.out, options.shard));
+  const reader = given.generation ?? liveTree(options.out);
+  assertShardWriters(options.shard, options.singleWriter);
+  const scope = scopeOf(treeShard(reader, options.shard));
+  assertShardWriters(scope.shard, options.singleWriter);
   const remote = await Remote.open(options.remote);
   try {
     for (let attempt = 1; ; attempt++) {
       try {
-        const report = await publishOnce(remote, options, scope);
+        const report = await publishOnce(remote, reader, options, scope);
         return {
           ...report,
           attempts: attempt,
           requests: { ...remote.counts },
           retries: remote.retries,
+          sentLater: remote.sentLater,
           seconds: (performance.now() - started) / 1000,
         };
       } catch (error) {
         if (!(error instanceof TreeChanged)) throw error;
-        if (attempt === MAX_ATTEMPTS) {
-          throw outputError(
-            `the tree in ${options.out} changed under ${MAX_ATTEMPTS} publishes in a row (a build kept committing)`,
-            'publish from the watcher (watch --publish), or between builds',
-          );
-        }
+        // A pinned generation never changes: no build may commit into it.
+        if (given.generation !== undefined) throw new Error('bug: a pinned generation of the tree changed', { cause: error });
+        if (attempt === MAX_ATTEMPTS) throw keptChanging(options.out);
       }
     }
   } finally {
@@ -137,14 +155,24 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
   }
 }
 
-type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'seconds'>;
+/** Exit 5 for a publish beside a writer that kept committing into the tree: what to do depends on who writes. */
+function keptChanging(out: string): SnapshotError {
+  const writer = OutDirLock.holderOf(out);
+  const hint =
+    writer?.command === 'watch'
+      ? `the watcher pid ${writer.pid} rewrites this tree every cycle: let it publish (run it with --publish), which publishes a pinned generation of its tree, or publish a copy no process writes`
+      : 'publish after the build has finished (build, then publish, one after the other), not beside it';
+  return outputError(`the tree in ${out} changed under ${MAX_ATTEMPTS} publishes in a row: another process kept committing into it`, hint);
+}
 
-async function publishOnce(remote: Remote, options: PublishOptions, scope: PublishScope): Promise<Outcome> {
+type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'sentLater' | 'seconds'>;
+
+async function publishOnce(remote: Remote, reader: TreeReader, options: PublishOptions, scope: PublishScope): Promise<Outcome> {
   if (scope.shard !== undefined) await claimShardLayout(remote, scope.shard);
   // The bucket already holds this tree: known from two headers, no million entries read.
-  const held = options.full ? undefined : await bucketHoldsTree(remote, options.out, scope);
+  const held = options.full ? undefined : await bucketHoldsTree(remote, reader, scope);
   if (held !== undefined) return joinedOutcome(remote, quietOutcome(remote, held, options), scope, options);
-  const tree = readLocalTree(options.out, options.waitMs ?? DEFAULT_COMMIT_WAIT_MS);
+  const tree = readLocalTree(reader, options.waitMs ?? DEFAULT_COMMIT_WAIT_MS);
   const first = options.full ? undefined : await readRecord(remote, scope);
   // Only a prefix without a record of whole trees may be a sharded one: no request otherwise.
   if (scope.shard === undefined && first?.stateEtag === undefined) await assertNotSharded(remote);
@@ -192,7 +220,9 @@ async function publishHeld(
   const live = options.full ? undefined : record.live;
   // At a million profiles a plan takes most of a second: not made twice over the same record.
   const plan =
-    live !== undefined && planned !== undefined ? planned : planPublish(tree, live ?? (await listLive(remote, tree, record.scope.shard)));
+    live !== undefined && planned !== undefined
+      ? planned
+      : planPublish(tree, live ?? (await listLive(remote, tree, record.scope.shard, compareProgress(tree, options))));
   guardDeletions(plan, options, remote.where);
   const outcome = outcomeOf(remote, tree, plan, live ? 'state' : 'listing', options);
   // Nothing to write, and the state already says so (a listing leaves a state for next time).
@@ -208,7 +238,7 @@ async function publishHeld(
   const deletions = [...deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
   await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
-    options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length }),
+    options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length, bytes: outcome.bytes }),
   );
   await writeState(remote, written, id, liveProfiles(tree, live, deferred), hashes(tree.files), {
     // A state that still holds deferred profiles does not name the tree: the next publish deletes them.
@@ -262,6 +292,14 @@ async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, opt
     outcome.notices.push(`the creators list was not joined: ${names} published no part yet (the last shard to publish joins it)`);
   }
   return holdsPart;
+}
+
+/** Progress of the listing a publish with no trusted record compares with: objects listed, of about the tree's. */
+function compareProgress(tree: LocalTree, options: PublishOptions): ((listed: number) => void) | undefined {
+  const onProgress = options.onProgress;
+  if (onProgress === undefined) return undefined;
+  const total = tree.profiles.size * PROFILE_DIRS.length + tree.files.size;
+  return (listed) => onProgress({ phase: 'compare', done: listed, total: Math.max(total, listed), bytes: 0 });
 }
 
 /** A dry run without a trusted record: the plan against a listing; nothing written, no lease taken. */
@@ -331,7 +369,7 @@ function* hashes(entries: Map<string, string>): Iterable<[string, string]> {
 
 /** A document the plan uploads is missing: the tree changed under us, or it is damaged (exit 5). */
 function missing(tree: LocalTree, path: string): Error {
-  if (manifestStamp(tree.outDir) !== tree.manifestStamp) return new TreeChanged();
+  if (manifestStamp(tree.reader.root) !== tree.manifestStamp) return new TreeChanged();
   return outputError(
     `${tree.outDir} is not publishable: ${path} is missing although the manifest lists it`,
     'rebuild (profile-snapshot build --full), then publish again',
@@ -340,8 +378,8 @@ function missing(tree: LocalTree, path: string): Error {
 
 /** Checked before anything is written: a tree missing documents is never half published. */
 function assertPresent(tree: LocalTree, plan: Pick<PublishPlan, 'profiles' | 'files'>): void {
-  for (const name of plan.profiles) if (!existsSync(profileFile(tree, name))) throw missing(tree, profilePaths(name)[0]!);
-  for (const path of plan.files) if (!existsSync(join(tree.outDir, path))) throw missing(tree, path);
+  for (const name of plan.profiles) if (!tree.reader.has(profileDocument(name))) throw missing(tree, profileDocument(name));
+  for (const path of plan.files) if (!tree.reader.has(path)) throw missing(tree, path);
 }
 
 /** Profiles and documents first, the creators list and its variant last. Returns the bytes uploaded. */
@@ -356,31 +394,38 @@ async function upload(
   const total = uploadCount(plan);
   let done = 0,
     bytes = 0;
-  const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: (done += count), total });
-  const send = async (path: string, file: string, keys: readonly string[]) => {
-    const fd = openFile(file);
+  const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: (done += count), total, bytes });
+  const send = async (path: string, keys: readonly string[]) => {
+    const fd = tree.reader.open(path);
     if (fd === undefined) throw missing(tree, path);
     try {
-      bytes += await putFile(remote, keys, fd);
+      // Read after the await: `bytes += await ...` would add to the total as it was before the upload.
+      const sent = await putFile(remote, keys, fd);
+      bytes += sent;
       progress(keys.length);
     } finally {
       closeFile(fd);
     }
   };
   const concurrency = remote.options.concurrency;
-  await inPool(plan.profiles, concurrency, (name) => send(name, profileFile(tree, name), profilePaths(name)));
-  await inPool(plan.files, concurrency, (path) => send(path, join(tree.outDir, path), [path]));
+  await inPoolRetryingLater(remote, plan.profiles, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
+  await inPoolRetryingLater(remote, plan.files, concurrency, (path) => send(path, [path]));
   if (scope.shard !== undefined && plan.listFiles.length > 0) {
     // A shard's list is a part of the joined one (parts.ts): never uploaded as the list itself.
-    bytes += (await publishPart(remote, tree, scope.shard, id)).bytes;
+    await retryingLater(remote, async () => {
+      const part = await publishPart(remote, tree, scope.shard!, id);
+      bytes += part.bytes;
+    });
     progress(plan.listFiles.length);
     return bytes;
   }
   for (const path of plan.listFiles)
-    await sendListFile(remote, tree, path, (size) => {
-      bytes += size;
-      progress(1);
-    });
+    await retryingLater(remote, () =>
+      sendListFile(remote, tree, path, (size) => {
+        bytes += size;
+        progress(1);
+      }),
+    );
   return bytes;
 }
 
@@ -389,15 +434,15 @@ async function upload(
  * describes it: a file written by a later build is not ours to send.
  */
 async function sendListFile(remote: Remote, tree: LocalTree, path: string, sent: (bytes: number) => void): Promise<void> {
-  const fd = openFile(join(tree.outDir, path));
+  const fd = tree.reader.open(path);
   if (fd === undefined) throw missing(tree, path);
   try {
     const expected = fileStampOf(tree, path);
     const stats = fstatSync(fd, { bigint: true });
     if (expected !== undefined && expected !== stampOf(stats)) {
-      if (manifestStamp(tree.outDir) !== tree.manifestStamp) throw new TreeChanged();
+      if (manifestStamp(tree.reader.root) !== tree.manifestStamp) throw new TreeChanged();
       throw outputError(
-        `${join(tree.outDir, path)} was changed since the build wrote it`,
+        `${tree.outDir}/${path} was changed since the build wrote it`,
         'rebuild (profile-snapshot build --full), then publish again',
       );
     }

@@ -10,6 +10,7 @@
  * record written by an older version) is for the full comparison to decide.
  */
 import { readManifestDigest } from '../output/manifest.js';
+import type { TreeReader } from '../output/pin.js';
 import type { Remote } from './client.js';
 import { assertRequiredFiles } from './local.js';
 import { readObject, type StoredObject } from './objects.js';
@@ -21,14 +22,14 @@ const HEAD_BYTES = 4096;
 
 /**
  * The tree's counts when the bucket already holds it (nothing to do); undefined when that is not
- * known so. `out` is absolute (publish resolved it).
+ * known so.
  */
 export async function bucketHoldsTree(
   remote: Remote,
-  out: string,
+  reader: TreeReader,
   scope: PublishScope,
 ): Promise<{ profiles: number; files: number } | undefined> {
-  const digest = readManifestDigest(out);
+  const digest = readManifestDigest(reader.root);
   if (digest === undefined) return undefined;
   // No ETag is known here, so neither read answers 'unchanged'.
   const [state, intent] = (await Promise.all([
@@ -39,6 +40,6 @@ export async function bucketHoldsTree(
   if (head === undefined || head.tree !== digest) return undefined;
   if (intent !== undefined && parseIntentHead(intent.bytes)?.id !== head.id) return undefined;
   // A tree that lost a document since is not publishable, quiet or not (as the full path says).
-  assertRequiredFiles(out);
+  assertRequiredFiles(reader);
   return { profiles: head.profiles, files: head.files };
 }

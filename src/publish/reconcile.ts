@@ -7,12 +7,12 @@
  */
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../core/layout.js';
 import { inSlice, type Slice } from '../core/slice.js';
 import type { Remote } from './client.js';
-import { profileFile, profileHash, fileHash, type LocalTree } from './local.js';
+import type { TreeReader } from '../output/pin.js';
+import { profileDocument, profileHash, fileHash, type LocalTree } from './local.js';
 import { emptyLive, UNKNOWN, type LiveSet } from './state.js';
 import { MULTIPART_PART_BYTES } from './upload.js';
 
@@ -27,16 +27,22 @@ interface Listed {
  * Every object under the prefix, by key relative to it (the tool's own state folder left out, and
  * the profiles `ours` refuses: another shard's, never held).
  */
-async function listPrefix(remote: Remote, ours: (profile: string) => boolean): Promise<Map<string, Listed>> {
+async function listPrefix(
+  remote: Remote,
+  ours: (profile: string) => boolean,
+  onListed: ((listed: number) => void) | undefined,
+): Promise<Map<string, Listed>> {
   const { bucket, prefix } = remote.options;
   const start = prefix === '' ? '' : `${prefix}/`;
   const objects = new Map<string, Listed>();
   let token: string | undefined;
+  let listed = 0;
   do {
     const page = await remote.call(
       () => remote.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: start, ContinuationToken: token })),
       'list the bucket',
     );
+    onListed?.((listed += page.KeyCount ?? page.Contents?.length ?? 0));
     for (const object of page.Contents ?? []) {
       const key = object.Key?.slice(start.length);
       if (key === undefined || key === '' || key === STATE_DIR || key.startsWith(`${STATE_DIR}/`)) continue;
@@ -53,10 +59,10 @@ async function listPrefix(remote: Remote, ours: (profile: string) => boolean): P
  * What is live, by listing. A shard (`shard`) sees only its own users' profiles: every other
  * profile belongs to another shard, and is neither compared nor deleted.
  */
-export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): Promise<LiveSet> {
+export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice, onListed?: (listed: number) => void): Promise<LiveSet> {
   const live = emptyLive();
   const partBytes = remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES;
-  const listed = await listPrefix(remote, (profile) => shard === undefined || inSlice(profile, shard));
+  const listed = await listPrefix(remote, (profile) => shard === undefined || inSlice(profile, shard), onListed);
   const profileObjects = new Map<string, Listed[]>();
   for (const [key, object] of listed) {
     if (object.profile !== undefined) {
@@ -64,15 +70,17 @@ export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice): 
       objects.push(object);
       profileObjects.set(object.profile, objects);
     } else if (tree.files.has(key)) {
-      live.files.set(key, new LocalFile(join(tree.outDir, key), partBytes).matches(object) ? fileHash(tree, key) : UNKNOWN);
+      const matches = LocalFile.compare(tree.reader, key, partBytes, (local) => local.matches(object));
+      live.files.set(key, matches ? fileHash(tree, key) : UNKNOWN);
     } else {
       live.strays.add(key);
     }
   }
   for (const [name, objects] of profileObjects) {
-    const local =
-      tree.profiles.has(name) && objects.length === PROFILE_DIRS.length ? new LocalFile(profileFile(tree, name), partBytes) : undefined;
-    const complete = local !== undefined && objects.every((object) => local.matches(object));
+    const complete =
+      tree.profiles.has(name) &&
+      objects.length === PROFILE_DIRS.length &&
+      LocalFile.compare(tree.reader, profileDocument(name), partBytes, (local) => objects.every((object) => local.matches(object)));
     live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
   }
   return live;
@@ -92,55 +100,53 @@ const MULTIPART_ETAG = /^[0-9a-f]{32}-\d+$/;
  * (a profile's aliases) are compared with it.
  */
 class LocalFile {
-  private readonly size: number | undefined;
+  private readonly size: number;
   private digest: string | undefined;
 
-  constructor(
-    private readonly path: string,
+  private constructor(
+    private readonly fd: number,
     private readonly partBytes: number,
   ) {
+    this.size = fstatSync(fd).size;
+  }
+
+  /** `compare` with the tree's document at `path` open; false when the tree has none. */
+  static compare(reader: TreeReader, path: string, partBytes: number, compare: (file: LocalFile) => boolean): boolean {
+    const fd = reader.open(path);
+    if (fd === undefined) return false;
     try {
-      this.size = statSync(path).size;
-    } catch {
-      this.size = undefined;
+      return compare(new LocalFile(fd, partBytes));
+    } finally {
+      closeSync(fd);
     }
   }
 
   /** Whether a listed object holds this file's bytes (by size, then ETag). */
   matches(object: Listed): boolean {
-    if (this.size === undefined || this.size !== object.size) return false;
-    if (MULTIPART_ETAG.test(object.etag)) return multipartEtag(this.path, this.size, this.partBytes) === object.etag;
-    this.digest ??= md5(this.path, 0, this.size);
+    if (this.size !== object.size) return false;
+    if (MULTIPART_ETAG.test(object.etag)) return multipartEtag(this.fd, this.size, this.partBytes) === object.etag;
+    this.digest ??= readRange(this.fd, 0, this.size, createHash('md5')).digest('hex');
     return this.digest === object.etag;
   }
 }
 
-function md5(path: string, from: number, length: number): string {
-  return readRange(path, from, length, createHash('md5')).digest('hex');
-}
-
 /** S3's ETag of a multipart upload made with our part size: the MD5 of the parts' MD5s, then `-<parts>`. */
-function multipartEtag(path: string, size: number, partBytes: number): string {
+function multipartEtag(fd: number, size: number, partBytes: number): string {
   const whole = createHash('md5');
   let parts = 0;
   for (let from = 0; from < size; from += partBytes, parts++) {
-    whole.update(readRange(path, from, Math.min(partBytes, size - from), createHash('md5')).digest());
+    whole.update(readRange(fd, from, Math.min(partBytes, size - from), createHash('md5')).digest());
   }
   return `${whole.digest('hex')}-${parts}`;
 }
 
-function readRange<H extends { update(data: Uint8Array): unknown }>(path: string, from: number, length: number, hash: H): H {
-  const fd = openSync(path, 'r');
-  try {
-    const chunk = Buffer.allocUnsafe(Math.min(length, 1 << 20) || 1);
-    for (let done = 0; done < length;) {
-      const read = readSync(fd, chunk, 0, Math.min(chunk.length, length - done), from + done);
-      if (read === 0) break;
-      hash.update(chunk.subarray(0, read));
-      done += read;
-    }
-    return hash;
-  } finally {
-    closeSync(fd);
+function readRange<H extends { update(data: Uint8Array): unknown }>(fd: number, from: number, length: number, hash: H): H {
+  const chunk = Buffer.allocUnsafe(Math.min(length, 1 << 20) || 1);
+  for (let done = 0; done < length;) {
+    const read = readSync(fd, chunk, 0, Math.min(chunk.length, length - done), from + done);
+    if (read === 0) break;
+    hash.update(chunk.subarray(0, read));
+    done += read;
   }
+  return hash;
 }

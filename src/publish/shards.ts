@@ -10,7 +10,7 @@
  * creates `.profile-snapshot/shards/layout` (a conditional create, so two first publishers agree),
  * and every publish checks it before it writes anything.
  */
-import { shardCountError, shardLayoutError } from '../core/errors.js';
+import { shardCountError, shardLayoutError, usageError } from '../core/errors.js';
 import { STATE_DIR } from '../core/layout.js';
 import { formatSlice, type Slice } from '../core/slice.js';
 import type { Remote } from './client.js';
@@ -29,6 +29,18 @@ export interface PublishScope {
   lock: LeaseName;
   /** The lease watchers publishing this scope take turns to lead through (watch/leadership.ts). */
   leader: LeaseName;
+}
+
+/**
+ * A shard is never published with --single-writer (exit 2): a sharded prefix has a writer per shard
+ * by design, and a store that ignores conditional writes cannot keep their joins of the list apart.
+ */
+export function assertShardWriters(shard: Slice | undefined, singleWriter: boolean | undefined): void {
+  if (shard === undefined || !singleWriter) return;
+  throw usageError(
+    `--single-writer cannot publish shard ${formatSlice(shard)}: a sharded prefix has ${shard.count} writers, and a store that ignores conditional writes cannot keep their joins of the creators list apart`,
+    'publish shards to a store that honours conditional writes (AWS S3, R2, MinIO) without --single-writer, or build and publish a whole tree',
+  );
 }
 
 /** Below STATE_DIR: the shards' folders, the layout and the composition's record. */

@@ -9,6 +9,7 @@ import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node
 import { Readable } from 'node:stream';
 import { CONTRACT_HEADERS } from '../hosting/routes.js';
 import { Remote } from './client.js';
+import { inPoolRetryingLater } from './later.js';
 import { objectKey } from './target.js';
 
 /** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
@@ -165,7 +166,7 @@ export async function deleteObjects(
   const batches: string[][] = [];
   for (let i = 0; i < paths.length; i += DELETE_BATCH) batches.push(paths.slice(i, i + DELETE_BATCH) as string[]);
   let batchable = true;
-  await inPool(batches, Math.max(1, Math.min(4, concurrency)), async (batch) => {
+  await inPoolRetryingLater(remote, batches, Math.max(1, Math.min(4, concurrency)), async (batch) => {
     if (batchable) {
       try {
         const objects = batch.map((path) => ({ Key: objectKey(prefix, path) }));

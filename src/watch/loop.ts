@@ -25,7 +25,7 @@ import { PublishRunner, type PublishResult } from './publisher.js';
 import type { PublishOptions } from '../publish/publish.js';
 import { reportOf } from '../core/errors.js';
 import { formatCycle } from './format.js';
-import { writeStatus, type CycleStatus, type PublishStatus, type WatchStatus } from './status.js';
+import { writeStatus, type CycleStatus, type PublishProgressStatus, type PublishStatus, type WatchStatus } from './status.js';
 
 export interface WatchOptions {
   /** Every cycle's build options (resolved once, at start); each cycle takes its own snapshot time. */
@@ -50,6 +50,8 @@ export type WatchEvent =
       /** The build's notices (advice about the whole tree or the watcher) differ from the previous successful cycle's. */
       noticesChanged: boolean;
       nextInMs: number;
+      /** `--publish`: the publish under way when the cycle ended (it publishes an earlier cycle's tree). */
+      publishing: PublishProgressStatus | null;
     }
   | { type: 'exec-start'; request: ExecRequest }
   | { type: 'exec-finish'; result: ExecResult; consecutiveFailures: number }
@@ -88,6 +90,7 @@ export class Watcher {
   private regenerateRequested = false;
   private wake: (() => void) | undefined;
   private statusFailing = false;
+  private statusSavedMs = 0;
 
   /**
    * Takes the out dir's lock (waiting briefly for another holder, then exit 5 naming it) and starts
@@ -127,11 +130,12 @@ export class Watcher {
       );
     }
     if (options.publish) {
-      // waitMs 0: this process is the writer, and between two (synchronous) builds no commit is under way.
+      // waitMs 0: this process is the writer, and it pins a generation between two (synchronous) builds.
       // A shard's watcher publishes its shard, and stands by or leads among that shard's watchers only.
       const shard = buildOptions.users.count > 1 ? buildOptions.users : undefined;
       this.publisher = new PublishRunner({ ...options.publish.options, out: lock.outDir, waitMs: 0, shard }, options.publish.to, {
         onStart: () => this.saveStatus(),
+        onProgress: () => this.saveStatusEvery(PROGRESS_STATUS_MS),
         onFinish: (result) => {
           this.saveStatus();
           options.onEvent({ type: 'publish-finish', result, consecutiveFailures: this.publisher?.snapshot().consecutiveFailures ?? 0 });
@@ -220,6 +224,7 @@ export class Watcher {
       warningsChanged,
       noticesChanged,
       nextInMs,
+      publishing: this.publisher?.snapshot().progress ?? null,
     });
     if (report && cycle.changed) this.exec?.request(number, report);
     if (report) this.publisher?.afterCycle(number, cycle.changed);
@@ -282,8 +287,14 @@ export class Watcher {
     });
   }
 
+  /** Writes the health status unless it was written less than `ms` ago (a long publish's progress). */
+  private saveStatusEvery(ms: number): void {
+    if (performance.now() - this.statusSavedMs >= ms) this.saveStatus();
+  }
+
   /** Writes the health status; a failure (disk full) is reported once per streak, never fatal. */
   private saveStatus(): void {
+    this.statusSavedMs = performance.now();
     const status = this.status();
     try {
       writeStatus(this.lock.outDir, status);
@@ -353,6 +364,8 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
 
 /** How long a publishing watcher's first build waits for its first look at the leadership lease. */
 const FIRST_LOOK_MS = 5_000;
+/** How often a publish's progress is written to the status file between cycles. */
+const PROGRESS_STATUS_MS = 2_000;
 
 /** One turn of the event loop (through its poll phase, where pending signals are delivered). */
 function tick(): Promise<void> {

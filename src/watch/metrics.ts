@@ -15,7 +15,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WatchEvent } from './loop.js';
 import type { PublishResult } from './publisher.js';
 import { ShardMetrics, type ListHealth } from './shard-metrics.js';
-import type { CycleStatus, WatchStatus } from './status.js';
+import type { CycleStatus, PublishProgressStatus, WatchStatus } from './status.js';
 
 export interface MetricsOptions {
   /** The watcher publishes (--publish): the publish metrics exist only then. */
@@ -35,6 +35,8 @@ export interface Health {
   lastPublishAgeSeconds?: number | null;
   /** How long the bucket has lagged behind the tree (0 when current). */
   behindSeconds?: number;
+  /** The publish under way (null when none): while it moves, a bucket behind is no outage. */
+  publishing?: PublishProgressStatus | null;
   consecutiveFailures: number;
   /** A shard's watcher: its shard, and the joined list as its last publish found it. */
   list?: ListHealth;
@@ -43,7 +45,10 @@ export interface Health {
 /** From 50 ms (an idle cycle of a small store) to 2 minutes (a full rebuild of a large one). */
 const CYCLE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 
-type PublishGauges = Record<'sinceLastPublish' | 'behind' | 'leader' | 'leaseAge' | 'leaderInfo', Gauge>;
+type PublishGauges = Record<
+  'sinceLastPublish' | 'behind' | 'leader' | 'leaseAge' | 'leaderInfo' | 'running' | 'objectsDone' | 'objectsTotal' | 'bytesSent' | 'eta',
+  Gauge
+>;
 
 export class WatchMetrics {
   readonly registry = new Registry();
@@ -187,6 +192,12 @@ export class WatchMetrics {
     // One series: the leader as this watcher last saw it (itself, or the one it stands by for).
     this.publishGauges.leaderInfo.reset();
     if (publish.leader !== null) this.publishGauges.leaderInfo.set({ host: publish.leader.host, pid: String(publish.leader.pid) }, 1);
+    const progress = publish.progress;
+    this.publishGauges.running.set(publish.running ? 1 : 0);
+    this.publishGauges.objectsDone.set(progress?.done ?? 0);
+    this.publishGauges.objectsTotal.set(progress?.total ?? 0);
+    this.publishGauges.bytesSent.set(progress?.bytes ?? 0);
+    this.publishGauges.eta.set(progress?.etaSeconds ?? -1);
   }
 
   private async respond(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -223,8 +234,11 @@ export function assessHealth(status: WatchStatus, behindSinceMs: number | null, 
   // A standby publishes nothing: the bucket's lag is the leader's to report.
   if (publish.role !== 'leader') return { ok: treeMs <= maxAgeMs, role: publish.role, ...base, lastPublishAgeSeconds };
   const behindMs = publish.behind ? Math.max(0, nowMs - (behindSinceMs ?? nowMs - uptimeMs)) : 0;
-  const ok = Math.max(treeMs, behindMs) <= maxAgeMs;
-  return { ok, role: 'leader', ...base, lastPublishAgeSeconds, behindSeconds: Math.round(behindMs) / 1000 };
+  // A publish that keeps moving is working, however long (a large tree's first): no reason to restart it.
+  const publishing = publish.progress ?? null;
+  const moving = publishing !== null && (ageMs(publishing.movedAt, nowMs) ?? Infinity) <= maxAgeMs;
+  const ok = treeMs <= maxAgeMs && (behindMs <= maxAgeMs || moving);
+  return { ok, role: 'leader', ...base, lastPublishAgeSeconds, behindSeconds: Math.round(behindMs) / 1000, publishing };
 }
 
 function publishGauges(registers: Registry[]): PublishGauges {
@@ -251,6 +265,23 @@ function publishGauges(registers: Registry[]): PublishGauges {
       labelNames: ['host', 'pid'],
       registers,
     }),
+    running: gauge('profile_snapshot_publish_running', '1 while a publish runs, else 0.', registers),
+    objectsDone: gauge(
+      'profile_snapshot_publish_objects_done',
+      'Objects the publish under way has done in its current phase (listed, uploaded or deleted); 0 when none runs.',
+      registers,
+    ),
+    objectsTotal: gauge(
+      'profile_snapshot_publish_objects_total',
+      'Objects in the current phase of the publish under way; 0 when none runs. done/total is its progress.',
+      registers,
+    ),
+    bytesSent: gauge('profile_snapshot_publish_bytes_sent', 'Bytes the publish under way has uploaded; 0 when none runs.', registers),
+    eta: gauge(
+      'profile_snapshot_publish_eta_seconds',
+      'Seconds the current phase of the publish under way still needs at its pace so far; -1 when unknown or none runs.',
+      registers,
+    ),
   };
 }
 

@@ -3,12 +3,17 @@
  * once: a request while one runs asks for one more run after it, and further requests fold into that
  * one (it publishes the tree as it is by then). A failed publish leaves the bucket behind the tree,
  * so the next cycle publishes again even when it changed nothing. Failures are reported, never fatal.
+ *
+ * Each publish reads a pinned generation of the tree (output/pin.ts): the watcher's own cycles
+ * commit on while it runs, however many, and it still finishes with the tree it started from.
  */
 import { performance } from 'node:perf_hooks';
+import { TreePin } from '../output/pin.js';
 import type { PublishOptions, PublishReport } from '../publish/publish.js';
 import { DEFAULT_LEASE_TTL_MS } from '../publish/lease-times.js';
 import { reportOf } from '../core/errors.js';
 import { Leadership, type Role } from './leadership.js';
+import { PublishPace } from './publish-progress.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
 /** A standby's look comes this long after the lease should have expired (timers fire a little early). */
@@ -23,6 +28,8 @@ export interface PublishResult {
 
 export interface PublishHooks {
   onStart(cycle: number): void;
+  /** A publish under way moved on (called often: the watcher saves its status at its own pace). */
+  onProgress(): void;
   onFinish(result: PublishResult): void;
   /** The watcher became leader (it publishes) or standby (another watcher does). */
   onRole(status: Pick<PublishStatus, 'role' | 'leader' | 'leaseAgeSeconds'>): void;
@@ -39,9 +46,11 @@ export class PublishRunner {
   private lastCycle: number | undefined;
   private wake: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The publish under way's progress. */
+  private pace: PublishPace | undefined;
 
   constructor(
-    private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full'>,
+    private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full' | 'generation'>,
     to: string,
     private readonly hooks: PublishHooks,
   ) {
@@ -66,11 +75,12 @@ export class PublishRunner {
       role: 'standby',
       leader: null,
       leaseAgeSeconds: null,
+      progress: null,
     };
   }
 
   snapshot(): PublishStatus {
-    return { ...this.status, total: { ...this.status.total }, ...this.leadership.status() };
+    return { ...this.status, total: { ...this.status.total }, ...this.leadership.status(), progress: this.pace?.status() ?? null };
   }
 
   /** After a successful cycle: publish if it changed the tree or the bucket is still behind. */
@@ -159,13 +169,18 @@ export class PublishRunner {
       if (!(await this.leads())) return this.armWake();
       this.status.running = true;
       this.status.runs++;
+      const pace = (this.pace = new PublishPace(cycle));
       this.hooks.onStart(cycle);
       // Loaded on first use: the AWS SDK is only for watchers that publish.
       const { publish } = await import('../publish/publish.js');
-      report = await publish({ ...this.options, lockSightings: this.leadership.lockSightings });
+      report = await this.publishPinned(publish, (progress) => {
+        pace.update(progress);
+        this.hooks.onProgress();
+      });
     } catch (failure) {
       error = reportOf(failure);
     }
+    this.pace = undefined;
     const now = new Date().toISOString();
     const status = this.status;
     status.running = false;
@@ -187,5 +202,21 @@ export class PublishRunner {
       status.behind = true;
     }
     this.hooks.onFinish({ cycle, report, error, durationMs: Math.round(performance.now() - started) });
+  }
+
+  /**
+   * Publishes the generation of the tree the last commit left, pinned: taken here, between two of
+   * this watcher's commits (a cycle's build is synchronous), and held until the publish ends.
+   */
+  private async publishPinned(
+    publish: typeof import('../publish/publish.js').publish,
+    onProgress: NonNullable<PublishOptions['onProgress']>,
+  ): Promise<PublishReport> {
+    const generation = TreePin.take(this.options.out);
+    try {
+      return await publish({ ...this.options, generation, lockSightings: this.leadership.lockSightings, onProgress });
+    } finally {
+      generation.release();
+    }
   }
 }

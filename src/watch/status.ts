@@ -69,6 +69,33 @@ export interface PublishStatus {
   leader: LeaseHolderStatus | null;
   /** Seconds since the holder last renewed the leadership lease, as last seen; null when unknown. */
   leaseAgeSeconds: number | null;
+  /** The publish under way, how far it got; null when none runs. */
+  progress: PublishProgressStatus | null;
+}
+
+/**
+ * A publish under way: a long one (a large tree's first, minutes long) reads as working, not stuck.
+ * It publishes the tree of `cycle`, pinned: cycles go on meanwhile, and what they change goes out
+ * with the next publish.
+ */
+export interface PublishProgressStatus {
+  /** The cycle whose tree is being published. */
+  cycle: number;
+  startedAt: string;
+  /**
+   * prepare: reading the tree and the bucket's record; compare: listing the prefix (no record of it
+   * to trust); upload: new and changed objects; delete: removed ones.
+   */
+  phase: 'prepare' | 'compare' | 'upload' | 'delete';
+  /** Objects done in this phase, of `total`. */
+  done: number;
+  total: number;
+  /** Bytes uploaded by this publish so far. */
+  bytes: number;
+  /** Seconds this phase still needs at its pace so far; null until that can be told. */
+  etaSeconds: number | null;
+  /** When `done` last grew. */
+  movedAt: string;
 }
 
 /** Who holds a lease on the prefix: never a credential. */

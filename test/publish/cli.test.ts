@@ -157,3 +157,25 @@ describe('publish CLI', () => {
     await expectExact(site);
   });
 });
+
+describe('--single-writer with --shard', () => {
+  const refusal = /--single-writer cannot publish shard 0\/2: a sharded prefix has 2 writers/;
+  const remote = ['--to', 's3://profiles/p', '--endpoint', 'http://127.0.0.1:9', '--path-style', '--single-writer'];
+
+  it('is refused (exit 2, one line saying why) by publish and by watch --publish, before anything is read or sent', async () => {
+    for (const args of [
+      ['publish', '--out', '/nonexistent/out', '--shard', '0/2', ...remote],
+      ['watch', '--db', '/nonexistent/profiles.db', '--out', '/nonexistent/out', '--shard', '0/2', '--publish', ...remote.slice(1)],
+    ]) {
+      const run = await runCliAsync(args, { env: s3Env() });
+      expect(run.code, run.stderr).toBe(2);
+      expect(run.stderr).toMatch(refusal);
+      expect(
+        run.stderr
+          .trim()
+          .split('\n')
+          .filter((line) => line.includes('profile-snapshot:')),
+      ).toHaveLength(1);
+    }
+  });
+});

@@ -47,6 +47,39 @@ describe('publish under faults', () => {
     await expectExact(site);
   }, 60_000);
 
+  it('sends again later what failed after every attempt of the SDK, without sending the rest twice; gives up after its rounds', async () => {
+    const site = await newSite(workspace.server, workspace.dir, 60);
+    // Two attempts per request; each later round 50 ms after the last.
+    const remote = { maxAttempts: 2, laterPausesMs: [50, 50, 50] } as Partial<PublishOptions['remote']> as PublishOptions['remote'];
+    const victim = (path: string) => path.endsWith('/api/v1/users/user00007');
+    let hits = 0;
+    const flaky = await startProxy(site.endpoint, {
+      fault: (_n, method, path) => (method === 'PUT' && victim(path) && ++hits <= 3 ? 'reset' : undefined),
+    });
+    const report = await publishSite(site, { remote }, flaky.endpoint);
+    await flaky.close();
+    // Both attempts of the first send reset, the later round's first too, its SDK retry passed.
+    expect(hits).toBeGreaterThan(3);
+    expect(report.sentLater).toBe(1);
+    const puts = flaky.log.filter((r) => r.method === 'PUT' && /\/users\/[^/]+$/.test(r.path));
+    expect(puts.filter((r) => !victim(r.path)).length).toBe(2 * 60 - 1); // the rest once each
+    await expectExact(site);
+
+    // A profile that never gets through: the publish fails after its rounds, with what it sent kept.
+    sql(site.db, 'UPDATE users SET views = views + 1');
+    buildTo(site.db, site.out);
+    const dead = await startProxy(site.endpoint, { fault: (_n, method, path) => (method === 'PUT' && victim(path) ? 'reset' : undefined) });
+    const failed = await publishSite(site, { remote }, dead.endpoint).catch((error: Error) => error);
+    await dead.close();
+    expect(failed).toBeInstanceOf(Error);
+    expect((failed as Error & { exitCode: number }).exitCode).toBe(6);
+    expect((failed as Error).message).toMatch(/ECONNRESET|socket hang up/);
+    expect((failed as Error).message).toContain('1 request still failed after 3 more rounds');
+    // Every other profile object once: all but the victim's two (its second alias waits for its first).
+    const sentOnce = dead.log.filter((r) => r.method === 'PUT' && /\/users\/[^/]+$/.test(r.path) && !victim(r.path));
+    expect(sentOnce.length).toBe(2 * 60 - 2);
+  }, 60_000);
+
   it('keeps the order: profiles, then the list, then deletions, then the state; readers never see a list naming a missing profile', async () => {
     const site = await newSite(workspace.server, workspace.dir, 40);
     await publishSite(site);

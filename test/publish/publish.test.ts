@@ -22,7 +22,9 @@ describe.each(servers)('publish to %s', (_name, start) => {
     const first = await publishSite(site);
     expect(first.compared).toBe('listing');
     expect(first.objects).toMatchObject({ put: 200 * 2 + 7, deleted: 0, unchanged: 0 });
-    await expectExact(site);
+    const objects = await expectExact(site);
+    // Every byte sent counted once, though the uploads ran side by side.
+    expect(first.bytes).toBe([...publicObjects(objects).values()].reduce((sum, object) => sum + object.bytes.length, 0));
 
     // Quiet: the state says everything is live; no listing, no write.
     const quiet = await publishSite(site);

@@ -103,6 +103,25 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
     await expectShardedExact(site);
   }, 120_000);
 
+  it('joins again over a record of the last join that cannot be read, instead of failing every shard', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 40, 2);
+    for (let i = 0; i < 2; i++) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
+    const client = clientFor(site.server.endpoint);
+    try {
+      const damaged = { Bucket: site.bucket, Key: `${PREFIX}/.profile-snapshot/shards/joined`, Body: '{"parts": ["cut sh' };
+      await client.send(new PutObjectCommand(damaged));
+      change(site, 1);
+      buildShards(site);
+      for (let i = 0; i < 2; i++) {
+        const run = await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() });
+        expect(run.code, run.stderr).toBe(0);
+      }
+    } finally {
+      client.destroy();
+    }
+    await expectShardedExact(site);
+  }, 120_000);
+
   it('fails its own check on a list that drops or repeats a shard', async () => {
     const site = await newShardedSite(workspace.server, workspace.dir, 300, 3);
     for (const i of [0, 1, 2]) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);

@@ -93,6 +93,11 @@ const PUBLISH_METRICS = [
   'profile_snapshot_leader gauge',
   'profile_snapshot_leader_lease_age_seconds gauge',
   'profile_snapshot_leader_info gauge',
+  'profile_snapshot_publish_running gauge',
+  'profile_snapshot_publish_objects_done gauge',
+  'profile_snapshot_publish_objects_total gauge',
+  'profile_snapshot_publish_bytes_sent gauge',
+  'profile_snapshot_publish_eta_seconds gauge',
 ];
 const types = (text: string) => [...text.matchAll(/^# TYPE (\S+ \S+)$/gm)].map((m) => m[1]);
 
@@ -308,6 +313,7 @@ describe('assessHealth', () => {
     role: 'leader',
     leader: null,
     leaseAgeSeconds: null,
+    progress: null,
     ...over,
   });
   const watcher = (over: Partial<WatchStatus>): WatchStatus =>
@@ -326,6 +332,24 @@ describe('assessHealth', () => {
     // Never published, up for 600 s: stale; up for 60 s: its first publish is under way.
     expect(ok(watcher({ publish: publish({ behind: true, lastSuccessAt: null }) }), 600)).toBe(false);
     expect(ok(watcher({ startedAt: at(60), lastSuccessAt: null, publish: publish({ behind: true, lastSuccessAt: null }) }), 60)).toBe(true);
+  });
+
+  it('a leader whose long publish keeps moving is healthy however far behind; one that stopped moving is not', () => {
+    const progress = (movedSecondsAgo: number) => ({
+      cycle: 1,
+      startedAt: at(600),
+      phase: 'upload' as const,
+      done: 1000,
+      total: 2_000_000,
+      bytes: 1e6,
+      etaSeconds: 3000,
+      movedAt: at(movedSecondsAgo),
+    });
+    const behind = (moved: number) => publish({ behind: true, running: true, lastSuccessAt: null, progress: progress(moved) });
+    expect(ok(watcher({ publish: behind(2) }), 600)).toBe(true);
+    expect(ok(watcher({ publish: behind(100) }), 600)).toBe(false);
+    // The tree itself too old: no publish makes up for it.
+    expect(ok(watcher({ lastSuccessAt: at(100), publish: behind(2) }), 600)).toBe(false);
   });
 
   it('a standby, or a watcher that only builds, answers for its tree', () => {

@@ -93,7 +93,11 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
       shard: shardFromFlags(flags, io.env),
       onProgress: ({ phase, done, total }) =>
         // Formatted only when drawn: toLocaleString twice per object shows in a cold publish's CPU profile.
-        progress.update(() => `${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`),
+        progress.update(() =>
+          phase === 'compare'
+            ? `listed ${count(done)} of about ${count(total)} objects`
+            : `${phase === 'upload' ? 'uploaded' : 'deleted'} ${count(done)} of ${count(total)} objects`,
+        ),
     });
   } finally {
     progress.clear();
@@ -107,7 +111,7 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
 export function formatPublishSummary(report: PublishReport): string {
   const { objects, profiles } = report;
   const requests = Object.values(report.requests).reduce((a, b) => a + b, 0);
-  const cost = `${count(requests)} requests${report.retries > 0 ? ` (${count(report.retries)} retried)` : ''}; ${report.seconds.toFixed(2)} s`;
+  const cost = `${count(requests)} requests${retried(report)}; ${report.seconds.toFixed(2)} s`;
   const what = `${count(objects.put)} objects put (${count(profiles.put)} profiles${report.list ? ', the creators list' : ''}), ${count(objects.deleted)} deleted (${count(profiles.deleted)} profiles), ${count(objects.unchanged)} unchanged`;
   const compared = report.compared === 'listing' ? ', compared by listing the prefix' : '';
   if (report.dryRun) return `profile-snapshot: dry run, nothing written: ${report.where} would get ${what}${compared}; ${cost}`;
@@ -115,6 +119,16 @@ export function formatPublishSummary(report: PublishReport): string {
   if (!report.changed)
     return `profile-snapshot: ${report.where} is up to date (${count(objects.unchanged)} objects${compared})${joined}; ${cost}`;
   return `profile-snapshot: published ${report.out} to ${report.where}: ${what}, ${(report.bytes / 1e6).toFixed(1)} MB${compared}${joined}; ${cost}`;
+}
+
+/** " (3 retried, 1 sent again later)": requests the SDK retried, and those set aside after its attempts (later.ts). */
+export function retried(report: Pick<PublishReport, 'retries' | 'sentLater'>): string {
+  const words = [
+    report.retries > 0 ? `${count(report.retries)} retried` : '',
+    report.sentLater > 0 ? `${count(report.sentLater)} sent again later` : '',
+  ];
+  const said = words.filter((word) => word !== '');
+  return said.length === 0 ? '' : ` (${said.join(', ')})`;
 }
 
 /** A shard's words on the joined list: ", shard 1/4, list joined (8 parts copied)". */

@@ -8,7 +8,7 @@ import { formatSlice } from '../../core/slice.js';
 import { snapshotTime } from '../../core/config.js';
 import { seconds } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
-import { failureText, formatCycle, formatRole, streak } from '../../watch/format.js';
+import { failureText, formatCycle, formatPublishProgress, formatRole, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, buildOptionsFromFlags, type BuildFlags } from '../options.js';
 import { formatWarnings } from '../report.js';
@@ -21,6 +21,8 @@ import {
   type RemoteFlags,
 } from '../remote-options.js';
 import { describeRemote } from '../../publish/target.js';
+import { assertShardWriters } from '../../publish/shards.js';
+import { retried } from './publish.js';
 import { count } from '../../core/text.js';
 import { usageError } from '../../core/errors.js';
 import { WatchMetrics } from '../../watch/metrics.js';
@@ -70,7 +72,7 @@ function defineWatch(): Command {
       .addOption(
         new Option(
           '--publish <s3-url>',
-          'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; a failed publish is retried next cycle. ' +
+          'after each cycle that changed files, publish to s3://<bucket>[/<prefix>] as `profile-snapshot publish` does (the options below apply); never twice at once; each publish sends the tree of the cycle before it, pinned, however many cycles it spans (its progress ends each cycle line); a failed publish is retried next cycle. ' +
             'Several watchers on one prefix: one leads and publishes, the others build and stand by, taking over when it stops (--lease-ttl)',
         ),
       )
@@ -103,6 +105,7 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
   const execMinIntervalMs = seconds(flags.execMinInterval, '--exec-min-interval', true);
   const log = (line: string) => io.stderr.write(`${new Date().toISOString()} profile-snapshot watch: ${line}\n`);
   const publish = flags.publish === undefined ? undefined : publishOptions(flags.publish, flags, io);
+  if (publish !== undefined) assertShardWriters(options.users.count > 1 ? options.users : undefined, publish.options.singleWriter);
   const shard = options.users.count > 1 ? formatSlice(options.users) : undefined;
   const served = metricsOptions(flags, intervalMs, publish !== undefined, shard);
 
@@ -188,7 +191,8 @@ function reportCycle(event: CycleEvent, io: Io, log: (line: string) => void, jso
   // Notices too: a Netlify folder limit passed, or a watcher that cannot keep its copy of the snapshot.
   if (buildReport && event.noticesChanged) for (const notice of buildReport.notices) log(`warning: ${notice}`);
   const next = `next in ${(event.nextInMs / 1000).toFixed(1)} s`;
-  log(`${formatCycle(cycle, event.consecutiveFailures)}; ${next}`);
+  const publishing = event.publishing === null ? '' : `; ${formatPublishProgress(event.publishing)}`;
+  log(`${formatCycle(cycle, event.consecutiveFailures)}; ${next}${publishing}`);
   if (cycle.error?.stack && event.consecutiveFailures === 1) io.stderr.write(`${cycle.error.stack}\n`);
   if (json) io.stdout.write(`${JSON.stringify({ ...cycle, consecutiveFailures: event.consecutiveFailures })}\n`);
 }
@@ -230,7 +234,7 @@ function execLine({ result, consecutiveFailures }: ExecFinish): string {
 function publishLine({ result, consecutiveFailures }: PublishFinish): string {
   const published = result.report;
   const outcome = published
-    ? `${count(published.objects.put)} objects put, ${count(published.objects.deleted)} deleted${published.retries > 0 ? `, ${published.retries} retried` : ''}`
+    ? `${count(published.objects.put)} objects put, ${count(published.objects.deleted)} deleted${retried(published)}`
     : `FAILED${streak(consecutiveFailures)}: ${failureText(result.error)}; retried after the next cycle`;
   return `publish (cycle ${result.cycle}): ${outcome}; ${(result.durationMs / 1000).toFixed(2)} s`;
 }

@@ -1,0 +1,148 @@
+/**
+ * A pinned generation of the tree: one committed tree that a slow reader (the watcher's publish,
+ * which may span many of the watcher's own commits) keeps reading while later commits go on.
+ *
+ * Pinning copies nothing. The pin is a folder, PIN_DIR, laid out like the out dir. Taking it links
+ * the generation's own bookkeeping there (the manifest and the list variant's index, read once);
+ * from then on every commit first hard-links each document it is about to replace or remove into
+ * the pin, unless the pin holds that path already (a commit in the middle of the pin's life must
+ * not replace the pinned generation's file with a later one). So the pin costs one link per file a
+ * commit changes, and the pinned generation is, path by path: the pin's file when there is one,
+ * else the out dir's, which no commit has touched since.
+ *
+ * A reader opens the pin's path first, then the out dir's, then looks at the pin's again: a commit
+ * links into the pin before it renames over the out dir's path, so if the out dir's file it opened
+ * was already a later one, the pin's is there by the second look.
+ *
+ * Only the holder of the out dir's lock pins, and only between two of its commits (a commit is
+ * synchronous: nothing else runs on the thread meanwhile). A pin left by a process that died is
+ * removed by the lock's next holder (lock.ts).
+ */
+import { closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { CREATORS_GZIP_INDEX_FILE, MANIFEST_FILE, PIN_DIR } from '../core/layout.js';
+import { guard, linkOrCopy } from './folders.js';
+
+/** Where a publish reads a tree: its bookkeeping under `root`, its documents through `open`. */
+export interface TreeReader {
+  /** The out dir, as messages name it. */
+  readonly outDir: string;
+  /** A folder laid out like the out dir holding this tree's manifest and the variant's index. */
+  readonly root: string;
+  /** An open descriptor of the document at `path` (relative to the out dir), or undefined when there is none. */
+  open(path: string): number | undefined;
+  /** Whether the tree has a document at `path`. */
+  has(path: string): boolean;
+}
+
+/** The out dir as it is now: what a publish beside (not inside) the writer reads. */
+export function liveTree(outDir: string): TreeReader {
+  return {
+    outDir,
+    root: outDir,
+    open: (path) => openIfPresent(join(outDir, path)),
+    has: (path) => existsSync(join(outDir, path)),
+  };
+}
+
+/** A generation pinned by the out dir lock's holder: read through it until `release`. */
+export class TreePin implements TreeReader {
+  readonly root: string;
+  private released = false;
+
+  private constructor(readonly outDir: string) {
+    this.root = join(outDir, PIN_DIR);
+  }
+
+  /** Pins the tree as it is now (between two commits of this process). Replaces a pin left behind. */
+  static take(outDir: string): TreePin {
+    const pin = new TreePin(outDir);
+    guard(`cannot pin the tree in ${outDir}`, () => {
+      rmSync(pin.root, { recursive: true, force: true });
+      for (const path of [MANIFEST_FILE, CREATORS_GZIP_INDEX_FILE]) {
+        mkdirSync(dirname(join(pin.root, path)), { recursive: true });
+        linkIfPresent(join(outDir, path), join(pin.root, path));
+      }
+    });
+    return pin;
+  }
+
+  open(path: string): number | undefined {
+    const pinned = join(this.root, path);
+    const fd = openIfPresent(pinned) ?? openIfPresent(join(this.outDir, path));
+    if (fd === undefined || !existsSync(pinned)) return fd;
+    // Pinned since the first look: the out dir's file may already be a later commit's.
+    const again = openIfPresent(pinned);
+    if (again === undefined) return fd;
+    closeSync(fd);
+    return again;
+  }
+
+  has(path: string): boolean {
+    return existsSync(join(this.root, path)) || existsSync(join(this.outDir, path));
+  }
+
+  /** Ends the pin: commits stop keeping files, and the files kept go. Idempotent. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+/**
+ * For a commit: keeps each document it replaces or removes for the pin, when a pin is taken. Looked
+ * up once per commit; undefined (nothing to do) when there is no pin.
+ */
+export class PinKeeper {
+  private readonly folders = new Set<string>();
+
+  private constructor(
+    private readonly outDir: string,
+    private readonly root: string,
+  ) {}
+
+  static of(outDir: string): PinKeeper | undefined {
+    const root = join(outDir, PIN_DIR);
+    return existsSync(root) ? new PinKeeper(outDir, root) : undefined;
+  }
+
+  /** Before `path` (relative to the out dir) is replaced or removed: the pinned generation keeps its file. */
+  keep(path: string): void {
+    const kept = join(this.root, path);
+    if (existsSync(kept)) return;
+    const from = join(this.outDir, path);
+    if (!isFile(from)) return; // new since the pin: not the pinned generation's
+    const folder = dirname(kept);
+    if (!this.folders.has(folder)) {
+      mkdirSync(folder, { recursive: true });
+      this.folders.add(folder);
+    }
+    linkOrCopy(from, kept);
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
+    return lstatSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function linkIfPresent(from: string, to: string): void {
+  try {
+    linkSync(from, to);
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') throw cause;
+  }
+}
+
+function openIfPresent(path: string): number | undefined {
+  try {
+    return openSync(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}

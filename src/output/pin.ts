@@ -69,7 +69,9 @@ export class TreePin implements TreeReader {
 
   open(path: string): number | undefined {
     const pinned = join(this.root, path);
-    const fd = openIfPresent(pinned) ?? openIfPresent(join(this.outDir, path));
+    const kept = openIfPresent(pinned);
+    if (kept !== undefined) return kept;
+    const fd = openIfPresent(join(this.outDir, path));
     if (fd === undefined || !existsSync(pinned)) return fd;
     // Pinned since the first look: the out dir's file may already be a later commit's.
     const again = openIfPresent(pinned);

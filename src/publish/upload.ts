@@ -5,7 +5,7 @@
  */
 import { DeleteObjectCommand, DeleteObjectsCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { closeSync, createReadStream, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, readSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { CONTRACT_HEADERS } from '../hosting/routes.js';
 import { Remote } from './client.js';
@@ -138,16 +138,6 @@ function readRange(fd: number, start: number, end: number): Buffer {
     done += read;
   }
   return body;
-}
-
-/** Opens a file for `putFile`, or undefined when it is not there. */
-export function openFile(path: string): number | undefined {
-  try {
-    return openSync(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
 }
 
 export const closeFile = (fd: number) => closeSync(fd);

@@ -67,6 +67,16 @@ export class TreePin implements TreeReader {
     return pin;
   }
 
+  /**
+   * The pin the out dir lock's holder took, read from another thread of the same process (the
+   * watcher's publish thread): the taker alone releases it.
+   */
+  static attach(outDir: string): TreeReader {
+    const pin = new TreePin(outDir);
+    if (!existsSync(pin.root)) throw new Error(`bug: no pinned tree in ${outDir} to attach to`);
+    return pin;
+  }
+
   open(path: string): number | undefined {
     const pinned = join(this.root, path);
     const kept = openIfPresent(pinned);

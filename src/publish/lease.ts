@@ -380,12 +380,32 @@ const validityMs = (ttlMs: number) => (ttlMs * 3) / 4;
  * not from the first look: a standby that saw the leader's lease for a TTL, or a lease the server says
  * was last written a while ago, is not waited out a second time.
  */
+/** A `Sightings` as plain data (its clock, monotonicMs, is the same in every thread of the process). */
+export interface SeenVersion {
+  etag: string | undefined;
+  writtenAt: number;
+  dated: boolean;
+}
+
 export class Sightings {
   private etag: string | undefined;
   /** When the version was last written, estimated on this process's monotonic clock. */
   private writtenAt = 0;
   /** Whether that estimate came from the bucket's whole-second dates (then it may be a second early). */
   private dated = false;
+
+  /** What was seen, as plain data, for a waiter in another thread to go on from (`adopt`). */
+  toJSON(): SeenVersion {
+    return { etag: this.etag, writtenAt: this.writtenAt, dated: this.dated };
+  }
+
+  /** Goes on from what a waiter in another thread of this process saw (its `toJSON`). */
+  adopt(seen: SeenVersion): this {
+    this.etag = seen.etag;
+    this.writtenAt = seen.writtenAt;
+    this.dated = seen.dated;
+    return this;
+  }
 
   /** Whether the lease may be taken: absent, released, this holder's own, or unrenewed for a TTL. */
   isFree(view: LeaseView, holder: LeaseHolder): boolean {

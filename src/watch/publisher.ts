@@ -5,7 +5,8 @@
  * so the next cycle publishes again even when it changed nothing. Failures are reported, never fatal.
  *
  * Each publish reads a pinned generation of the tree (output/pin.ts): the watcher's own cycles
- * commit on while it runs, however many, and it still finishes with the tree it started from.
+ * commit on while it runs, however many, and it still finishes with the tree it started from. It
+ * runs in a thread of its own (publish-thread.ts), so the cycles' builds do not hold its requests.
  */
 import { performance } from 'node:perf_hooks';
 import { TreePin } from '../output/pin.js';
@@ -14,6 +15,7 @@ import { DEFAULT_LEASE_TTL_MS } from '../publish/lease-times.js';
 import { reportOf } from '../core/errors.js';
 import { Leadership, type Role } from './leadership.js';
 import { PublishPace } from './publish-progress.js';
+import { publishGeneration, PublishThread } from './publish-thread.js';
 import type { CycleStatus, PublishStatus } from './status.js';
 
 /** A standby's look comes this long after the lease should have expired (timers fire a little early). */
@@ -103,6 +105,8 @@ export class PublishRunner {
    * first publish.
    */
   async firstLook(waitMs: number): Promise<void> {
+    // Loads while the first cycle builds: the first publish does not wait for it.
+    PublishThread.shared();
     const look = this.leads().catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([look, new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
@@ -171,9 +175,7 @@ export class PublishRunner {
       this.status.runs++;
       const pace = (this.pace = new PublishPace(cycle));
       this.hooks.onStart(cycle);
-      // Loaded on first use: the AWS SDK is only for watchers that publish.
-      const { publish } = await import('../publish/publish.js');
-      report = await this.publishPinned(publish, (progress) => {
+      report = await this.publishPinned((progress) => {
         pace.update(progress);
         this.hooks.onProgress();
       });
@@ -208,13 +210,10 @@ export class PublishRunner {
    * Publishes the generation of the tree the last commit left, pinned: taken here, between two of
    * this watcher's commits (a cycle's build is synchronous), and held until the publish ends.
    */
-  private async publishPinned(
-    publish: typeof import('../publish/publish.js').publish,
-    onProgress: NonNullable<PublishOptions['onProgress']>,
-  ): Promise<PublishReport> {
+  private async publishPinned(onProgress: NonNullable<PublishOptions['onProgress']>): Promise<PublishReport> {
     const generation = TreePin.take(this.options.out);
     try {
-      return await publish({ ...this.options, generation, lockSightings: this.leadership.lockSightings, onProgress });
+      return await publishGeneration(this.options, generation, this.leadership.lockSightings, onProgress);
     } finally {
       generation.release();
     }

@@ -226,7 +226,9 @@ describe.skipIf(!hasMoto)('publishes that span many cycles of a live store (moto
       a.child.kill('SIGKILL');
       const leads = () => {
         const publish = status(setup.out('b'))?.publish;
-        return publish?.role === 'leader' && publish.lastSuccessAt !== null && Date.parse(publish.lastSuccessAt) > killedAt;
+        const finished = publish?.role === 'leader' && publish.lastSuccessAt !== null && Date.parse(publish.lastSuccessAt) > killedAt;
+        // Its log line follows the status file by a moment.
+        return finished && publishLines(b!).length > 0;
       };
       await waitFor('b to take over and finish a publish', leads, 90_000);
       const lines = publishLines(b);

@@ -85,11 +85,6 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
   const INTERVAL_S = 0.5;
   /** The looks at the leases and their writes, through the proxy, with room for a loaded machine. */
   const REQUESTS_S = 0.5;
-  /**
-   * b's first publish as leader: the 400 changed profiles a's publish left half done (800 objects),
-   * the list, its variant and the record, on moto through the proxy, with room for a loaded machine.
-   */
-  const PUBLISH_S = 4;
 
   for (const dates of [true, false]) {
     it(`kill -9 mid-publish: the change reaches the bucket within TTL + 1 s + a cycle + a publish (${dates ? "the bucket's clock" : 'no dates: what the standby saw'})`, async () => {
@@ -150,15 +145,19 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
               .filter((c) => Date.parse(c.startedAt) >= killedAt)
               .map((c) => c.durationMs),
           ) / 1000;
+        // b's first publish as leader, as long as it took (it carried the change): its line ends the publish.
+        const [, publishS] = await b.waitForStderr(/publish \(cycle \d+\): [^\n]*; ([\d.]+) s\n/, 60_000);
         console.log(
           `takeover (${dates ? 'dates' : 'no dates'}): leader lease ${since(takenAt.leader).toFixed(2)} s, publish lock ` +
-            `${since(takenAt.lock).toFixed(2)} s, change in the bucket ${seconds.toFixed(2)} s after the kill; longest cycle ${buildS} s`,
+            `${since(takenAt.lock).toFixed(2)} s, change in the bucket ${seconds.toFixed(2)} s after the kill; longest cycle ${buildS} s; ` +
+            `b's publish ${publishS} s`,
         );
         // b leads, and takes the lock a's publish held, within the TTL + 1 s + a cycle: never a TTL twice.
         expect(since(takenAt.leader)).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + REQUESTS_S);
         expect(since(takenAt.lock)).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + REQUESTS_S);
-        expect(seconds).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + PUBLISH_S);
-        expect(w.publish('b')?.role).toBe('leader');
+        expect(seconds).toBeLessThan(TTL_S + 1 + INTERVAL_S + buildS + REQUESTS_S + Number(publishS));
+        // A TTL of 4 s may lapse between renewals on a loaded machine; b then retakes its own lease.
+        await waitFor('b to lead', () => w.publish('b')?.role === 'leader', 15_000);
         await until('a reader to check the whole list once after the takeover', async () => reads > 0, 60_000);
       } finally {
         reading = false;

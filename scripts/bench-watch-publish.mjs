@@ -135,6 +135,8 @@ function startWriter(db) {
 }
 
 async function main() {
+  // A tree left by an interrupted run would use up the tmpfs's inodes (a 1M tree is 2M files).
+  rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   log(`store of ${USERS} users`);
   const db = workingStore(repo, join(work, 'store'), USERS);

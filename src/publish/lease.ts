@@ -374,12 +374,6 @@ export class Lease {
 /** The holder's own validity: three quarters of the TTL, so it stops before any waiter may take over. */
 const validityMs = (ttlMs: number) => (ttlMs * 3) / 4;
 
-/**
- * What a waiter saw of a lease: since when (its own monotonic clock) the version it last saw has
- * stood unchanged. A version first seen already old by the bucket's clock counts from its last write,
- * not from the first look: a standby that saw the leader's lease for a TTL, or a lease the server says
- * was last written a while ago, is not waited out a second time.
- */
 /** A `Sightings` as plain data (its clock, monotonicMs, is the same in every thread of the process). */
 export interface SeenVersion {
   etag: string | undefined;
@@ -387,6 +381,12 @@ export interface SeenVersion {
   dated: boolean;
 }
 
+/**
+ * What a waiter saw of a lease: since when (its own monotonic clock) the version it last saw has
+ * stood unchanged. A version first seen already old by the bucket's clock counts from its last write,
+ * not from the first look: a standby that saw the leader's lease for a TTL, or a lease the server says
+ * was last written a while ago, is not waited out a second time.
+ */
 export class Sightings {
   private etag: string | undefined;
   /** When the version was last written, estimated on this process's monotonic clock. */

@@ -50,6 +50,7 @@ export async function publishGeneration(
 ): Promise<PublishReport> {
   const thread = PublishThread.shared();
   if (thread === undefined) {
+    // Loaded on first use: the AWS SDK is only for watchers that publish.
     const { publish } = await import('../publish/publish.js');
     return publish({ ...options, generation, lockSightings, onProgress });
   }

@@ -82,7 +82,8 @@ export class FastPut {
   constructor(private readonly remote: PutChannel) {}
 
   /** PUTs `body` at `key` (the full object key) with `headers` (lower-case names); `action` names it in errors. */
-  async put(key: string, body: Buffer, headers: Record<string, string>, action: string): Promise<void> {
+  /** Returns the new object's ETag, as the bucket gave it (quoted), or undefined when it gave none. */
+  async put(key: string, body: Buffer, headers: Record<string, string>, action: string): Promise<string | undefined> {
     const config = this.remote.client.config as unknown as ClientConfig;
     const route = await (this.route ??= resolveRoute(this.remote, key));
     const request = new HttpRequest({
@@ -106,10 +107,10 @@ export class FastPut {
     for (let attempt = 1; ; attempt++) {
       let error: SdkShapedError;
       try {
-        await this.send(config, route, request);
+        const etag = await this.send(config, route, request);
         strategy.recordSuccess(token);
         this.remote.retries += attempt - 1;
-        return;
+        return etag;
       } catch (cause) {
         error = cause as SdkShapedError;
         error.$metadata = { ...error.$metadata, attempts: attempt };
@@ -126,7 +127,7 @@ export class FastPut {
   }
 
   /** One attempt: signed afresh (a new date), through the counting, fencing handler. */
-  private async send(config: ClientConfig, route: Route, request: HttpRequest): Promise<void> {
+  private async send(config: ClientConfig, route: Route, request: HttpRequest): Promise<string | undefined> {
     const signed = (await route.signer.sign(request, {
       signingDate: new Date(Date.now() + config.systemClockOffset),
       signingRegion: route.signingRegion,
@@ -137,7 +138,7 @@ export class FastPut {
     const corrected = correctClock(config, response, sentAt);
     if (response.statusCode >= 200 && response.statusCode < 300) {
       response.body.resume();
-      return;
+      return response.headers['etag'];
     }
     const error = await s3Error(response);
     if (corrected) error.$metadata.clockSkewCorrected = true;

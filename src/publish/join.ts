@@ -160,8 +160,9 @@ function joinPlan(remote: Remote, indexes: readonly PartIndex[]): { identity: So
     // The first members of the array take no comma before them.
     const lead = shard > 0 && members;
     const skip = (part: PartIndex['identity']) => (shard === 0 || lead ? 0 : part.lead);
-    identity.push({ key: key(index.identity.key), start: skip(index.identity), end: index.identity.bytes });
-    gzip.push({ key: key(index.gzip.key), start: skip(index.gzip), end: index.gzip.bytes });
+    // Each range names the version its index describes: a part replaced since is never joined.
+    identity.push({ key: key(index.identity.key), start: skip(index.identity), end: index.identity.bytes, etag: index.identity.etag });
+    gzip.push({ key: key(index.gzip.key), start: skip(index.gzip), end: index.gzip.bytes, etag: index.gzip.etag });
     if (lead) [crc, length] = [crc32Combine(crc, LEAD_CRC, 1), length + 1];
     [crc, length] = [length === 0 ? index.crc : crc32Combine(crc, index.crc, index.length), length + index.length];
     members ||= index.memberBytes > 0;

@@ -35,6 +35,8 @@ export interface StoredPart {
   key: string;
   bytes: number;
   lead: number;
+  /** The version uploaded (its ETag, quoted): a join copies only that one. Absent from indexes of older versions. */
+  etag?: string | undefined;
 }
 
 /** A shard's part index, `.profile-snapshot/shards/<i>-of-<n>/part`. */
@@ -165,21 +167,22 @@ export async function publishPart(remote: Remote, tree: LocalTree, shard: Slice,
   const local = localParts(tree, shard);
   try {
     const key = `${partsFolder(shard)}${id}`;
-    const [identityBytes, gzipBytes] = await Promise.all([
-      local.identity.length === 0 ? 0 : putPieces(remote, key, local.identity),
-      local.gzip.length === 0 ? 0 : putPieces(remote, `${key}.gz`, local.gzip),
+    const none = { bytes: 0, etag: undefined };
+    const [identity, gzip] = await Promise.all([
+      local.identity.length === 0 ? none : putPieces(remote, key, local.identity),
+      local.gzip.length === 0 ? none : putPieces(remote, `${key}.gz`, local.gzip),
     ]);
     const { identityLead, gzipLead, ...described } = local.index;
     const index: PartIndex = {
       tool: 'profile-snapshot',
       shard: formatSlice(shard),
       id,
-      identity: { key, bytes: identityBytes, lead: identityLead },
-      gzip: { key: `${key}.gz`, bytes: gzipBytes, lead: gzipLead },
+      identity: { key, bytes: identity.bytes, lead: identityLead, etag: identity.etag },
+      gzip: { key: `${key}.gz`, bytes: gzip.bytes, lead: gzipLead, etag: gzip.etag },
       ...described,
     };
     await writeObject(remote, partIndexKey(shard), `${JSON.stringify(index)}\n`, 'application/json', undefined);
-    return { index, bytes: identityBytes + gzipBytes };
+    return { index, bytes: identity.bytes + gzip.bytes };
   } finally {
     local.close();
   }

@@ -56,9 +56,10 @@ export async function inPool<T>(items: readonly T[], concurrency: number, task: 
 const WIRE_HEADERS = { 'content-type': OBJECT_HEADERS.ContentType, 'cache-control': OBJECT_HEADERS.CacheControl } as const;
 const GZIP_WIRE_HEADERS = { ...WIRE_HEADERS, 'content-encoding': 'gzip' } as const;
 
-export async function putObject(remote: Remote, path: string, body: Buffer, encoding?: StoredEncoding): Promise<void> {
+/** Returns the object's new ETag (quoted, as the bucket gave it), or undefined when it gave none. */
+export async function putObject(remote: Remote, path: string, body: Buffer, encoding?: StoredEncoding): Promise<string | undefined> {
   const headers = encoding === undefined ? WIRE_HEADERS : GZIP_WIRE_HEADERS;
-  await remote.fastPut.put(objectKey(remote.options.prefix, path), body, headers, `upload ${path}`);
+  return remote.fastPut.put(objectKey(remote.options.prefix, path), body, headers, `upload ${path}`);
 }
 
 /**
@@ -88,20 +89,29 @@ const pieceBytes = (piece: BodyPiece) => ('bytes' in piece ? piece.bytes.length 
 /**
  * Uploads the pieces, joined, as one object at `path` (a shard's part of the creators list: a few
  * bytes of its own, then a range of a file of the tree). Large bodies go up in parts, streamed.
+ * Returns the bytes sent and the object's ETag (a join copies that version only).
  */
-export async function putPieces(remote: Remote, path: string, pieces: readonly BodyPiece[]): Promise<number> {
+export async function putPieces(
+  remote: Remote,
+  path: string,
+  pieces: readonly BodyPiece[],
+): Promise<{ bytes: number; etag: string | undefined }> {
   const size = pieces.reduce((sum, piece) => sum + pieceBytes(piece), 0);
   if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
     const body = Buffer.concat(pieces.map((piece) => ('bytes' in piece ? piece.bytes : readRange(piece.fd, piece.start, piece.end))));
-    await putObject(remote, path, body);
-    return size;
+    return { bytes: size, etag: await putObject(remote, path, body) };
   }
-  await uploadInParts(remote, path, Readable.from(streamPieces(pieces)), size, undefined);
-  return size;
+  return { bytes: size, etag: await uploadInParts(remote, path, Readable.from(streamPieces(pieces)), size, undefined) };
 }
 
 /** A large body as a multipart upload, streamed: S3 shows the object only once it is complete. */
-async function uploadInParts(remote: Remote, path: string, body: Readable, size: number, encoding: StoredEncoding): Promise<void> {
+async function uploadInParts(
+  remote: Remote,
+  path: string,
+  body: Readable,
+  size: number,
+  encoding: StoredEncoding,
+): Promise<string | undefined> {
   const upload = new Upload({
     client: remote.client,
     params: {
@@ -116,7 +126,7 @@ async function uploadInParts(remote: Remote, path: string, body: Readable, size:
     leavePartsOnError: false,
   });
   try {
-    await upload.done();
+    return (await upload.done()).ETag;
   } catch (error) {
     throw remote.failure(error, `upload ${path}`);
   }

@@ -5,7 +5,7 @@
  * of a composer, and every refusal with its exit code and nothing changed; and a join under R2's
  * rule for parts, served by the Worker in workerd.
  */
-import { HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +18,7 @@ import { startWorker } from '../hosting/cdn-fixture.js';
 import { gzipNegotiationFailures, send } from '../hosting/request-table.js';
 import { buildTo } from '../helpers/build.js';
 import { runCliAsync } from '../helpers/process.js';
+import { userName } from '../helpers/store.js';
 import { clientFor, CREDENTIALS, hasMoto, readBucket, s3Env, startMoto, startProxy } from '../helpers/s3.js';
 import { PREFIX, sql, s3Workspace } from './helpers.js';
 import {
@@ -120,6 +121,38 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
       client.destroy();
     }
     await expectShardedExact(site);
+  }, 120_000);
+
+  it('joins only the part versions their indexes name: a part replaced by hand fails the join, the live list stands', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 40, 2);
+    for (let i = 0; i < 2; i++) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
+    const client = clientFor(site.server.endpoint);
+    const read = async (key: string) => {
+      const object = await client.send(new GetObjectCommand({ Bucket: site.bucket, Key: `${PREFIX}/${key}` }));
+      return Buffer.from(await object.Body!.transformToByteArray());
+    };
+    try {
+      const index = JSON.parse((await read('.profile-snapshot/shards/0-of-2/part')).toString()) as { identity: { key: string } };
+      const part = await read(index.identity.key);
+      // Same size, other bytes: only the version tells them apart.
+      const replaced = {
+        Bucket: site.bucket,
+        Key: `${PREFIX}/${index.identity.key}`,
+        Body: Buffer.from(part.toString().replace(/"/g, "'")),
+      };
+      await client.send(new PutObjectCommand(replaced));
+      const before = await read(CREATORS_FILE);
+      // Shard 1 changes and joins with shard 0's part as its index describes it.
+      const id = Array.from({ length: 40 }, (_, i) => i + 1).find((i) => sliceOf(userName(i), 2) === 1)!;
+      sql(site.db, `UPDATE users SET display_name = 'Renamed' WHERE id = ${id}`);
+      buildShards(site);
+      const run = await runCliAsync(shardArgs(site, 1, site.server.endpoint), { env: s3Env() });
+      expect(run.code, run.stderr).not.toBe(0);
+      expect(run.stderr).toMatch(/changed|precondition/i);
+      expect((await read(CREATORS_FILE)).equals(before)).toBe(true);
+    } finally {
+      client.destroy();
+    }
   }, 120_000);
 
   it('fails its own check on a list that drops or repeats a shard', async () => {

@@ -14,7 +14,8 @@ import { ensureCompiled, makeStore, sql, startCli, status, userName, waitFor } f
 
 const PREFIX = 'snap';
 const USERS = 1500;
-const TTL_S = 4;
+/** Long enough that renewals never lapse on a loaded machine (the first publish floods the bucket). */
+const TTL_S = 10;
 const INTERVAL_S = 0.5;
 /** Users changed for the publish the leader is killed in, and the one changed after the kill. */
 const CHANGED = 200;
@@ -61,9 +62,10 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
       );
     const publish = (name: string) => status(out(name))?.publish;
     const a = start('a');
-    const b = start('b');
+    let b: ReturnType<typeof start> | undefined;
     try {
       await waitFor('a to lead and publish', () => publish('a')?.role === 'leader' && publish('a')?.lastSuccessAt, 120_000);
+      b = start('b');
       await waitFor('b to stand by', () => publish('b')?.role === 'standby' && publish('b')?.leader?.pid === a.pid, 30_000);
       await waitFor('a to be quiet', () => publish('a')?.behind === false && publish('a')?.running === false, 30_000);
 
@@ -73,7 +75,7 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
       a.child.kill('SIGKILL');
       const sentBefore = proxy.log.length;
       sql(db, 'UPDATE users SET bio = ? WHERE id = ?', 'after the kill', LATER);
-      await arrived(bucket, LATER, 'after the kill', 60_000);
+      await arrived(bucket, LATER, 'after the kill', 90_000);
       await waitFor('b to finish its publish', () => publish('b')?.role === 'leader' && publish('b')?.running === false, 60_000);
 
       const after = proxy.log.slice(sentBefore);
@@ -87,7 +89,7 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
       expect(listings).toEqual([]);
     } finally {
       a.child.kill('SIGKILL');
-      await b.stop(10_000);
+      await b?.stop(10_000);
       await proxy.close();
     }
   }, 240_000);

@@ -81,8 +81,10 @@ export class FastPut {
 
   constructor(private readonly remote: PutChannel) {}
 
-  /** PUTs `body` at `key` (the full object key) with `headers` (lower-case names); `action` names it in errors. */
-  /** Returns the new object's ETag, as the bucket gave it (quoted), or undefined when it gave none. */
+  /**
+   * PUTs `body` at `key` (the full object key) with `headers` (lower-case names); `action` names it in
+   * errors. Returns the new object's ETag as the bucket gave it (quoted), or undefined when it gave none.
+   */
   async put(key: string, body: Buffer, headers: Record<string, string>, action: string): Promise<string | undefined> {
     const config = this.remote.client.config as unknown as ClientConfig;
     const route = await (this.route ??= resolveRoute(this.remote, key));

@@ -400,11 +400,10 @@ export class Sightings {
   }
 
   /** Goes on from what a waiter in another thread of this process saw (its `toJSON`). */
-  adopt(seen: SeenVersion): this {
+  adopt(seen: SeenVersion): void {
     this.etag = seen.etag;
     this.writtenAt = seen.writtenAt;
     this.dated = seen.dated;
-    return this;
   }
 
   /** Whether the lease may be taken: absent, released, this holder's own, or unrenewed for a TTL. */

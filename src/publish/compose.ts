@@ -6,6 +6,10 @@
  * every named source is looked at once more (not every S3-compatible store honours the copy's
  * condition), so a source rewritten during the composition fails it instead of mixing two
  * versions. Any failure aborts the upload: the target object stays as it was.
+ *
+ * The completion may carry a condition on the target (`If-Match` the version read before the
+ * composition began, or `If-None-Match: *` when there was none): S3 and R2 then refuse to replace an
+ * object another writer replaced meanwhile, however late the completion arrives.
  */
 import {
   AbortMultipartUploadCommand,
@@ -13,12 +17,14 @@ import {
   CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListPartsCommand,
   UploadPartCommand,
   UploadPartCopyCommand,
   type CompletedPart,
 } from '@aws-sdk/client-s3';
 import { remoteError } from '../core/errors.js';
-import type { Remote } from './client.js';
+import { Remote } from './client.js';
+import type { WriteCondition } from './objects.js';
 import { planParts, type ComposeSource, type PartPiece, type PartRules, type PlannedPart } from './compose-plan.js';
 import { OBJECT_HEADERS, type StoredEncoding } from './upload.js';
 
@@ -47,13 +53,30 @@ export async function composeObject(
   encoding?: StoredEncoding,
 ): Promise<ComposeResult> {
   const prepared = await prepareComposition(remote, targetKey, sources, rules, encoding);
-  return prepared.complete();
+  const result = await prepared.complete();
+  if (result === 'refused') throw remoteError(`${targetKey} changed while it was joined`, 'join it again');
+  return result;
 }
 
 /** A composition whose parts are all in place: completing it replaces the target at once. */
 export interface PreparedComposition {
-  complete(): Promise<ComposeResult>;
+  /** The result, or 'refused' when the target is no longer as `condition` said (then the upload is aborted). */
+  complete(): Promise<ComposeResult | 'refused'>;
   abort(): Promise<void>;
+}
+
+/** The target's version now (its ETag), or undefined when it is absent: what a completion's condition names. */
+export async function versionOf(remote: Remote, key: string): Promise<string | undefined> {
+  try {
+    const head = await remote.call(
+      () => remote.client.send(new HeadObjectCommand({ Bucket: remote.options.bucket, Key: key })),
+      `look at ${key}`,
+    );
+    return head.ETag;
+  } catch (error) {
+    if (Remote.failedWith(error, 'NotFound', 'NoSuchKey')) return undefined;
+    throw error;
+  }
 }
 
 /**
@@ -67,6 +90,7 @@ export async function prepareComposition(
   sources: readonly (ObjectRange | { bytes: Uint8Array })[],
   rules: PartRules,
   encoding?: StoredEncoding,
+  condition?: WriteCondition,
 ): Promise<PreparedComposition> {
   const { bucket } = remote.options;
   const etags = new Map(sources.flatMap((s) => ('key' in s && s.etag !== undefined ? [[s.key, s.etag] as const] : [])));
@@ -100,18 +124,28 @@ export async function prepareComposition(
     await abort();
     throw error;
   }
-  const complete = async () => {
+  const complete = async (): Promise<ComposeResult | 'refused'> => {
     try {
       const done = await remote.call(
         () =>
           remote.client.send(
-            new CompleteMultipartUploadCommand({ Bucket: bucket, Key: targetKey, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+            new CompleteMultipartUploadCommand({
+              ...{ Bucket: bucket, Key: targetKey, UploadId: uploadId, MultipartUpload: { Parts: parts } },
+              ...(condition === undefined ? {} : 'ifMatch' in condition ? { IfMatch: condition.ifMatch } : { IfNoneMatch: '*' }),
+            }),
           ),
         `finish joining ${targetKey}`,
       );
       return { ...result, etag: done.ETag ?? '' };
     } catch (error) {
+      // S3 answers If-Match over a missing object with NoSuchKey, not 412.
+      const refused =
+        condition !== undefined && (Remote.preconditionFailed(error) || ('ifMatch' in condition && Remote.failedWith(error, 'NoSuchKey')));
+      // A completion sent again after its answer was lost finds its own object, not the version it named.
+      if (refused && (await completedEarlier(remote, targetKey, uploadId).catch(() => false)))
+        return { ...result, etag: (await versionOf(remote, targetKey)) ?? '' };
       await abort();
+      if (refused) return 'refused';
       throw error;
     }
   };
@@ -156,6 +190,20 @@ async function sendPart(
   result.uploadedParts += 1;
   result.uploadedBytes += body.length;
   return { PartNumber: partNumber, ETag: uploaded.ETag };
+}
+
+/** Whether the upload is gone though never aborted: an earlier attempt of its completion landed. */
+async function completedEarlier(remote: Remote, key: string, uploadId: string): Promise<boolean> {
+  try {
+    await remote.call(
+      () => remote.client.send(new ListPartsCommand({ Bucket: remote.options.bucket, Key: key, UploadId: uploadId, MaxParts: 1 })),
+      `look at the upload of ${key}`,
+    );
+    return false;
+  } catch (error) {
+    if (Remote.failedWith(error, 'NoSuchUpload')) return true;
+    throw error;
+  }
 }
 
 /** Fails when a source named by its ETag has changed since. */

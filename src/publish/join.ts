@@ -16,18 +16,18 @@
  * times (the shards ran side by side), so joining the same parts gives the same bytes.
  */
 import { performance } from 'node:perf_hooks';
-import { partMissingError, shardCountError, shardLayoutError } from '../core/errors.js';
+import { partMissingError, remoteError, shardCountError, shardLayoutError } from '../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, STATE_DIR } from '../core/layout.js';
 import { plural } from '../core/text.js';
 import { crc32, crc32Combine, deflatePiece, gzipTrailer } from '../output/gzip-member.js';
 import { API_VERSION, envelopeTail } from '../render/documents.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
-import { prepareComposition, type ComposeResult, type ObjectRange } from './compose.js';
+import { prepareComposition, versionOf, type ComposeResult, type ObjectRange } from './compose.js';
 import { r2PartRules, S3_PART_RULES, type PartRules } from './compose-plan.js';
 import { Lease, thisHolder, type LeaseOptions } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { readShardCount } from './shards.js';
-import { readObject, writeObject } from './objects.js';
+import { readObject, unchangedSince, writeObject } from './objects.js';
 import { LEAD_CRC, readPartIndex, removeOldParts, type PartIndex } from './parts.js';
 import type { Slice } from '../core/slice.js';
 import { objectKey } from './target.js';
@@ -57,50 +57,105 @@ export interface JoinReport {
   copiedParts: number;
   uploadedParts: number;
   uploadedBytes: number;
+  /** Whether another composer replaced the list while this call joined it: its join stands, this one was dropped. */
+  superseded: boolean;
 }
 
-/** Joins the list from every shard's current part, unless it already holds them all. */
+/**
+ * Joins the list from every shard's current part, unless it already holds them all. Fenced twice:
+ * every request checks the compose lease right before it is sent (a composer that lost it stops
+ * sending), and the bucket completes each object and writes `joined` only over the versions read at
+ * the start. A join that finds the list moved on lets the newer join stand (`superseded`).
+ */
 export async function joinList(remote: Remote, options: JoinOptions): Promise<JoinReport> {
-  const report: JoinReport = { joined: false, missing: [], parts: undefined, copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
+  const report: JoinReport = { ...NOTHING_JOINED, missing: [] };
   const lease = await Lease.acquire(remote, 'compose', options.lease, options.waitMs);
+  const outerFence = remote.fence;
   try {
     lease.keepRenewing();
-    const [indexes, last] = await Promise.all([readIndexes(remote, options.count), readJoined(remote)]);
+    remote.fence = () => {
+      outerFence?.();
+      lease.assertHeld();
+    };
+    const [indexes, last, versions] = await Promise.all([
+      readIndexes(remote, options.count),
+      readJoined(remote),
+      Promise.all(LIST_FILES.map((file) => versionOf(remote, objectKey(remote.options.prefix, file)))),
+    ]);
     report.missing = indexes.flatMap((index, shard) => (index === undefined ? [shard] : []));
     if (report.missing.length > 0) {
       if (options.required) throw missingError(remote, options.count, report.missing);
-      report.parts = last;
-      return report;
+      return { ...report, parts: last?.parts };
     }
     const parts = (indexes as PartIndex[]).map((index) => index.id);
-    if (!options.force && last !== undefined && last.join('\n') === parts.join('\n')) return { ...report, parts };
-    const plan = joinPlan(remote, indexes as PartIndex[]);
-    const rules = partRules(remote);
-    const settled = await Promise.allSettled([
-      prepareComposition(remote, objectKey(remote.options.prefix, CREATORS_FILE), plan.identity, rules),
-      prepareComposition(remote, objectKey(remote.options.prefix, CREATORS_GZIP_FILE), plan.gzip, rules, 'gzip'),
-    ]);
-    const prepared = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
-    try {
-      for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
-      // A composer whose lease passed on must not replace a list a later composer wrote.
-      lease.assertHeld();
-    } catch (error) {
-      await Promise.all(prepared.map((composition) => composition.abort()));
-      throw error;
-    }
-    const results = await Promise.all(prepared.map((composition) => composition.complete()));
-    await writeObject(
-      remote,
-      JOINED,
-      `${JSON.stringify({ tool: 'profile-snapshot', shards: options.count, parts })}\n`,
-      'application/json',
-      undefined,
-    );
+    if (!options.force && last?.parts !== undefined && last.parts.join('\n') === parts.join('\n')) return { ...report, parts };
+    const results = await replaceList(remote, lease, indexes as PartIndex[], versions);
+    if (results === 'superseded') return { ...report, parts: (await readJoined(remote))?.parts, superseded: true };
+    const record = `${JSON.stringify({ tool: 'profile-snapshot', shards: options.count, parts })}\n`;
+    if ((await writeObject(remote, JOINED, record, 'application/json', unchangedSince(last?.etag))) === 'refused')
+      throw await listMovedOn(remote);
     return { ...report, ...sum(results), joined: true, parts };
   } finally {
+    remote.fence = outerFence;
     await lease.release();
   }
+}
+
+const NOTHING_JOINED = { joined: false, parts: undefined, copiedParts: 0, uploadedParts: 0, uploadedBytes: 0, superseded: false } as const;
+const LIST_FILES = [CREATORS_FILE, CREATORS_GZIP_FILE] as const;
+
+/**
+ * Composes the list and its variant from the parts and completes both, each only over the version
+ * `versions` names; 'superseded' when the bucket refused either (another join replaced it).
+ */
+async function replaceList(
+  remote: Remote,
+  lease: Lease,
+  indexes: readonly PartIndex[],
+  versions: readonly (string | undefined)[],
+): Promise<ComposeResult[] | 'superseded'> {
+  const plan = joinPlan(remote, indexes);
+  const rules = partRules(remote);
+  const key = (file: string) => objectKey(remote.options.prefix, file);
+  const settled = await Promise.allSettled([
+    prepareComposition(remote, key(CREATORS_FILE), plan.identity, rules, undefined, unchangedSince(versions[0])),
+    prepareComposition(remote, key(CREATORS_GZIP_FILE), plan.gzip, rules, 'gzip', unchangedSince(versions[1])),
+  ]);
+  const prepared = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  try {
+    for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+    lease.assertHeld();
+  } catch (error) {
+    await Promise.all(prepared.map((composition) => composition.abort()));
+    throw error;
+  }
+  const results = await Promise.all(prepared.map((composition) => composition.complete()));
+  const completed = results.filter((result): result is ComposeResult => result !== 'refused');
+  if (completed.length === results.length) return completed;
+  // One object replaced and not the other: the pair is two joins apart until the next join.
+  if (completed.length > 0) await forgetJoined(remote);
+  return 'superseded';
+}
+
+/**
+ * The record of the last join was replaced after this join read it, so this join's completions may
+ * have landed over a newer list (a store that ignores their conditions): the record is cleared, so
+ * that no shard trusts it, and the next shard publish joins again.
+ */
+async function listMovedOn(remote: Remote) {
+  await forgetJoined(remote);
+  return remoteError(
+    `the creators list of ${remote.where} was joined by another composer while this one wrote it (this one stalled past its compose lease)`,
+    'nothing to do: the next publish of any shard joins the list again (or run profile-snapshot compose)',
+  );
+}
+
+/** Replaces the record of the last join, as it is now, by one naming no parts (every shard then joins again). */
+async function forgetJoined(remote: Remote): Promise<void> {
+  const last = await readJoined(remote);
+  if (last === undefined) return;
+  const record = `${JSON.stringify({ tool: 'profile-snapshot', parts: null, forgotten: 'a join was superseded halfway' })}\n`;
+  await writeObject(remote, JOINED, record, 'application/json', unchangedSince(last.etag));
 }
 
 /**
@@ -114,9 +169,8 @@ export async function joinShard(
   options: Omit<JoinOptions, 'count' | 'required'>,
 ): Promise<{ report: JoinReport; holdsPart: boolean }> {
   const [current, last] = await Promise.all([readPartIndex(remote, shard), readJoined(remote)]);
-  if (current !== undefined && last?.[shard.index] === current.id) {
-    const report = { joined: false, missing: [], parts: last, copiedParts: 0, uploadedParts: 0, uploadedBytes: 0 };
-    return { report, holdsPart: true };
+  if (current !== undefined && last?.parts?.[shard.index] === current.id) {
+    return { report: { ...NOTHING_JOINED, missing: [], parts: last.parts }, holdsPart: true };
   }
   const report = await joinList(remote, { ...options, count: shard.count, required: false });
   const holdsPart = current !== undefined && report.parts?.[shard.index] === current.id;
@@ -129,20 +183,20 @@ async function readIndexes(remote: Remote, count: number): Promise<(PartIndex | 
 }
 
 /**
- * The parts the live list was last joined from, by shard. A record that cannot be read (damaged, cut
- * short, written by hand) counts as none: the list is joined again, never a reason for every shard
- * to fail.
+ * The record of the last join: the parts the live list was joined from, by shard, and its version.
+ * A record that cannot be read (damaged, cut short, written by hand, forgotten) names no parts: the
+ * list is joined again, never a reason for every shard to fail.
  */
-async function readJoined(remote: Remote): Promise<string[] | undefined> {
+async function readJoined(remote: Remote): Promise<{ parts: string[] | undefined; etag: string } | undefined> {
   const stored = await readObject(remote, JOINED);
   if (stored === undefined || stored === 'unchanged') return undefined;
   let body: { parts?: unknown } | null;
   try {
     body = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as { parts?: unknown } | null;
   } catch {
-    return undefined;
+    body = null;
   }
-  return Array.isArray(body?.parts) ? body.parts.map(String) : undefined;
+  return { parts: Array.isArray(body?.parts) ? body.parts.map(String) : undefined, etag: stored.etag };
 }
 
 type Source = ObjectRange | { bytes: Uint8Array };

@@ -167,7 +167,7 @@ export interface ProxyOptions {
   /** Added before each request is forwarded. */
   delayMs?: number;
   /** Decides a fault per request (n counts from 1): answer 503, cut the connection, or stall. */
-  fault?: (n: number, method: string, path: string) => 'status503' | 'reset' | 'slow' | undefined;
+  fault?: (n: number, method: string, path: string, query: string) => 'status503' | 'reset' | 'slow' | undefined;
   /** false: answers without Date and Last-Modified headers (a store whose clock the client cannot read). */
   dates?: boolean;
 }
@@ -190,7 +190,7 @@ export async function startProxy(
     req.on('end', async () => {
       const n = ++state.n;
       const url = new URL(req.url ?? '/', 'http://x');
-      const fault = options.fault?.(n, req.method ?? '', url.pathname);
+      const fault = options.fault?.(n, req.method ?? '', url.pathname, url.search);
       if (fault) state.faults++;
       if (fault === 'reset') return req.socket.destroy();
       if (fault === 'status503') {

@@ -7,7 +7,8 @@ import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/clie
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Remote } from '../../src/publish/client.js';
-import { composeObject } from '../../src/publish/compose.js';
+import { composeObject, prepareComposition, versionOf } from '../../src/publish/compose.js';
+import { unchangedSince } from '../../src/publish/objects.js';
 import {
   planParts,
   r2PartRules,
@@ -167,5 +168,28 @@ describe.skipIf(!hasMoto)('composeObject on moto_server', () => {
       composeObject(remote, 'target', [{ key: 'parts/moving', start: 0, end: a.length, etag }, { bytes: Buffer.from('x') }], S3_PART_RULES),
     ).rejects.toThrow(/parts\/moving changed while target was joined from it/);
     expect((await get('target')).bytes.equals(before)).toBe(true);
+  }, 60_000);
+
+  it('completes only over the version it names: another writer first, and its object stands (If-None-Match: *)', async () => {
+    const a = randomBytes(6 * MiB);
+    await put('parts/first', a);
+    const source = [{ key: 'parts/first', start: 0, end: a.length }, { bytes: Buffer.from('tail') }];
+    expect(await versionOf(remote, 'raced')).toBeUndefined();
+    const prepared = await prepareComposition(remote, 'raced', source, S3_PART_RULES, undefined, unchangedSince(undefined));
+    const newer = Buffer.from('a newer join, completed first');
+    await put('raced', newer);
+    expect(await prepared.complete()).toBe('refused');
+    expect((await get('raced')).bytes.equals(newer)).toBe(true);
+    // Named as the version now there, the same composition completes.
+    const again = await prepareComposition(
+      remote,
+      'raced',
+      source,
+      S3_PART_RULES,
+      undefined,
+      unchangedSince(await versionOf(remote, 'raced')),
+    );
+    expect(await again.complete()).toMatchObject({ copiedParts: 1 });
+    expect((await get('raced')).bytes.equals(Buffer.concat([a, Buffer.from('tail')]))).toBe(true);
   }, 60_000);
 });

@@ -56,6 +56,8 @@ Exit codes:
 export function formatComposeSummary(report: ComposeReport): string {
   const requests = Object.values(report.requests).reduce((a, b) => a + b, 0);
   const cost = `${count(requests)} requests; ${report.seconds.toFixed(2)} s`;
+  if (report.superseded)
+    return `profile-snapshot: another composer joined the creators list of ${report.where} while this one did; its join stands, this one was dropped; ${cost}`;
   if (!report.joined)
     return `profile-snapshot: the creators list of ${report.where} already holds every part of its ${report.shards} shards; ${cost}`;
   return `profile-snapshot: joined the creators list of ${report.where} from ${report.shards} shards: ${count(report.copiedParts)} parts copied, ${count(report.uploadedParts)} uploaded (${count(report.uploadedBytes)} bytes); ${cost}`;

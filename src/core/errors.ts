@@ -17,6 +17,7 @@ export const ExitCode = {
   shardCount: 9,
   shardLayout: 10,
   partMissing: 11,
+  listBehind: 12,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -30,7 +31,8 @@ export type SnapshotErrorKind =
   | 'prefixHeld'
   | 'shardCount'
   | 'shardLayout'
-  | 'partMissing';
+  | 'partMissing'
+  | 'listBehind';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -79,6 +81,9 @@ export const shardLayoutError = (message: string, hint?: string) => new Snapshot
 
 /** The creators list cannot be joined: a shard has published no part of it yet: exit 11, transient. */
 export const partMissingError = (message: string, hint?: string) => new SnapshotError('partMissing', message, { hint });
+
+/** A shard was published, but the creators list could not take its part (another composer held it): exit 12, transient. */
+export const listBehindError = (message: string, hint?: string) => new SnapshotError('listBehind', message, { hint });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

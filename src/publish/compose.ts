@@ -23,6 +23,7 @@ import {
   type CompletedPart,
 } from '@aws-sdk/client-s3';
 import { remoteError } from '../core/errors.js';
+import { limitTo, type Limit } from '../core/limit.js';
 import { Remote } from './client.js';
 import type { WriteCondition } from './objects.js';
 import { planParts, type ComposeSource, type PartPiece, type PartRules, type PlannedPart } from './compose-plan.js';
@@ -52,10 +53,21 @@ export async function composeObject(
   rules: PartRules,
   encoding?: StoredEncoding,
 ): Promise<ComposeResult> {
-  const prepared = await prepareComposition(remote, targetKey, sources, rules, encoding);
+  const prepared = await prepareComposition(remote, targetKey, sources, rules, { encoding });
   const result = await prepared.complete();
   if (result === 'refused') throw remoteError(`${targetKey} changed while it was joined`, 'join it again');
   return result;
+}
+
+export interface CompositionOptions {
+  encoding?: StoredEncoding;
+  /** What the target must still be when the composition completes (see the top of this file). */
+  condition?: WriteCondition;
+  /**
+   * The copies and uploads in flight at once (default: --concurrency of them). An uploaded part is
+   * held in memory while it is sent, so this also bounds the bytes a composition holds.
+   */
+  limit?: Limit;
 }
 
 /** A composition whose parts are all in place: completing it replaces the target at once. */
@@ -89,8 +101,7 @@ export async function prepareComposition(
   targetKey: string,
   sources: readonly (ObjectRange | { bytes: Uint8Array })[],
   rules: PartRules,
-  encoding?: StoredEncoding,
-  condition?: WriteCondition,
+  { encoding, condition, limit = limitTo(remote.options.concurrency) }: CompositionOptions = {},
 ): Promise<PreparedComposition> {
   const { bucket } = remote.options;
   const etags = new Map(sources.flatMap((s) => ('key' in s && s.etag !== undefined ? [[s.key, s.etag] as const] : [])));
@@ -117,7 +128,9 @@ export async function prepareComposition(
   let parts: CompletedPart[];
   try {
     // Side by side: a copy costs the store time, not this process.
-    parts = await Promise.all(plan.map((part, index) => sendPart(remote, targetKey, uploadId, index + 1, part, etags, result)));
+    parts = await Promise.all(
+      plan.map((part, index) => limit(() => sendPart(remote, targetKey, uploadId, index + 1, part, etags, result))),
+    );
     // Copies made: each source must still be the version named, or the copy may hold another.
     await checkSources(remote, targetKey, etags);
   } catch (error) {

@@ -22,13 +22,14 @@ import { plural } from '../core/text.js';
 import { crc32, crc32Combine, deflatePiece, gzipTrailer } from '../output/gzip-member.js';
 import { API_VERSION, envelopeTail } from '../render/documents.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
+import { limitTo } from '../core/limit.js';
 import { prepareComposition, versionOf, type ComposeResult, type ObjectRange } from './compose.js';
 import { r2PartRules, S3_PART_RULES, type PartRules } from './compose-plan.js';
 import { Lease, thisHolder, type LeaseOptions } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { readShardCount } from './shards.js';
 import { readObject, unchangedSince, writeObject } from './objects.js';
-import { LEAD_CRC, readPartIndex, removeOldParts, type PartIndex } from './parts.js';
+import { brokenObjects, LEAD_CRC, readPartIndex, removeOldParts, type PartIndex } from './parts.js';
 import type { Slice } from '../core/slice.js';
 import { objectKey } from './target.js';
 
@@ -59,6 +60,8 @@ export interface JoinReport {
   uploadedBytes: number;
   /** Whether another composer replaced the list while this call joined it: its join stands, this one was dropped. */
   superseded: boolean;
+  /** Shards whose part objects are gone from the bucket or were replaced: nothing was joined. */
+  broken: readonly number[];
 }
 
 /**
@@ -89,7 +92,14 @@ export async function joinList(remote: Remote, options: JoinOptions): Promise<Jo
     }
     const parts = (indexes as PartIndex[]).map((index) => index.id);
     if (!options.force && last?.parts !== undefined && last.parts.join('\n') === parts.join('\n')) return { ...report, parts };
-    const results = await replaceList(remote, lease, indexes as PartIndex[], versions);
+    const results = await replaceList(remote, lease, indexes as PartIndex[], versions).catch(async (error: unknown) => {
+      // A part gone from the bucket (a lifecycle rule, a hand) stops this join, not the publish that asked for it.
+      const broken = await brokenShards(remote, indexes as PartIndex[]);
+      if (broken.length === 0) throw error;
+      if (options.required) throw brokenError(remote, options.count, broken);
+      return { broken };
+    });
+    if (typeof results === 'object' && 'broken' in results) return { ...report, broken: results.broken, parts: last?.parts };
     if (results === 'superseded') return { ...report, parts: (await readJoined(remote))?.parts, superseded: true };
     const record = `${JSON.stringify({ tool: 'profile-snapshot', shards: options.count, parts })}\n`;
     if ((await writeObject(remote, JOINED, record, 'application/json', unchangedSince(last?.etag))) === 'refused')
@@ -101,7 +111,15 @@ export async function joinList(remote: Remote, options: JoinOptions): Promise<Jo
   }
 }
 
-const NOTHING_JOINED = { joined: false, parts: undefined, copiedParts: 0, uploadedParts: 0, uploadedBytes: 0, superseded: false } as const;
+const NOTHING_JOINED = {
+  joined: false,
+  parts: undefined,
+  copiedParts: 0,
+  uploadedParts: 0,
+  uploadedBytes: 0,
+  superseded: false,
+  broken: [],
+} as const;
 const LIST_FILES = [CREATORS_FILE, CREATORS_GZIP_FILE] as const;
 
 /**
@@ -117,9 +135,15 @@ async function replaceList(
   const plan = joinPlan(remote, indexes);
   const rules = partRules(remote);
   const key = (file: string) => objectKey(remote.options.prefix, file);
+  // Both objects' copies and uploads within one --concurrency, and so the bytes held in memory.
+  const limit = limitTo(remote.options.concurrency);
   const settled = await Promise.allSettled([
-    prepareComposition(remote, key(CREATORS_FILE), plan.identity, rules, undefined, unchangedSince(versions[0])),
-    prepareComposition(remote, key(CREATORS_GZIP_FILE), plan.gzip, rules, 'gzip', unchangedSince(versions[1])),
+    prepareComposition(remote, key(CREATORS_FILE), plan.identity, rules, { condition: unchangedSince(versions[0]), limit }),
+    prepareComposition(remote, key(CREATORS_GZIP_FILE), plan.gzip, rules, {
+      encoding: 'gzip',
+      condition: unchangedSince(versions[1]),
+      limit,
+    }),
   ]);
   const prepared = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
   try {
@@ -252,6 +276,20 @@ function sum(results: readonly ComposeResult[]): Pick<JoinReport, 'copiedParts' 
     uploadedParts: results.reduce((n, r) => n + r.uploadedParts, 0),
     uploadedBytes: results.reduce((n, r) => n + r.uploadedBytes, 0),
   };
+}
+
+/** The shards whose part objects (as their indexes name them) are gone or replaced. */
+async function brokenShards(remote: Remote, indexes: readonly PartIndex[]): Promise<number[]> {
+  const broken = await Promise.all(indexes.map(async (index) => (await brokenObjects(remote, index)).length > 0));
+  return broken.flatMap((yes, shard) => (yes ? [shard] : []));
+}
+
+function brokenError(remote: Remote, count: number, broken: readonly number[]) {
+  const names = broken.map((shard) => `${shard}/${count}`).join(', ');
+  return partMissingError(
+    `the creators list of ${remote.where} cannot be joined: the part of ${plural(broken.length, 'shard')} (${names}) is gone from the bucket or was replaced; the live list was left as it is`,
+    `publish ${broken.length === 1 ? 'that shard' : 'those shards'} again (profile-snapshot publish --shard i/${count}): a shard sends its part again when the bucket lacks it`,
+  );
 }
 
 function missingError(remote: Remote, count: number, missing: readonly number[]) {

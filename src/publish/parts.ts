@@ -25,6 +25,7 @@ import { stampOf } from '../output/manifest.js';
 import { SUCCESS_HEAD } from '../render/documents.js';
 import type { Remote } from './client.js';
 import { fileStampOf, type LocalTree } from './local.js';
+import { versionOf } from './compose.js';
 import { readObject, writeObject } from './objects.js';
 import { shardFolder } from './shards.js';
 import { objectKey } from './target.js';
@@ -188,12 +189,54 @@ export async function publishPart(remote: Remote, tree: LocalTree, shard: Slice,
   }
 }
 
-/** The shard's part index, or undefined when the shard has published none. */
+/**
+ * The shard's part index, or undefined when the shard has published none, or none that can be read
+ * (damaged, written by hand): the shard's next publish writes it again (`partIsWhole`).
+ */
 export async function readPartIndex(remote: Remote, shard: Slice): Promise<PartIndex | undefined> {
   const stored = await readObject(remote, partIndexKey(shard));
   if (stored === undefined || stored === 'unchanged') return undefined;
-  const index = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as PartIndex;
-  return index.tool === 'profile-snapshot' && index.shard === formatSlice(shard) ? index : undefined;
+  let index: PartIndex | null;
+  try {
+    index = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as PartIndex | null;
+  } catch {
+    return undefined;
+  }
+  return index?.tool === 'profile-snapshot' && index.shard === formatSlice(shard) ? index : undefined;
+}
+
+/**
+ * Whether the bucket holds the shard's part whole: its index, each object it names at the version it
+ * names, and (given the tree) the index describing the tree's list. A shard heals its own part: when
+ * this says no, its publish uploads the part again, whatever its record says.
+ */
+export async function partIsWhole(remote: Remote, shard: Slice, tree?: LocalTree): Promise<boolean> {
+  const index = await readPartIndex(remote, shard);
+  if (index === undefined) return false;
+  if (tree !== undefined && !describesTree(index, tree, shard)) return false;
+  return (await brokenObjects(remote, index)).length === 0;
+}
+
+/** The part objects an index names that are gone from the bucket, or are another version now. */
+export async function brokenObjects(remote: Remote, index: PartIndex): Promise<string[]> {
+  const objects = [index.identity, index.gzip].filter((part) => part.bytes > 0);
+  const versions = await Promise.all(objects.map((part) => versionOf(remote, objectKey(remote.options.prefix, part.key))));
+  return objects
+    .filter((part, i) => versions[i] === undefined || (part.etag !== undefined && part.etag !== versions[i]))
+    .map((part) => part.key);
+}
+
+function describesTree(index: PartIndex, tree: LocalTree, shard: Slice): boolean {
+  const local = localParts(tree, shard);
+  local.close();
+  const { memberBytes, crc, length, meta } = local.index;
+  return (
+    index.memberBytes === memberBytes &&
+    index.crc === crc &&
+    index.length === length &&
+    index.meta.timestamp === meta.timestamp &&
+    index.meta.executionTimeMs === meta.executionTimeMs
+  );
 }
 
 /** Removes the shard's part objects other than `current`'s (older parts, and any a killed publish left). */

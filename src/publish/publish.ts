@@ -32,13 +32,13 @@ import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { Lease, thisHolder, type LeaseOptions, type Sightings } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { treeShard, fileStampOf, profileDocument, profilePaths, readLocalTree, type LocalTree } from './local.js';
-import { deleteCount, guardDeletions, isEmptyPlan, planPublish, uploadCount, type PublishPlan } from './plan.js';
+import { deleteCount, guardDeletions, isEmptyPlan, LIST_FILES, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { bucketHoldsTree } from './quiet.js';
 import { namesTree, readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
 import { newPublishId, NO_BASE, UNKNOWN, type LiveSet, type RemoteIntent } from './state.js';
 import { joinShard, type JoinReport } from './join.js';
-import { publishPart } from './parts.js';
+import { partIsWhole, publishPart } from './parts.js';
 import { assertNotSharded, assertShardWriters, claimShardLayout, scopeOf, type PublishScope } from './shards.js';
 import { formatSlice, type Slice } from '../core/slice.js';
 import { describeTarget } from './target.js';
@@ -113,7 +113,16 @@ export interface PublishReport {
   /** Things the operator should know, e.g. a store that ignores conditional writes (accepted with --single-writer). */
   notices: string[];
   /** The shard published (`i/n`), and what became of the joined creators list; undefined for a whole tree. */
-  shard?: { shard: string; join: JoinReport | undefined; listHoldsShard: boolean; deferredProfiles: number } | undefined;
+  shard?:
+    | {
+        shard: string;
+        join: JoinReport | undefined;
+        listHoldsShard: boolean;
+        deferredProfiles: number;
+        /** Why the list could not be joined at all (another composer held it past --lock-timeout, or took it over). */
+        listBehind?: string | undefined;
+      }
+    | undefined;
   seconds: number;
 }
 
@@ -171,9 +180,12 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: PublishO
   if (scope.shard !== undefined) await claimShardLayout(remote, scope.shard);
   // The bucket already holds this tree: known from two headers, no million entries read.
   const held = options.full ? undefined : await bucketHoldsTree(remote, reader, scope);
-  if (held !== undefined) return joinedOutcome(remote, quietOutcome(remote, held, options), scope, options);
+  // A shard heals its own part: one gone from the bucket (or never whole) is sent again, whatever the record says.
+  if (held !== undefined && (scope.shard === undefined || (await partIsWhole(remote, scope.shard))))
+    return joinedOutcome(remote, quietOutcome(remote, held, options), scope, options);
   const tree = readLocalTree(reader, options.waitMs ?? DEFAULT_COMMIT_WAIT_MS);
-  const first = options.full ? undefined : await readRecord(remote, scope);
+  const partBroken = scope.shard !== undefined && !(await partIsWhole(remote, scope.shard, tree));
+  const first = options.full ? undefined : forgetPartIf(partBroken, await readRecord(remote, scope));
   // Only a prefix without a record of whole trees may be a sharded one: no request otherwise.
   if (scope.shard === undefined && first?.stateEtag === undefined) await assertNotSharded(remote);
   // Decided before the lease is taken, so a quiet check, a dry run and a refusal write nothing.
@@ -194,7 +206,7 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: PublishO
     // lands after another publisher has taken over.
     lock.keepRenewing(() => remote.client.destroy());
     remote.fence = () => lock.assertHeld();
-    const record = await readRecord(remote, scope, first);
+    const record = forgetPartIf(partBroken, await readRecord(remote, scope, first));
     // The record unchanged since it was read (both conditional GETs answered 304): its plan stands.
     const outcome = await publishHeld(remote, tree, options, record, record === first ? firstPlan : undefined);
     if (lock.unfenced) outcome.notices.push(unfencedNotice(remote));
@@ -207,6 +219,12 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: PublishO
     remote.fence = undefined;
     await lock.release();
   }
+}
+
+/** The record, believed to hold no part of the list when the shard's part is broken: the plan then sends it. */
+function forgetPartIf<R extends RemoteRecord | undefined>(broken: boolean, record: R): R {
+  if (broken) for (const path of LIST_FILES) record?.live?.files.delete(path);
+  return record;
 }
 
 /** The publish proper, under the lock: decide, guard, intent, upload, delete, state. */
@@ -284,12 +302,28 @@ async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, opt
   outcome.shard = { shard: formatSlice(shard), join: undefined, listHoldsShard: false, deferredProfiles: 0 };
   if (options.dryRun) return false;
   const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const { report, holdsPart } = await joinShard(remote, shard, { lease: leaseOptions(options), waitMs });
+  const joined = await joinShard(remote, shard, { lease: leaseOptions(options), waitMs }).catch((error: unknown) => {
+    if (!(error instanceof SnapshotError && error.kind === 'prefixHeld')) throw error;
+    // This shard's own lock lost: the publish fails (the fence throws). Else the compose lease was
+    // held or taken over: the shard's publish stands, and its next publish joins the list.
+    remote.fence?.();
+    outcome.shard!.listBehind = error.message;
+    outcome.notices.push(`the creators list was not joined: ${error.message} (this shard's next publish joins it)`);
+    return undefined;
+  });
+  if (joined === undefined) return false;
+  const { report, holdsPart } = joined;
   outcome.shard.join = report;
   outcome.shard.listHoldsShard = holdsPart;
   if (report.missing.length > 0) {
     const names = report.missing.map((index) => `${index}/${shard.count}`).join(', ');
     outcome.notices.push(`the creators list was not joined: ${names} published no part yet (the last shard to publish joins it)`);
+  }
+  if (report.broken.length > 0) {
+    const names = report.broken.map((index) => `${index}/${shard.count}`).join(', ');
+    outcome.notices.push(
+      `the creators list was not joined: the part of ${names} is gone from the bucket (that shard's next publish sends it again)`,
+    );
   }
   return holdsPart;
 }

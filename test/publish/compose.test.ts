@@ -18,7 +18,8 @@ import {
   type PartRules,
   type PlannedPart,
 } from '../../src/publish/compose-plan.js';
-import { clientFor, CREDENTIALS, hasMoto, startMoto, type S3Server } from '../helpers/s3.js';
+import { clientFor, CREDENTIALS, hasMoto, startMoto, startProxy, type S3Server } from '../helpers/s3.js';
+import { limitTo } from '../../src/core/limit.js';
 
 const MiB = 2 ** 20;
 const partBytes = (part: PlannedPart) =>
@@ -170,25 +171,54 @@ describe.skipIf(!hasMoto)('composeObject on moto_server', () => {
     expect((await get('target')).bytes.equals(before)).toBe(true);
   }, 60_000);
 
+  it('keeps its copies and uploads within --concurrency, both objects of a join within one limit', async () => {
+    const proxy = await startProxy(server.endpoint, { delayMs: 30 });
+    const narrow = await Remote.open({
+      bucket,
+      prefix: '',
+      endpoint: proxy.endpoint,
+      region: 'us-east-1',
+      pathStyle: true,
+      concurrency: 2,
+    });
+    try {
+      const sources = await Promise.all(
+        Array.from({ length: 6 }, async (_, i) => {
+          const bytes = randomBytes(5 * MiB + i);
+          return { key: `parts/many-${i}`, start: 0, end: bytes.length, etag: await put(`parts/many-${i}`, bytes) };
+        }),
+      );
+      const limit = limitTo(2);
+      const both = await Promise.all(
+        ['many-a', 'many-b'].map((target) =>
+          prepareComposition(narrow, target, [...sources, { bytes: Buffer.from('tail') }], S3_PART_RULES, { limit }),
+        ),
+      );
+      await Promise.all(both.map((composition) => composition.complete()));
+      const parts = proxy.log.filter((request) => request.method === 'PUT' && request.query.includes('partNumber='));
+      expect(parts).toHaveLength(2 * 7);
+      const inFlight = (at: number) => parts.filter((request) => request.startedAt <= at && at < request.endedAt).length;
+      expect(Math.max(...parts.map((request) => inFlight(request.startedAt)))).toBe(2);
+    } finally {
+      narrow.close();
+      await proxy.close();
+    }
+  }, 60_000);
+
   it('completes only over the version it names: another writer first, and its object stands (If-None-Match: *)', async () => {
     const a = randomBytes(6 * MiB);
     await put('parts/first', a);
     const source = [{ key: 'parts/first', start: 0, end: a.length }, { bytes: Buffer.from('tail') }];
     expect(await versionOf(remote, 'raced')).toBeUndefined();
-    const prepared = await prepareComposition(remote, 'raced', source, S3_PART_RULES, undefined, unchangedSince(undefined));
+    const prepared = await prepareComposition(remote, 'raced', source, S3_PART_RULES, { condition: unchangedSince(undefined) });
     const newer = Buffer.from('a newer join, completed first');
     await put('raced', newer);
     expect(await prepared.complete()).toBe('refused');
     expect((await get('raced')).bytes.equals(newer)).toBe(true);
     // Named as the version now there, the same composition completes.
-    const again = await prepareComposition(
-      remote,
-      'raced',
-      source,
-      S3_PART_RULES,
-      undefined,
-      unchangedSince(await versionOf(remote, 'raced')),
-    );
+    const again = await prepareComposition(remote, 'raced', source, S3_PART_RULES, {
+      condition: unchangedSince(await versionOf(remote, 'raced')),
+    });
     expect(await again.complete()).toMatchObject({ copiedParts: 1 });
     expect((await get('raced')).bytes.equals(Buffer.concat([a, Buffer.from('tail')]))).toBe(true);
   }, 60_000);

@@ -5,7 +5,7 @@
  * of a composer, and every refusal with its exit code and nothing changed; and a join under R2's
  * rule for parts, served by the Worker in workerd.
  */
-import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -123,36 +123,91 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
     await expectShardedExact(site);
   }, 120_000);
 
-  it('joins only the part versions their indexes name: a part replaced by hand fails the join, the live list stands', async () => {
-    const site = await newShardedSite(workspace.server, workspace.dir, 40, 2);
-    for (let i = 0; i < 2; i++) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
+  it('a part replaced or deleted by hand stops only the join: the other shards publish on, and its own shard sends it again', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 90, 3);
+    for (let i = 0; i < 3; i++) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
     const client = clientFor(site.server.endpoint);
-    const read = async (key: string) => {
-      const object = await client.send(new GetObjectCommand({ Bucket: site.bucket, Key: `${PREFIX}/${key}` }));
-      return Buffer.from(await object.Body!.transformToByteArray());
+    const key = (path: string) => ({ Bucket: site.bucket, Key: `${PREFIX}/${path}` });
+    const read = async (path: string) =>
+      Buffer.from(await (await client.send(new GetObjectCommand(key(path)))).Body!.transformToByteArray());
+    const partOf = async (shard: number) =>
+      (JSON.parse((await read(`.profile-snapshot/shards/${shard}-of-3/part`)).toString()) as { identity: { key: string } }).identity.key;
+    const publishShard = async (shard: number) => {
+      const run = await runCliAsync(shardArgs(site, shard, site.server.endpoint), { env: s3Env() });
+      expect(run.code, run.stderr).toBe(0);
+      return run.stderr;
     };
     try {
-      const index = JSON.parse((await read('.profile-snapshot/shards/0-of-2/part')).toString()) as { identity: { key: string } };
-      const part = await read(index.identity.key);
-      // Same size, other bytes: only the version tells them apart.
-      const replaced = {
-        Bucket: site.bucket,
-        Key: `${PREFIX}/${index.identity.key}`,
-        Body: Buffer.from(part.toString().replace(/"/g, "'")),
-      };
-      await client.send(new PutObjectCommand(replaced));
+      // Same size, other bytes: only the version tells them apart (the join copies only the version named).
+      const replaced = await partOf(0);
+      await client.send(
+        new PutObjectCommand({ ...key(replaced), Body: Buffer.from((await read(replaced)).toString().replace(/"/g, "'")) }),
+      );
       const before = await read(CREATORS_FILE);
-      // Shard 1 changes and joins with shard 0's part as its index describes it.
-      const id = Array.from({ length: 40 }, (_, i) => i + 1).find((i) => sliceOf(userName(i), 2) === 1)!;
+      const id = Array.from({ length: 90 }, (_, i) => i + 1).find((i) => sliceOf(userName(i), 3) === 1)!;
       sql(site.db, `UPDATE users SET display_name = 'Renamed' WHERE id = ${id}`);
       buildShards(site);
-      const run = await runCliAsync(shardArgs(site, 1, site.server.endpoint), { env: s3Env() });
-      expect(run.code, run.stderr).not.toBe(0);
-      expect(run.stderr).toMatch(/changed|precondition/i);
+      // Shard 1 publishes its change; the list cannot take shard 0's part, and stands as it was.
+      expect(await publishShard(1)).toMatch(/the part of 0\/3 is gone from the bucket/);
       expect((await read(CREATORS_FILE)).equals(before)).toBe(true);
+      expect(await sampleReader(site.server.endpoint, site.bucket)).toBe(true);
+      // Shard 2's part deleted too: shard 0, its tree unchanged, sends its own part again; shard 2's still stops the join.
+      await client.send(new DeleteObjectCommand(key(await partOf(2))));
+      expect(await publishShard(0)).toMatch(/the part of 2\/3 is gone from the bucket/);
+      expect((await read(CREATORS_FILE)).equals(before)).toBe(true);
+      expect(await publishShard(2)).not.toMatch(/gone from the bucket/);
+      expect((await read(CREATORS_FILE)).toString()).toContain('Renamed');
+      // Each shard removes its older parts once a publish of its own finds the list holding its current one.
+      change(site, 2);
+      buildShards(site);
+      for (let i = 0; i < 3; i++) expect(await publishShard(i)).not.toMatch(/gone from the bucket/);
     } finally {
       client.destroy();
     }
+    await expectShardedExact(site);
+  }, 120_000);
+
+  it('a compose lease held past --lock-timeout: the shard is published (exit 12, the list behind), and its next publish joins', async () => {
+    const site = await newShardedSite(workspace.server, workspace.dir, 60, 2);
+    for (let i = 0; i < 2; i++) expect((await runCliAsync(shardArgs(site, i, site.server.endpoint), { env: s3Env() })).code).toBe(0);
+    const client = clientFor(site.server.endpoint);
+    const key = (path: string) => ({ Bucket: site.bucket, Key: `${PREFIX}/${path}` });
+    const read = async (path: string) =>
+      Buffer.from(await (await client.send(new GetObjectCommand(key(path)))).Body!.transformToByteArray());
+    try {
+      // Another composer, alive (renewed just now, a long TTL), holds the list.
+      const now = new Date().toISOString();
+      const holder = { id: 'another', host: 'elsewhere', pid: 4242 };
+      const lease = {
+        tool: 'profile-snapshot',
+        lease: 'compose',
+        holder,
+        acquiredAt: now,
+        renewedAt: now,
+        renewals: 0,
+        ttlSeconds: 600,
+        released: false,
+        preconditions: 'proven',
+      };
+      await client.send(new PutObjectCommand({ ...key('.profile-snapshot/compose'), Body: JSON.stringify(lease) }));
+      const before = await read(CREATORS_FILE);
+      const id = Array.from({ length: 60 }, (_, i) => i + 1).find((i) => sliceOf(userName(i), 2) === 1)!;
+      sql(site.db, `UPDATE users SET display_name = 'Renamed', status = 'active' WHERE id = ${id}`);
+      buildShards(site);
+      const behind = await runCliAsync(shardArgs(site, 1, site.server.endpoint, '--lock-timeout', '2'), { env: s3Env() });
+      expect(behind.code, behind.stderr).toBe(12);
+      expect(behind.stderr).toMatch(/shard 1\/2 was published, but the creators list does not hold its part yet: .*pid 4242/);
+      // Its profiles went out; the list stands as it was.
+      expect((await read(`api/v1/users/${userName(id).toLowerCase()}`)).toString()).toContain('Renamed');
+      expect((await read(CREATORS_FILE)).equals(before)).toBe(true);
+      await client.send(new DeleteObjectCommand(key('.profile-snapshot/compose')));
+      const next = await runCliAsync(shardArgs(site, 1, site.server.endpoint), { env: s3Env() });
+      expect(next.code, next.stderr).toBe(0);
+      expect(next.stderr).toMatch(/list joined/);
+    } finally {
+      client.destroy();
+    }
+    await expectShardedExact(site);
   }, 120_000);
 
   it('fails its own check on a list that drops or repeats a shard', async () => {

@@ -4,7 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import { wholeNumber } from '../numbers.js';
-import { usageError } from '../../core/errors.js';
+import { listBehindError, usageError } from '../../core/errors.js';
 import { count } from '../../core/text.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../../output/settled.js';
 import { publish, type PublishReport } from '../../publish/publish.js';
@@ -67,6 +67,8 @@ Exit codes:
   8 the prefix is held by another publisher (transient: retry)
   9 the prefix is split into another number of shards (the message names it)
   10 a shard published into a prefix of whole trees, or a whole tree into a sharded one
+  12 the shard was published, but another composer held the creators list past --lock-timeout:
+     the list does not hold its part yet (transient: publish again, or run compose)
   1 a bug in profile-snapshot
 `,
     );
@@ -105,6 +107,14 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
   for (const notice of report.notices) io.stderr.write(`profile-snapshot: warning: ${notice}\n`);
   io.stderr.write(`${formatPublishSummary(report)}\n`);
   if (flags.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  const behind = report.shard?.listBehind;
+  if (behind !== undefined) {
+    state.json = false; // the report on stdout already says it
+    throw listBehindError(
+      `shard ${report.shard!.shard} was published, but the creators list does not hold its part yet: ${behind}`,
+      'publish the shard again, or run profile-snapshot compose, once the other composer is done (exit 12 is transient)',
+    );
+  }
 }
 
 /** e.g. "profile-snapshot: published dist to s3://b/p at http://...: 12 objects put (5 profiles, the creators list), 2 deleted, 40 unchanged; 13 requests; 0.21 s" */

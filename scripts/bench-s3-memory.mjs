@@ -25,8 +25,8 @@
  * another server, adding the delay there (to compare the two set-ups).
  *
  * Control (when forked with an IPC channel): messages {op: 'stats'}, {op: 'reset'},
- * {op: 'drop', prefix}, {op: 'seed', key, size} (an object of that size, body discarded, without
- * sending it) are answered with {op, ...}. Prints {"port": N} on stdout when listening.
+ * {op: 'drop', prefix}, {op: 'seed', key, size, zeros?} (an object of that size, body discarded, without
+ * sending it; read back as zeros with `zeros`) are answered with {op, ...}. Prints {"port": N} on stdout when listening.
  *
  *   node scripts/bench-s3-memory.mjs [--delay-ms 25] [--log FILE] [--keep RE] [--port 0] [--keep-alive-ms 120000]
  *   node scripts/bench-s3-memory.mjs --proxy <port> [--delay-ms 25]
@@ -302,6 +302,18 @@ function startServer() {
       return later(() => {
         res.writeHead(200, { 'x-amz-request-id': randomId(), ...objectHeaders(entry), 'content-length': String(entry.size) });
         res.end();
+      });
+    }
+    if (entry.body === undefined && entry.zeros) {
+      // A seeded object read as zeros, a range at a time (a join under R2's rules reads the windows between parts).
+      const range = byteRange(req.headers.range, entry.size) ?? { start: 0, end: entry.size };
+      const body = Buffer.alloc(range.end - range.start);
+      stats.bytesOut += body.length;
+      count(kind, 206);
+      return later(() => {
+        const ranged = { 'content-range': `bytes ${range.start}-${range.end - 1}/${entry.size}` };
+        res.writeHead(206, { 'x-amz-request-id': randomId(), ...objectHeaders(entry), ...ranged, 'content-length': String(body.length) });
+        res.end(body);
       });
     }
     if (entry.body === undefined) {
@@ -602,7 +614,15 @@ function startServer() {
     } else if (op === 'seed') {
       // An object as a benchmark needs it in place (a part of a list of 10M users), without sending it.
       const etag = createHash('md5').update(`${message.key}\t${message.size}`).digest('hex');
-      setObject(message.key, { size: message.size, etag, headers: storedHeaders({ headers: {} }), modified: Date.now(), body: undefined });
+      const zeros = Boolean(message.zeros);
+      setObject(message.key, {
+        size: message.size,
+        etag,
+        headers: storedHeaders({ headers: {} }),
+        modified: Date.now(),
+        body: undefined,
+        zeros,
+      });
       process.send({ op, etag });
     } else if (op === 'reset') {
       Object.assign(stats, newStats());

@@ -18,6 +18,8 @@
  *
  *   node scripts/bench-shards.mjs [--users 1000000] [--shards 4] [--delay-ms 25] [--parts 8]
  *     [--join-users 10000000] [--shard-of 10000000 --of 8] [--no-shards] [--work DIR] [--report FILE]
+ *   node scripts/bench-shards.mjs --join-only [--list-bytes B --gzip-bytes B]: step 2 alone, from a
+ *     1M list of those sizes, under S3's rules and R2's (section "shards-join")
  */
 import Database from 'better-sqlite3';
 import { fork, spawnSync } from 'node:child_process';
@@ -165,6 +167,14 @@ async function joinOfTenMillion(listBytes, gzipBytes) {
   log(
     `the join of ${PARTS} parts of a ${JOIN_USERS}-user list (${fmt((partBytes * PARTS) / 1e9, 2)} GB, gzip ${fmt((partGzipBytes * PARTS) / 1e9, 2)} GB)`,
   );
+  const s3 = await joinParts(partBytes, partGzipBytes, []);
+  log("  the same under R2's rules (--equal-parts: 5 MiB windows, those across two parts read and uploaded)");
+  const r2 = await joinParts(partBytes, partGzipBytes, ['--equal-parts']);
+  return { partBytes, partGzipBytes, joining: s3, r2 };
+}
+
+/** One join of PARTS seeded parts of these sizes, as a `compose` process with `flags`. */
+async function joinParts(partBytes, partGzipBytes, flags) {
   const server = await startServer('^$');
   try {
     const prefix = 'join';
@@ -172,8 +182,8 @@ async function joinOfTenMillion(listBytes, gzipBytes) {
     await put('.profile-snapshot/shards/layout', JSON.stringify({ tool: 'profile-snapshot', shards: PARTS }));
     for (let i = 0; i < PARTS; i++) {
       const parts = `.profile-snapshot/shards/${i}-of-${PARTS}/parts/p${i}`;
-      await server.ask({ op: 'seed', key: `${prefix}/${parts}`, size: partBytes });
-      await server.ask({ op: 'seed', key: `${prefix}/${parts}.gz`, size: partGzipBytes });
+      await server.ask({ op: 'seed', key: `${prefix}/${parts}`, size: partBytes, zeros: true });
+      await server.ask({ op: 'seed', key: `${prefix}/${parts}.gz`, size: partGzipBytes, zeros: true });
       const lead = i === 0 ? 0 : 1;
       const index = {
         tool: 'profile-snapshot',
@@ -188,10 +198,10 @@ async function joinOfTenMillion(listBytes, gzipBytes) {
       };
       await put(`.profile-snapshot/shards/${i}-of-${PARTS}/part`, JSON.stringify(index));
     }
-    const joining = measured(['compose', ...remoteArgs(server, prefix)]);
+    const joining = measured(['compose', ...remoteArgs(server, prefix), ...flags]);
     const requests = joining.report.requests;
-    log(`  ${fmt(joining.seconds, 2)} s, ${totalRequests(requests)} requests: ${requestsText(requests)}`);
-    return { partBytes, partGzipBytes, joining };
+    log(`  ${fmt(joining.seconds, 2)} s, ${fmt(joining.rssMb, 0)} MB, ${totalRequests(requests)} requests: ${requestsText(requests)}`);
+    return joining;
   } finally {
     server.close();
   }
@@ -261,12 +271,23 @@ function render({ shards, tenMillion, large }) {
       '',
       `Parts of ${(partBytes / 1e6).toFixed(0)} MB (gzip ${(partGzipBytes / 1e6).toFixed(1)} MB), scaled from the measured list above, placed in the bucket without being sent.`,
       '',
-      `${fmt(joining.seconds, 2)} s as a process (start-up included); ${totalRequests(requests)} requests: ${requestsText(requests)}. ` +
+      `${fmt(joining.seconds, 2)} s as a process (start-up included), ${fmt(joining.rssMb, 0)} MB peak RSS; ${totalRequests(requests)} requests: ${requestsText(requests)}. ` +
         `Of those, the two objects' own: ${objectRequests} (2 creations, ${copiedParts} copies, ${uploadedParts} uploads, the tails, 2 completions; ` +
         `target: at most 2 x (${PARTS} + 2) = ${2 * (PARTS + 2)}); the rest read the part indexes and the layout, take and release ` +
         `the compose lease (proving the store's conditional writes on its first use) and record the join.`,
       '',
     );
+    if (tenMillion.r2 !== undefined) {
+      const r2 = tenMillion.r2;
+      lines.push(
+        `Under R2's rules (\`--equal-parts\`: every part but the last 5 MiB), the same list: ${fmt(r2.seconds, 2)} s, ` +
+          `${fmt(r2.rssMb, 0)} MB peak RSS; ${totalRequests(r2.report.requests).toLocaleString('en')} requests (${requestsText(r2.report.requests)}); ` +
+          `${r2.report.copiedParts.toLocaleString('en')} windows copied, ${r2.report.uploadedParts} read and uploaded ` +
+          `(${(r2.report.uploadedBytes / 2 ** 20).toFixed(1)} MiB: the windows across two parts, and the tails), ` +
+          `at most --concurrency (128) of them in flight.`,
+        '',
+      );
+    }
   }
   if (large !== undefined) {
     const { users, build, publish } = large;
@@ -292,7 +313,11 @@ const requestsText = (requests) =>
     .join(', ');
 
 const results = {};
-if (!args.includes('--no-shards')) {
+const JOIN_ONLY = args.includes('--join-only');
+if (JOIN_ONLY) {
+  // The list's sizes as a 1M run measured them (its "join alone" line), scaled to --join-users.
+  results.tenMillion = await joinOfTenMillion(Number(value('--list-bytes', '705000000')), Number(value('--gzip-bytes', '63900000')));
+} else if (!args.includes('--no-shards')) {
   results.shards = await shardsOfOneMillion();
   results.tenMillion = await joinOfTenMillion(results.shards.check.listBytes, results.shards.check.gzipBytes);
 }
@@ -301,9 +326,9 @@ const text = render(results);
 log('');
 log(text);
 const command = `node scripts/bench-shards.mjs ${args.filter((a) => a !== '--report' && a !== REPORT).join(' ')}`.trim();
-writeSection(
-  REPORT,
-  'shards',
-  `<!-- shards:start -->\n## Shards: one store on many machines, the list joined in the bucket\n\n\`${command}\`\n\n${text}\n<!-- shards:end -->`,
-);
-log(`(written to ${REPORT}, section "shards")`);
+const section = JOIN_ONLY ? 'shards-join' : 'shards';
+const title = JOIN_ONLY
+  ? 'Shards: the join alone, under S3 and R2 rules'
+  : 'Shards: one store on many machines, the list joined in the bucket';
+writeSection(REPORT, section, `<!-- ${section}:start -->\n## ${title}\n\n\`${command}\`\n\n${text}\n<!-- ${section}:end -->`);
+log(`(written to ${REPORT}, section "${section}")`);

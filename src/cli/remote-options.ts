@@ -29,6 +29,7 @@ export interface RemoteFlags {
   lockTimeout: string;
   leaseTtl: string;
   singleWriter: boolean;
+  equalParts?: boolean;
 }
 
 export function addRemoteOptions(command: Command): Command {
@@ -47,6 +48,10 @@ export function addRemoteOptions(command: Command): Command {
     )
     .option('--path-style', 'path-style requests (endpoint/bucket/key), as MinIO-like servers want', false)
     .addOption(new Option('--concurrency <n>', 'requests in flight at once').default(String(DEFAULT_CONCURRENCY)))
+    .option(
+      '--equal-parts',
+      "join a sharded prefix's creators list in parts of one size but the last, as R2 requires (the default on *.r2.cloudflarestorage.com)",
+    )
     .addOption(new Option('--max-deletes <n>', 'objects a publish may delete (default: 10% of the live profile objects, at least 100)'))
     .option('--force', 'no deletion guard: delete whatever the tree no longer has', false)
     .addOption(
@@ -98,6 +103,7 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
     region: flags.region ?? nonEmpty(io.env.AWS_REGION) ?? nonEmpty(io.env.AWS_DEFAULT_REGION),
     pathStyle: Boolean(flags.pathStyle),
     concurrency,
+    equalParts: flags.equalParts,
     // The SDK's own variable, which an explicit setting would otherwise override.
     maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : wholeNumber(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
   };

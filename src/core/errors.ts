@@ -17,6 +17,7 @@ export const ExitCode = {
   shardCount: 9,
   shardLayout: 10,
   partMissing: 11,
+  stalled: 12,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -30,7 +31,8 @@ export type SnapshotErrorKind =
   | 'prefixHeld'
   | 'shardCount'
   | 'shardLayout'
-  | 'partMissing';
+  | 'partMissing'
+  | 'stalled';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -79,6 +81,12 @@ export const shardLayoutError = (message: string, hint?: string) => new Snapshot
 
 /** The creators list cannot be joined: a shard has published no part of it yet: exit 11, transient. */
 export const partMissingError = (message: string, hint?: string) => new SnapshotError('partMissing', message, { hint });
+
+/**
+ * A watcher's main thread made no progress for --stall-timeout: it let its leases go and exits 12,
+ * for its supervisor to restart it.
+ */
+export const stalledError = (message: string, hint?: string) => new SnapshotError('stalled', message, { hint });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

@@ -84,7 +84,11 @@ export function guardAgainstStalls(options: StallGuardOptions): Heartbeat {
     } finally {
       // Node's inspector prints "Waiting for the debugger to disconnect..." at exit while the renewal
       // thread's session is open: the stall's reason, already written, stays the log's last line.
-      closeSync(2);
+      try {
+        closeSync(2);
+      } catch {
+        // Closed already: nothing to keep quiet.
+      }
       process.exit(ExitCode.stalled);
     }
   };

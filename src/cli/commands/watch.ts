@@ -42,7 +42,7 @@ interface WatchFlags extends BuildFlags, RemoteFlags {
 /**
  * The longest a publishing watcher's main thread may go without progress before it lets its leases
  * go and exits 12 (publish/stall.ts). Far above the longest gap between progress marks of a cold
- * first cycle of a million users on two cores (the figure is in docs/watch.md), so that no healthy
+ * first cycle of a million users on two cores (the figure is in docs/publish.md), so that no healthy
  * build ever reaches it, and short enough that a hung leader is replaced within minutes.
  */
 const DEFAULT_STALL_TIMEOUT_S = 300;

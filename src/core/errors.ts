@@ -18,6 +18,7 @@ export const ExitCode = {
   shardLayout: 10,
   partMissing: 11,
   listBehind: 12,
+  stalled: 13,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -32,7 +33,8 @@ export type SnapshotErrorKind =
   | 'shardCount'
   | 'shardLayout'
   | 'partMissing'
-  | 'listBehind';
+  | 'listBehind'
+  | 'stalled';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -84,6 +86,12 @@ export const partMissingError = (message: string, hint?: string) => new Snapshot
 
 /** A shard was published, but the creators list could not take its part (another composer held it): exit 12, transient. */
 export const listBehindError = (message: string, hint?: string) => new SnapshotError('listBehind', message, { hint });
+
+/**
+ * A watcher's main thread made no progress for --stall-timeout: it let its leases go and exits 13,
+ * for its supervisor to restart it.
+ */
+export const stalledError = (message: string, hint?: string) => new SnapshotError('stalled', message, { hint });
 
 /** The message of an unknown thrown value, for cause chains. */
 export function describeCause(cause: unknown): string {

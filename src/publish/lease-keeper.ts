@@ -75,11 +75,21 @@ export type FromWorker =
   /** `puts`: the lease's writes from the worker (renewals and the release), for the publish's request counts. */
   | { type: 'released'; id: number; puts: number };
 
-export type ToWorker = { type: 'keep'; id: number; lease: LeaseHandoff } | { type: 'release'; id: number };
+/** What the worker needs to stop renewing once the main thread stalls (stall.ts). */
+export interface StallHandoff {
+  /** The main thread's heartbeat (stall.ts's Heartbeat). */
+  heartbeat: SharedArrayBuffer;
+  timeoutMs: number;
+}
+
+export type ToWorker =
+  { type: 'keep'; id: number; lease: LeaseHandoff } | { type: 'release'; id: number } | { type: 'guard'; guard: StallHandoff };
 
 /** The one renewal worker of this process. */
 export class RenewalThread {
   private static instance: RenewalThread | undefined;
+  /** The stall guard (stall.ts), handed to the worker before any lease, whenever it starts. */
+  private static stallGuard: StallHandoff | undefined;
   private nextId = 1;
   private readonly kept = new Map<number, KeptEvents>();
   private readonly releasing = new Map<number, (puts: number) => void>();
@@ -100,10 +110,22 @@ export class RenewalThread {
     if (RenewalThread.instance !== undefined) return RenewalThread.instance;
     if (!isMainThread || WORKER_URL.protocol !== 'file:' || !existsSync(fileURLToPath(WORKER_URL))) return undefined;
     try {
-      return (RenewalThread.instance = new RenewalThread(new Worker(WORKER_URL)));
+      const thread = (RenewalThread.instance = new RenewalThread(new Worker(WORKER_URL)));
+      if (RenewalThread.stallGuard !== undefined) thread.post({ type: 'guard', guard: RenewalThread.stallGuard });
+      return thread;
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * From now on, every lease this process keeps is renewed only while the main thread's heartbeat
+   * is younger than the timeout (stall.ts). The thread is not started for it: a watcher that holds
+   * no lease has none to let go.
+   */
+  static guardAgainstStalls(guard: StallHandoff): void {
+    RenewalThread.stallGuard = guard;
+    RenewalThread.instance?.post({ type: 'guard', guard });
   }
 
   /** Renews `lease` from now on; returns its id for `release`. */

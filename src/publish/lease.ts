@@ -93,6 +93,8 @@ export class Lease {
   private timer: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
   private onLost: ((error: SnapshotError) => void) | undefined;
+  /** Asked before each renewal: a reason to renew no more (the main thread stalled: stall.ts), or undefined. */
+  private stopWhen: () => SnapshotError | undefined = () => undefined;
   private renewing: Promise<void> | undefined;
   /** Renewals handed to the renewal thread (lease-keeper.ts), and the lease's id there. */
   private kept: { thread: RenewalThread; id: number } | undefined;
@@ -202,10 +204,11 @@ export class Lease {
    * Renews every quarter TTL until released, from the renewal thread when it runs (so a blocked main
    * thread does not let the lease lapse). `onLost` hears, once, of a lease taken over or not renewed
    * in time, the moment its validity ends: a quarter TTL before anyone may take over, time for the
-   * holder to cut its requests in flight.
+   * holder to cut its requests in flight. `stopWhen`, asked before each renewal, may end them too.
    */
-  keepRenewing(onLost: (error: SnapshotError) => void = () => undefined): void {
+  keepRenewing(onLost: (error: SnapshotError) => void = () => undefined, stopWhen?: () => SnapshotError | undefined): void {
     this.onLost = onLost;
+    if (stopWhen !== undefined) this.stopWhen = stopWhen;
     this.keepRenewingHere();
     this.armDeadline();
     const thread = RenewalThread.shared();
@@ -226,6 +229,11 @@ export class Lease {
     this.timer = setInterval(
       () => {
         if (this.renewing !== undefined || !this.held) return;
+        const stop = this.stopWhen();
+        if (stop !== undefined) {
+          this.lost = stop;
+          return this.lose();
+        }
         this.renewing = this.renew()
           .catch(() => (this.lost !== undefined ? this.lose() : undefined)) // else: tried again next tick, while still valid
           .finally(() => (this.renewing = undefined));

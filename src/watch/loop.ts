@@ -23,7 +23,8 @@ import { StoreSession } from '../incremental/session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { PublishRunner, type PublishResult } from './publisher.js';
 import type { PublishOptions } from '../publish/publish.js';
-import { reportOf } from '../core/errors.js';
+import type { Heartbeat } from '../publish/stall.js';
+import { reportOf, type ErrorReport, type SnapshotError } from '../core/errors.js';
 import { formatCycle } from './format.js';
 import { writeStatus, type CycleStatus, type PublishProgressStatus, type PublishStatus, type WatchStatus } from './status.js';
 
@@ -36,6 +37,11 @@ export interface WatchOptions {
   exec?: { command: string; env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; minIntervalMs?: number };
   /** `--publish`: the bucket to publish to after each changing cycle (`to` as shown: no credentials). */
   publish?: { to: string; options: Omit<PublishOptions, 'out' | 'onProgress' | 'dryRun' | 'full' | 'waitMs'> };
+  /**
+   * `--stall-timeout`: the main thread's heartbeat (publish/stall.ts), beaten at every sign of
+   * progress; the process's leases are renewed only while it beats.
+   */
+  stall?: { heartbeat: Heartbeat; timeoutMs: number };
   onEvent: (event: WatchEvent) => void;
 }
 
@@ -91,6 +97,8 @@ export class Watcher {
   private wake: (() => void) | undefined;
   private statusFailing = false;
   private statusSavedMs = 0;
+  /** Why the main thread stalled, once it has (the process is exiting). */
+  private stallError: ErrorReport | null = null;
 
   /**
    * Takes the out dir's lock (waiting briefly for another holder, then exit 5 naming it) and starts
@@ -135,7 +143,11 @@ export class Watcher {
       const shard = buildOptions.users.count > 1 ? buildOptions.users : undefined;
       this.publisher = new PublishRunner({ ...options.publish.options, out: lock.outDir, waitMs: 0, shard }, options.publish.to, {
         onStart: () => this.saveStatus(),
-        onProgress: () => this.saveStatusEvery(PROGRESS_STATUS_MS),
+        // Its progress arrives as messages: handling them is this thread's progress too.
+        onProgress: () => {
+          this.beat();
+          this.saveStatusEvery(PROGRESS_STATUS_MS);
+        },
         onFinish: (result) => {
           this.saveStatus();
           options.onEvent({ type: 'publish-finish', result, consecutiveFailures: this.publisher?.snapshot().consecutiveFailures ?? 0 });
@@ -177,7 +189,8 @@ export class Watcher {
     try {
       // Let the caller attach to `done` and its handlers before the first (synchronous) cycle.
       await tick();
-      await this.publisher?.firstLook(FIRST_LOOK_MS);
+      // Bounded by FIRST_LOOK_MS: waiting for the bucket is no stall.
+      await this.beatingWhile(this.publisher?.firstLook(FIRST_LOOK_MS) ?? Promise.resolve());
       while (!this.stopping) {
         const started = performance.now();
         this.regenerateRequested = false;
@@ -189,7 +202,8 @@ export class Watcher {
         await this.sleep(started + this.options.intervalMs - performance.now());
       }
       // A deploy or publish already under way (or asked for by the last cycle) is part of finishing the work.
-      if (this.exec && !this.forced) await this.exec.idle();
+      // The deploy is a process of its own, bounded by the operator (a second signal ends it): waiting is no stall.
+      if (this.exec && !this.forced) await this.beatingWhile(this.exec.idle());
       if (this.publisher && !this.forced) await this.publisher.finish();
       // The lead is handed over at once (a forced stop does not wait for the bucket: the lease expires).
       if (!this.forced) await this.publisher?.close();
@@ -202,8 +216,35 @@ export class Watcher {
     }
   }
 
+  /**
+   * The main thread stalled (publish/stall.ts: called on it as the process exits 13): the status
+   * file says why. The reason is on stderr already.
+   */
+  stalled(error: SnapshotError): void {
+    this.stallError = reportOf(error);
+    this.state = 'stopped';
+    this.nextCycleAt = null;
+    this.saveStatus();
+  }
+
+  /** The main thread made progress. */
+  private beat(): void {
+    this.options.stall?.heartbeat.beat();
+  }
+
+  /** Beats while `waiting` is pending: this thread is idle, as it should be, not stuck. */
+  private async beatingWhile<T>(waiting: Promise<T>): Promise<T> {
+    const timer = setInterval(() => this.beat(), IDLE_BEAT_MS);
+    try {
+      return await waiting;
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
   private cycle(startedMs: number): void {
     const number = ++this.cycles;
+    this.options.stall?.heartbeat.cycleAt(number, true);
     const timing = { startedAt: new Date().toISOString(), startedMonoNs: process.hrtime.bigint().toString() };
     this.state = 'running';
     this.saveStatus();
@@ -212,6 +253,7 @@ export class Watcher {
     const finished = { ...timing, finishedAt: new Date().toISOString(), durationMs: Math.round(performance.now() - startedMs) };
     const cycle: CycleStatus = report ? { ...cycleOf(report, number), ...finished } : failedCycle(number, finished, failure);
     const { warningsChanged, noticesChanged } = this.record(cycle, report);
+    this.options.stall?.heartbeat.cycleAt(number, false);
     this.state = 'idle';
     const nextInMs = Math.max(0, startedMs + this.options.intervalMs - performance.now());
     this.nextCycleAt = new Date(Date.now() + nextInMs).toISOString();
@@ -246,6 +288,8 @@ export class Watcher {
         reproducible: time.reproducible,
         lock: this.lock,
         session: this.session,
+        // Every 10,000 rows read: the build's progress, which keeps the leases renewed (publish/stall.ts).
+        onProgress: () => this.beat(),
       });
       if (full) rmSync(fullRequest, { force: true });
       return { report };
@@ -276,15 +320,17 @@ export class Watcher {
 
   private sleep(ms: number): Promise<void> {
     if (ms <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-    });
+    return this.beatingWhile(
+      new Promise((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        this.wake = done;
+      }),
+    );
   }
 
   /** Writes the health status unless it was written less than `ms` ago (a long publish's progress). */
@@ -335,6 +381,13 @@ export class Watcher {
           }
         : null,
       publish: this.publisher?.snapshot() ?? null,
+      stall: this.options.stall
+        ? {
+            timeoutSeconds: this.options.stall.timeoutMs / 1000,
+            secondsSinceProgress: Math.round(this.options.stall.heartbeat.sinceMs / 100) / 10,
+            error: this.stallError,
+          }
+        : null,
     };
   }
 }
@@ -366,6 +419,8 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
 const FIRST_LOOK_MS = 5_000;
 /** How often a publish's progress is written to the status file between cycles. */
 const PROGRESS_STATUS_MS = 2_000;
+/** How often the main thread beats while it waits as it should (its sleep between cycles): a timer that fires is progress. */
+const IDLE_BEAT_MS = 1_000;
 
 /** One turn of the event loop (through its poll phase, where pending signals are delivered). */
 function tick(): Promise<void> {

@@ -46,7 +46,18 @@ export interface Health {
 const CYCLE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120];
 
 type PublishGauges = Record<
-  'sinceLastPublish' | 'behind' | 'leader' | 'leaseAge' | 'leaderInfo' | 'running' | 'objectsDone' | 'objectsTotal' | 'bytesSent' | 'eta',
+  | 'sinceLastPublish'
+  | 'behind'
+  | 'leader'
+  | 'leaseAge'
+  | 'leaderInfo'
+  | 'running'
+  | 'objectsDone'
+  | 'objectsTotal'
+  | 'bytesSent'
+  | 'eta'
+  | 'sinceProgress'
+  | 'stallTimeout',
   Gauge
 >;
 
@@ -198,6 +209,9 @@ export class WatchMetrics {
     this.publishGauges.objectsTotal.set(progress?.total ?? 0);
     this.publishGauges.bytesSent.set(progress?.bytes ?? 0);
     this.publishGauges.eta.set(progress?.etaSeconds ?? -1);
+    // Answered only while the event loop runs: an await that never resolves shows here, a blocked loop as a failed scrape.
+    this.publishGauges.sinceProgress.set(status.stall?.secondsSinceProgress ?? 0);
+    this.publishGauges.stallTimeout.set(status.stall?.timeoutSeconds ?? 0);
   }
 
   private async respond(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -280,6 +294,16 @@ function publishGauges(registers: Registry[]): PublishGauges {
     eta: gauge(
       'profile_snapshot_publish_eta_seconds',
       'Seconds the current phase of the publish under way still needs at its pace so far; -1 when unknown or none runs.',
+      registers,
+    ),
+    sinceProgress: gauge(
+      'profile_snapshot_seconds_since_progress',
+      "Seconds since the watcher's main thread last made progress; at profile_snapshot_stall_timeout_seconds it lets its leases go and exits 13.",
+      registers,
+    ),
+    stallTimeout: gauge(
+      'profile_snapshot_stall_timeout_seconds',
+      'The --stall-timeout: the longest the main thread may go without progress.',
       registers,
     ),
   };

@@ -139,6 +139,17 @@ export interface WatchStatus {
   } | null;
   /** `--publish`: the bucket kept in step with the tree (see watch/publisher.ts). */
   publish: PublishStatus | null;
+  /** `--publish`: the main thread's progress, which its leases' renewals require (`--stall-timeout`). */
+  stall: StallStatus | null;
+}
+
+/** The `stall` block: how long since the main thread last made progress, and why it stalled once it has. */
+export interface StallStatus {
+  timeoutSeconds: number;
+  /** Since its last progress: rows read, a cycle's start or end, a publish's progress, its sleep between cycles. */
+  secondsSinceProgress: number;
+  /** Set as the watcher exits 13, its main thread stalled past the timeout (kind `stalled`). */
+  error: CycleStatus['error'];
 }
 
 function statusPath(outDir: string): string {

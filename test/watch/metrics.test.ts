@@ -98,6 +98,8 @@ const PUBLISH_METRICS = [
   'profile_snapshot_publish_objects_total gauge',
   'profile_snapshot_publish_bytes_sent gauge',
   'profile_snapshot_publish_eta_seconds gauge',
+  'profile_snapshot_seconds_since_progress gauge',
+  'profile_snapshot_stall_timeout_seconds gauge',
 ];
 const types = (text: string) => [...text.matchAll(/^# TYPE (\S+ \S+)$/gm)].map((m) => m[1]);
 
@@ -285,6 +287,10 @@ describe('watch --metrics', () => {
       expect(sample(samples, 'profile_snapshot_leader')).toBe(status(out)!.publish!.role === 'leader' ? 1 : 0);
       expect(sample(samples, `profile_snapshot_leader_info{host="${hostname()}",pid="${watcher.pid}"}`)).toBe(1);
       expect(sample(samples, 'profile_snapshot_leader_lease_age_seconds')).toBe(0);
+      // The default --stall-timeout; a watcher between cycles beats every second.
+      expect(sample(samples, 'profile_snapshot_stall_timeout_seconds')).toBe(300);
+      expect(sample(samples, 'profile_snapshot_seconds_since_progress')).toBeGreaterThanOrEqual(0);
+      expect(sample(samples, 'profile_snapshot_seconds_since_progress')).toBeLessThan(30);
 
       const healthText = JSON.stringify((await health(base)).body);
       for (const privateText of [SECRET, bucket, server.endpoint, new URL(server.endpoint).host, dir.path, PREFIX]) {

@@ -6,7 +6,7 @@
 import { Command, Option } from 'commander';
 import { formatSlice } from '../../core/slice.js';
 import { snapshotTime } from '../../core/config.js';
-import { seconds } from '../numbers.js';
+import { seconds, wholeNumber } from '../numbers.js';
 import { Watcher, type WatchEvent } from '../../watch/loop.js';
 import { failureText, formatCycle, formatPublishProgress, formatRole, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
@@ -26,6 +26,7 @@ import { retried } from './publish.js';
 import { count } from '../../core/text.js';
 import { usageError } from '../../core/errors.js';
 import { WatchMetrics } from '../../watch/metrics.js';
+import { guardAgainstStalls } from '../../publish/stall.js';
 import { hostPort, listenAddress, type ListenAddress } from '../address.js';
 
 interface WatchFlags extends BuildFlags, RemoteFlags {
@@ -35,7 +36,22 @@ interface WatchFlags extends BuildFlags, RemoteFlags {
   publish?: string;
   metrics?: string;
   healthMaxAge?: string;
+  stallTimeout?: string;
 }
+
+/**
+ * The longest a publishing watcher's main thread may go without progress before it lets its leases
+ * go and exits 13 (publish/stall.ts). Far above the longest gap between progress marks of a cold
+ * first cycle of a million users on two cores (the figure is in docs/publish.md), so that no healthy
+ * build ever reaches it, and short enough that a hung leader is replaced within minutes.
+ */
+const DEFAULT_STALL_TIMEOUT_S = 300;
+
+/**
+ * Test hook: after cycle N, the main thread blocks for good (an Atomics.wait that nothing wakes), as
+ * a hung watcher would. The tests of --stall-timeout use it; documented in docs/watch.md.
+ */
+const TEST_STALL_ENV = 'PROFILE_SNAPSHOT_TEST_STALL_AT_CYCLE';
 
 export function watchCommand(io: Io, state: CliState): Command {
   return defineWatch().action((flags: WatchFlags) => runWatch(flags, io, state));
@@ -87,6 +103,12 @@ function defineWatch(): Command {
           '--health-max-age <seconds>',
           '/healthz answers 503 once the tree (for the publishing leader: the bucket) is older than this (default: 3 x --interval)',
         ),
+      )
+      .addOption(
+        new Option(
+          '--stall-timeout <seconds>',
+          `with --publish: once the main thread has made no progress (rows read, a cycle ended, a publish moving, its sleep between cycles ticking) for this long, the watcher renews its leases no more (a standby takes over within --lease-ttl), says why on stderr and in status.json, and exits 13 for its supervisor to restart it (default: ${DEFAULT_STALL_TIMEOUT_S}, far above a healthy cycle's longest gap)`,
+        ),
       ),
   ).addHelpText(
     'after',
@@ -108,6 +130,8 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
   if (publish !== undefined) assertShardWriters(options.users.count > 1 ? options.users : undefined, publish.options.singleWriter);
   const shard = options.users.count > 1 ? formatSlice(options.users) : undefined;
   const served = metricsOptions(flags, intervalMs, publish !== undefined, shard);
+  const stallTimeoutMs = stallTimeout(flags, publish !== undefined, options.busyTimeoutMs ?? 0);
+  const stallAt = io.env[TEST_STALL_ENV] === undefined ? undefined : wholeNumber(io.env[TEST_STALL_ENV], TEST_STALL_ENV);
 
   // Handlers first: a SIGHUP from `regenerate` must never kill a process that holds the lock.
   let watcher: Watcher | undefined;
@@ -117,6 +141,14 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
   process.on('SIGINT', onStop);
   process.on('SIGTERM', onStop);
   try {
+    // Armed before the first lease is taken; its hook exits the process (13) once the main thread stalls.
+    const stall =
+      stallTimeoutMs === undefined
+        ? undefined
+        : {
+            timeoutMs: stallTimeoutMs,
+            heartbeat: guardAgainstStalls({ timeoutMs: stallTimeoutMs, onStall: (error) => watcher?.stalled(error) }),
+          };
     watcher = Watcher.start({
       build: options,
       intervalMs,
@@ -126,9 +158,11 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
           ? undefined
           : { command: flags.exec, env: io.env, stdout: io.stdout, stderr: io.stderr, minIntervalMs: execMinIntervalMs },
       publish,
+      stall,
       onEvent: (event) => {
         served?.metrics.observe(event);
         report(event, io, log, state.json);
+        if (event.type === 'cycle' && event.cycle.number === stallAt) stallForTests(log);
       },
     });
     log(
@@ -144,6 +178,29 @@ async function runWatch(flags: WatchFlags, io: Io, state: CliState): Promise<voi
     process.off('SIGINT', onStop);
     process.off('SIGTERM', onStop);
   }
+}
+
+/** --stall-timeout, for a watcher that publishes (it bounds how long a hung one keeps its leases). */
+function stallTimeout(flags: WatchFlags, publishes: boolean, busyTimeoutMs: number): number | undefined {
+  if (!publishes) {
+    if (flags.stallTimeout !== undefined) throw usageError('--stall-timeout bounds the leases of --publish', 'add --publish');
+    return undefined;
+  }
+  const timeoutMs = seconds(flags.stallTimeout ?? String(DEFAULT_STALL_TIMEOUT_S), '--stall-timeout', false);
+  // A build waits for a locked store on the main thread, without progress: that wait is no stall.
+  if (timeoutMs <= busyTimeoutMs) {
+    throw usageError(
+      `--stall-timeout (${timeoutMs / 1000} s) must be longer than --busy-timeout (${busyTimeoutMs / 1000} s): a cycle waits that long for a locked store without progress`,
+      'raise --stall-timeout or lower --busy-timeout',
+    );
+  }
+  return timeoutMs;
+}
+
+/** The test hook's stall: this thread blocks for good, as in a hung build; only the renewal thread runs on. */
+function stallForTests(log: (line: string) => void): void {
+  log(`${TEST_STALL_ENV}: the main thread blocks now, for good`);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
 }
 
 interface ServedMetrics {

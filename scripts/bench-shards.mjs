@@ -41,6 +41,7 @@ const DELAY_MS = Number(value('--delay-ms', '25'));
 const PARTS = Number(value('--parts', '8'));
 const JOIN_USERS = Number(value('--join-users', '10000000'));
 const SHARD_OF = value('--shard-of', undefined);
+const JOIN_ONLY = args.includes('--join-only');
 const OF = Number(value('--of', '8'));
 const REPORT = value('--report', join(repo, 'BENCHMARKS.md'));
 const work = value('--work', join(repo, '.bench/shards'));
@@ -269,7 +270,7 @@ function render({ shards, tenMillion, large }) {
     lines.push(
       `### The join of ${PARTS} parts of a ${JOIN_USERS.toLocaleString('en')}-user list`,
       '',
-      `Parts of ${(partBytes / 1e6).toFixed(0)} MB (gzip ${(partGzipBytes / 1e6).toFixed(1)} MB), scaled from the measured list above, placed in the bucket without being sent.`,
+      `Parts of ${(partBytes / 1e6).toFixed(0)} MB (gzip ${(partGzipBytes / 1e6).toFixed(1)} MB), scaled from ${JOIN_ONLY ? "a 1M list of the sizes given (by default the 'shards' section's)" : 'the measured list above'}, placed in the bucket without being sent.`,
       '',
       `${fmt(joining.seconds, 2)} s as a process (start-up included), ${fmt(joining.rssMb, 0)} MB peak RSS; ${totalRequests(requests)} requests: ${requestsText(requests)}. ` +
         `Of those, the two objects' own: ${objectRequests} (2 creations, ${copiedParts} copies, ${uploadedParts} uploads, the tails, 2 completions; ` +
@@ -313,7 +314,6 @@ const requestsText = (requests) =>
     .join(', ');
 
 const results = {};
-const JOIN_ONLY = args.includes('--join-only');
 if (JOIN_ONLY) {
   // The list's sizes as a 1M run measured them (its "join alone" line), scaled to --join-users.
   results.tenMillion = await joinOfTenMillion(Number(value('--list-bytes', '705000000')), Number(value('--gzip-bytes', '63900000')));

@@ -79,6 +79,9 @@ AWS_SESSION_TOKEN), AWS_PROFILE, or a role. They never appear in output, logs or
 Failed requests (throttling, 5xx, dropped connections) are retried with backoff: AWS_MAX_ATTEMPTS
 attempts in all (default 6).
 
+A long publish writes a checkpoint of its record every PROFILE_PUBLISH_CHECKPOINT_EVERY profiles
+(default 100000): a publisher taking over after a crash re-sends only what came after it.
+
 Several publishers (a CI deploy, a watcher, a second watcher) may share a prefix: they take turns
 through a lease object under <prefix>/.profile-snapshot/, written with conditional writes, which the
 store must honour (AWS S3, R2 and MinIO do; the first publish to a prefix checks it).
@@ -104,9 +107,18 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
     pathStyle: Boolean(flags.pathStyle),
     concurrency,
     equalParts: flags.equalParts,
+    checkpointProfiles: checkpointEvery(io.env.PROFILE_PUBLISH_CHECKPOINT_EVERY),
     // The SDK's own variable, which an explicit setting would otherwise override.
     maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : wholeNumber(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
   };
+}
+
+/** PROFILE_PUBLISH_CHECKPOINT_EVERY: profiles a publish sends between two checkpoints of its record (publish/checkpoint.ts). */
+function checkpointEvery(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const every = wholeNumber(value, 'PROFILE_PUBLISH_CHECKPOINT_EVERY');
+  if (every < 1) throw usageError('PROFILE_PUBLISH_CHECKPOINT_EVERY must be at least 1');
+  return every;
 }
 
 /** How publishers on one prefix take turns: the lease's flags. */

@@ -36,6 +36,8 @@ export interface RemoteOptions extends RemoteTarget {
    * on R2's endpoints (`*.r2.cloudflarestorage.com`).
    */
   equalParts?: boolean | undefined;
+  /** Profiles a publish sends between two checkpoints of its record (checkpoint.ts); tests lower it. */
+  checkpointProfiles?: number | undefined;
   /** Pauses before each round of sending again what failed after the SDK's attempts (later.ts); tests shorten them. */
   laterPausesMs?: readonly number[] | undefined;
 }

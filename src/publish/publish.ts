@@ -35,8 +35,9 @@ import { treeShard, fileStampOf, profileDocument, profilePaths, readLocalTree, t
 import { deleteCount, guardDeletions, isEmptyPlan, LIST_FILES, planPublish, uploadCount, type PublishPlan } from './plan.js';
 import { listLive } from './reconcile.js';
 import { bucketHoldsTree } from './quiet.js';
-import { namesTree, readRecord, writeIntent, writeState, type RemoteRecord } from './record.js';
-import { newPublishId, NO_BASE, UNKNOWN, type LiveSet, type RemoteIntent } from './state.js';
+import { namesTree, readRecord, writeState, type RemoteRecord } from './record.js';
+import { NO_BASE, UNKNOWN, type LiveSet } from './state.js';
+import { Checkpoints } from './checkpoint.js';
 import { joinShard, type JoinReport } from './join.js';
 import { partIsWhole, publishPart } from './parts.js';
 import { assertNotSharded, assertShardWriters, claimShardLayout, scopeOf, type PublishScope } from './shards.js';
@@ -236,20 +237,17 @@ async function publishHeld(
   planned: PublishPlan | undefined,
 ): Promise<Outcome> {
   const live = options.full ? undefined : record.live;
+  const compared = live ?? (await listLive(remote, tree, record.scope.shard, compareProgress(tree, options)));
   // At a million profiles a plan takes most of a second: not made twice over the same record.
-  const plan =
-    live !== undefined && planned !== undefined
-      ? planned
-      : planPublish(tree, live ?? (await listLive(remote, tree, record.scope.shard, compareProgress(tree, options))));
+  const plan = live !== undefined && planned !== undefined ? planned : planPublish(tree, compared);
   guardDeletions(plan, options, remote.where);
   const outcome = outcomeOf(remote, tree, plan, live ? 'state' : 'listing', options);
   // Nothing to write, and the state already says so (a listing leaves a state for next time).
   if (live !== undefined && namesTree(record, tree.digest) && isEmptyPlan(plan)) return outcome;
   assertPresent(tree, plan);
-  const id = newPublishId();
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
-  const written = await writeIntent(remote, record, intentOf(id, live ? record.base : NO_BASE, plan));
-  outcome.bytes = await upload(remote, tree, plan, options, record.scope, id);
+  const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, live ? record.base : NO_BASE);
+  outcome.bytes = await upload(remote, tree, plan, options, record.scope, checkpoints);
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
   const deleteProfiles = deferred.size === 0 ? plan.deleteProfiles : plan.deleteProfiles.filter((name) => !deferred.has(name));
@@ -258,7 +256,7 @@ async function publishHeld(
   await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
     options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length, bytes: outcome.bytes }),
   );
-  await writeState(remote, written, id, liveProfiles(tree, live, deferred), hashes(tree.files), {
+  await writeState(remote, checkpoints.record, checkpoints.id, liveProfiles(tree, live, deferred), hashes(tree.files), {
     // A state that still holds deferred profiles does not name the tree: the next publish deletes them.
     tree: deferred.size === 0 ? tree.digest : undefined,
     profiles: tree.profiles.size + deferred.size,
@@ -387,16 +385,6 @@ function leaseOptions(options: PublishOptions): LeaseOptions {
   };
 }
 
-function intentOf(id: string, base: string, plan: PublishPlan): RemoteIntent {
-  return {
-    id,
-    base,
-    profiles: new Set([...plan.profiles, ...plan.deleteProfiles]),
-    files: new Set([...plan.files, ...plan.listFiles]),
-    strays: new Set(plan.deleteKeys),
-  };
-}
-
 function* hashes(entries: Map<string, string>): Iterable<[string, string]> {
   for (const [key, entry] of entries) yield [key, entryHash(entry)];
 }
@@ -423,7 +411,7 @@ async function upload(
   plan: PublishPlan,
   options: PublishOptions,
   scope: PublishScope,
-  id: string,
+  checkpoints: Checkpoints,
 ): Promise<number> {
   const total = uploadCount(plan);
   let done = 0,
@@ -442,12 +430,17 @@ async function upload(
     }
   };
   const concurrency = remote.options.concurrency;
-  await inPoolRetryingLater(remote, plan.profiles, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
+  // In chunks, each followed by a checkpoint of the record but the last: a takeover re-sends only what came after.
+  for (let from = 0; from < plan.profiles.length; from += checkpoints.every) {
+    const chunk = plan.profiles.slice(from, from + checkpoints.every);
+    await inPoolRetryingLater(remote, chunk, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
+    if (from + chunk.length < plan.profiles.length) await checkpoints.after(chunk);
+  }
   await inPoolRetryingLater(remote, plan.files, concurrency, (path) => send(path, [path]));
   if (scope.shard !== undefined && plan.listFiles.length > 0) {
     // A shard's list is a part of the joined one (parts.ts): never uploaded as the list itself.
     await retryingLater(remote, async () => {
-      const part = await publishPart(remote, tree, scope.shard!, id);
+      const part = await publishPart(remote, tree, scope.shard!, checkpoints.id);
       bytes += part.bytes;
     });
     progress(plan.listFiles.length);

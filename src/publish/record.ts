@@ -95,7 +95,7 @@ export async function writeIntent(remote: Remote, record: RemoteRecord, intent: 
   return { ...record, intentEtag: etag };
 }
 
-/** Writes the state over the version read: the publish's last write. */
+/** Writes the state over the version read (the publish's last write, or a checkpoint's); returns its ETag. */
 export async function writeState(
   remote: Remote,
   record: RemoteRecord,
@@ -103,7 +103,7 @@ export async function writeState(
   profiles: Iterable<[string, string]>,
   files: Iterable<[string, string]>,
   summary: StateSummary,
-): Promise<void> {
+): Promise<string> {
   const etag = await writeObject(
     remote,
     record.scope.state,
@@ -112,6 +112,7 @@ export async function writeState(
     unchangedSince(record.stateEtag),
   );
   if (etag === 'refused') throw changedUnder(remote, 'state');
+  return etag;
 }
 
 function changedUnder(remote: Remote, what: string) {

@@ -20,6 +20,8 @@ const INTERVAL_S = 0.5;
 /** Users changed for the publish the leader is killed in, and the one changed after the kill. */
 const CHANGED = 200;
 const LATER = 1000;
+/** Profiles between two checkpoints of a publish's record, lowered so that a small first publish has several. */
+const EVERY = 300;
 
 describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
   const workspace = s3Workspace(startMoto, 'ps-watch-takeover-cost-');
@@ -93,4 +95,53 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
       await proxy.close();
     }
   }, 240_000);
+
+  it('kill -9 in a first publish, after its checkpoints: the new leader sends only what came after the last one', async () => {
+    const bucket = await workspace.server.bucket();
+    const proxy = await startProxy(workspace.server.endpoint, { delayMs: 20 });
+    const db = join(workspace.dir, `${bucket}.db`);
+    makeStore(db, USERS);
+    const out = (name: string) => join(workspace.dir, `${bucket}-${name}`);
+    const start = (name: string) =>
+      startCli(
+        [
+          'watch',
+          ...['--db', db, '--out', out(name), '--interval', String(INTERVAL_S), '--lease-ttl', String(TTL_S)],
+          ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', proxy.endpoint, '--path-style'],
+        ],
+        { env: s3Env({ PROFILE_PUBLISH_CHECKPOINT_EVERY: String(EVERY) }) },
+      );
+    const publish = (name: string) => status(out(name))?.publish;
+    const states = () => proxy.log.filter((r) => r.method === 'PUT' && r.path.endsWith('/.profile-snapshot/remote-state')).length;
+    const a = start('a');
+    let b: ReturnType<typeof start> | undefined;
+    try {
+      await waitFor('a to lead', () => publish('a')?.role === 'leader', 60_000);
+      b = start('b');
+      await waitFor('b to stand by', () => publish('b')?.role === 'standby' && publish('b')?.leader?.pid === a.pid, 60_000);
+      // a's first publish: killed once two checkpoints are in the bucket, its uploads in flight.
+      await waitFor("a's second checkpoint", () => states() >= 2, 120_000);
+      a.child.kill('SIGKILL');
+      expect(publish('a')?.lastSuccessAt).toBeNull();
+      const sentBefore = proxy.log.length;
+      const profiles = status(out('a'))?.lastCycle?.profiles ?? 0;
+      expect(profiles).toBeGreaterThan(2 * EVERY);
+      sql(db, 'UPDATE users SET bio = ? WHERE id = ?', 'after the kill', LATER);
+      await arrived(bucket, LATER, 'after the kill', 120_000);
+      await waitFor('b to finish its publish', () => publish('b')?.role === 'leader' && publish('b')?.running === false, 60_000);
+
+      const after = proxy.log.slice(sentBefore);
+      const profilePuts = new Set(after.filter((r) => r.method === 'PUT' && r.path.includes('/api/v1/users/')).map((r) => r.path));
+      const listings = after.filter((r) => r.method === 'GET' && r.query.includes('list-type'));
+      console.log(`first-publish takeover: ${profilePuts.size} of ${profiles} profiles sent again, ${listings.length} listings`);
+      // The record the checkpoints left is trusted: no listing, and the 2 x EVERY profiles they name stay.
+      expect(listings).toEqual([]);
+      expect(profilePuts.size).toBeLessThanOrEqual(profiles - 2 * EVERY);
+      expect(profilePuts.size).toBeGreaterThan(0);
+    } finally {
+      a.child.kill('SIGKILL');
+      await b?.stop(10_000);
+      await proxy.close();
+    }
+  }, 300_000);
 });

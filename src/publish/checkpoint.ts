@@ -26,8 +26,10 @@ import { newPublishId, type LiveSet, type RemoteIntent } from './state.js';
 export const DEFAULT_CHECKPOINT_PROFILES = 100_000;
 
 export class Checkpoints {
-  /** The profiles sent so far, and at the last checkpoint. */
-  private readonly sent = new Set<string>();
+  /** The profiles sent so far: the plan's first `sent` (chunks are sent in the plan's order). */
+  private sent = 0;
+  /** Those of them that were live before (changed, not new): the rest of `before` stays as it was. */
+  private readonly replaced = new Set<string>();
 
   private constructor(
     private readonly remote: Remote,
@@ -54,24 +56,29 @@ export class Checkpoints {
 
   /** After a chunk of profiles was sent (none in flight): the state with them live, then the intent of what is left. */
   async after(chunk: readonly string[]): Promise<void> {
-    for (const name of chunk) this.sent.add(name);
-    const profiles = this.liveProfiles();
+    if (this.plan.profiles[this.sent] !== chunk[0]) throw new Error('bug: checkpoints must follow the plan in order');
+    this.sent += chunk.length;
+    for (const name of chunk) if (this.before?.profiles.has(name)) this.replaced.add(name);
     const files = this.before?.files ?? new Map<string, string>();
-    const stateEtag = await writeState(this.remote, this.record, this.id, profiles, files, {
+    const profiles = (this.before?.profiles.size ?? 0) - this.replaced.size + this.sent;
+    const stateEtag = await writeState(this.remote, this.record, this.id, this.liveProfiles(), files, {
       tree: undefined,
-      profiles: (this.before?.profiles.size ?? 0) + this.sent.size,
+      profiles,
       files: files.size,
     });
     const base = this.id;
     this.id = newPublishId();
-    const left = { ...this.plan, profiles: this.plan.profiles.filter((name) => !this.sent.has(name)) };
+    const left = { ...this.plan, profiles: this.plan.profiles.slice(this.sent) };
     this.record = await writeIntent(this.remote, { ...this.record, stateEtag }, intentOf(this.id, base, left));
   }
 
   /** What was live before, with every profile sent so far as the tree has it. */
   private *liveProfiles(): Iterable<[string, string]> {
-    for (const [name, hash] of this.before?.profiles ?? []) if (!this.sent.has(name)) yield [name, hash];
-    for (const name of this.sent) yield [name, entryHash(this.tree.profiles.get(name)!)];
+    for (const [name, hash] of this.before?.profiles ?? []) if (!this.replaced.has(name)) yield [name, hash];
+    for (let i = 0; i < this.sent; i++) {
+      const name = this.plan.profiles[i]!;
+      yield [name, entryHash(this.tree.profiles.get(name)!)];
+    }
   }
 }
 

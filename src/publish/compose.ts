@@ -25,7 +25,7 @@ import {
 import { remoteError } from '../core/errors.js';
 import { limitTo, type Limit } from '../core/limit.js';
 import { Remote } from './client.js';
-import type { WriteCondition } from './objects.js';
+import { conditionInput, type WriteCondition } from './objects.js';
 import { planParts, type ComposeSource, type PartPiece, type PartRules, type PlannedPart } from './compose-plan.js';
 import { OBJECT_HEADERS, type StoredEncoding } from './upload.js';
 
@@ -144,7 +144,7 @@ export async function prepareComposition(
           remote.client.send(
             new CompleteMultipartUploadCommand({
               ...{ Bucket: bucket, Key: targetKey, UploadId: uploadId, MultipartUpload: { Parts: parts } },
-              ...(condition === undefined ? {} : 'ifMatch' in condition ? { IfMatch: condition.ifMatch } : { IfNoneMatch: '*' }),
+              ...conditionInput(condition),
             }),
           ),
         `finish joining ${targetKey}`,

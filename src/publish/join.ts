@@ -25,6 +25,7 @@ import { Remote, type RemoteOptions, type RequestCounts } from './client.js';
 import { limitTo } from '../core/limit.js';
 import { prepareComposition, versionOf, type ComposeResult, type ObjectRange } from './compose.js';
 import { r2PartRules, S3_PART_RULES, type PartRules } from './compose-plan.js';
+import { LIST_FILES } from './plan.js';
 import { Lease, thisHolder, type LeaseOptions } from './lease.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease-times.js';
 import { readShardCount } from './shards.js';
@@ -120,7 +121,6 @@ const NOTHING_JOINED = {
   superseded: false,
   broken: [],
 } as const;
-const LIST_FILES = [CREATORS_FILE, CREATORS_GZIP_FILE] as const;
 
 /**
  * Composes the list and its variant from the parts and completes both, each only over the version

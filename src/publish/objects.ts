@@ -18,6 +18,10 @@ export interface StoredObject {
 /** Write only if the object is absent (`ifNoneMatch: '*'`) or still has the ETag `ifMatch`. */
 export type WriteCondition = { ifMatch: string } | { ifNoneMatch: '*' } | undefined;
 
+/** A condition as the SDK's PutObject and CompleteMultipartUpload take it. */
+export const conditionInput = (condition: WriteCondition): { IfMatch?: string; IfNoneMatch?: string } =>
+  condition === undefined ? {} : 'ifMatch' in condition ? { IfMatch: condition.ifMatch } : { IfNoneMatch: '*' };
+
 /** The condition that a write over what was read must carry: nothing there, or the version read. */
 export const unchangedSince = (etag: string | undefined): WriteCondition => (etag === undefined ? { ifNoneMatch: '*' } : { ifMatch: etag });
 
@@ -72,7 +76,7 @@ export async function writeObject(
             Body: body,
             ContentType: contentType,
             CacheControl: 'no-store',
-            ...(condition === undefined ? {} : 'ifMatch' in condition ? { IfMatch: condition.ifMatch } : { IfNoneMatch: '*' }),
+            ...conditionInput(condition),
           }),
         ),
       `write ${path} in the bucket`,

@@ -1,0 +1,118 @@
+/**
+ * A watcher's memory for a cycle after 1% of a large store changed, as whole processes: a million
+ * users (by default) on tmpfs, a fixed snapshot time (so only the change moves the tree), the
+ * in-memory S3 server (bench-s3-memory.mjs).
+ *
+ *   - `watch --publish` (its publish and renewal threads included): once its first publish is done,
+ *     its peak RSS is reset (Linux: `echo 5 > /proc/PID/clear_refs`), 1% of the users change, and its
+ *     peak RSS (VmHWM) is read once the cycle that carried the change has published it;
+ *   - the same without --publish, the same way: the baseline of the watcher's own cycle.
+ *
+ *   node scripts/bench-watch-memory.mjs [--users 1000000] [--runs 1] [--report BENCHMARKS.md]
+ */
+import { fork, spawn } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { BENCH_ENV, machine, median, workingStore } from './bench-common.mjs';
+import { writeSection } from './report-section.mjs';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const args = process.argv.slice(2);
+const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const USERS = Number(value('--users', '1000000'));
+const RUNS = Number(value('--runs', '1'));
+const REPORT = value('--report', undefined);
+const TARGET_MB = 450;
+const bin = join(repo, 'bin/profile-snapshot.js');
+const work = '/dev/shm/ps-watch-memory';
+const env = { ...BENCH_ENV, AWS_ACCESS_KEY_ID: 'bench', AWS_SECRET_ACCESS_KEY: 'bench', AWS_REGION: 'us-east-1' };
+
+const log = (line) => process.stderr.write(`[bench-watch-memory ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const statusMb = (pid, field) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+
+function startServer() {
+  const child = fork(join(repo, 'scripts/bench-s3-memory.mjs'), ['--delay-ms', '0'], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.stdout.once('data', (d) => resolve({ port: JSON.parse(String(d)).port, close: () => child.kill('SIGKILL') }));
+    child.once('exit', (code) => reject(new Error(`the S3 server exited (${code})`)));
+  });
+}
+
+/** Waits until `stderr()` holds `pattern` `count` times; the watcher must stay alive. */
+async function waitFor(watcher, stderr, pattern, count, what) {
+  while ((stderr().match(pattern) ?? []).length < count) {
+    if (watcher.exitCode !== null) throw new Error(`the watcher exited while waiting for ${what}: ${stderr().slice(-2000)}`);
+    await sleep(250);
+  }
+}
+
+/** One watcher: its first cycle (and publish), then the peak RSS of the cycle after 1% changed. */
+async function measure(db, publish, port) {
+  const out = join(work, publish ? 'publishing' : 'local');
+  rmSync(out, { recursive: true, force: true });
+  const remote = publish ? ['--publish', 's3://profiles/memory', '--endpoint', `http://127.0.0.1:${port}`, '--path-style'] : [];
+  const watcher = spawn(process.execPath, [bin, 'watch', '--db', db, '--out', out, '--interval', '5', ...remote], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  watcher.stderr.on('data', (d) => (stderr += d));
+  const done = publish ? /publish \(cycle \d+\): (?!FAILED).*; [\d.]+ s$/gm : /: cycle \d+: .*; [\d.]+ s; next in/gm;
+  try {
+    await waitFor(watcher, () => stderr, done, 1, 'the first cycle');
+    const firstPeak = statusMb(watcher.pid, 'VmHWM');
+    const before = (stderr.match(done) ?? []).length;
+    writeFileSync(`/proc/${watcher.pid}/clear_refs`, '5');
+    const store = new Database(db);
+    store.prepare("UPDATE users SET bio = bio || '.' WHERE id % 100 = 7").run();
+    store.close();
+    // Publishing, the next publish carries the change (nothing else moves the tree); else two more
+    // cycles, in case the change landed just as one was reading.
+    await waitFor(watcher, () => stderr, done, before + (publish ? 1 : 2), 'the cycle after the change');
+    const peak = statusMb(watcher.pid, 'VmHWM');
+    const line = [...stderr.matchAll(done)].at(publish ? -1 : -2)?.[0] ?? '';
+    log(
+      `${publish ? 'watch --publish' : 'watch'}: first cycle peak ${firstPeak.toFixed(0)} MB; after 1% changed ${peak.toFixed(0)} MB (${line.trim()})`,
+    );
+    return { firstPeak, peak };
+  } finally {
+    watcher.kill('SIGKILL');
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+const db = workingStore(repo, work, USERS);
+const server = await startServer();
+const runs = [];
+try {
+  for (let run = 1; run <= RUNS; run++) {
+    log(`run ${run} of ${RUNS}`);
+    runs.push({ local: await measure(db, false, server.port), publishing: await measure(db, true, server.port) });
+  }
+} finally {
+  server.close();
+}
+const local = median(runs.map((r) => r.local.peak));
+const publishing = median(runs.map((r) => r.publishing.peak));
+const text = [
+  `\`node scripts/bench-watch-memory.mjs --users ${USERS} --runs ${RUNS}\`, ${new Date().toISOString().slice(0, 10)}:`,
+  '',
+  `${machine()}; ${USERS.toLocaleString('en')} users on tmpfs, a fixed snapshot time, the in-memory S3 server; the peak RSS (VmHWM, reset after the first cycle's publish) of the cycle after 1% of the users changed and of its publish, median of ${RUNS}.`,
+  '',
+  '| watcher | first cycle (and publish) peak | peak of the cycle after 1% changed | against |',
+  '|---|---|---|---|',
+  `| \`watch\` (baseline, same run) | ${median(runs.map((r) => r.local.firstPeak)).toFixed(0)} MB | ${local.toFixed(0)} MB | |`,
+  `| \`watch --publish\` (publish and renewal threads included) | ${median(runs.map((r) => r.publishing.firstPeak)).toFixed(0)} MB | ${publishing.toFixed(0)} MB | target ${TARGET_MB} MB (${(publishing / TARGET_MB).toFixed(2)}x); ${(publishing / local).toFixed(2)}x the baseline |`,
+].join('\n');
+process.stdout.write(`${text}\n`);
+if (REPORT !== undefined) {
+  writeSection(
+    REPORT,
+    'bench-watch-memory',
+    `<!-- bench-watch-memory:start -->\n## A publishing watcher's memory (bench-watch-memory)\n\n${text}\n<!-- bench-watch-memory:end -->`,
+  );
+}

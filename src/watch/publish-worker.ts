@@ -35,7 +35,9 @@ function throttled(id: number): (progress: PublishProgress) => void {
   let postedPhase: PublishProgress['phase'] | undefined;
   return (progress) => {
     const now = Date.now();
-    if (progress.phase === postedPhase && now - postedAt < PROGRESS_EVERY_MS) return;
+    // A phase's last event always goes: the status must not stop short of done.
+    const last = progress.done === progress.total;
+    if (progress.phase === postedPhase && now - postedAt < PROGRESS_EVERY_MS && !last) return;
     postedAt = now;
     postedPhase = progress.phase;
     post({ type: 'progress', id, progress: { ...progress } });

@@ -182,10 +182,11 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: PublishO
   // The bucket already holds this tree: known from two headers, no million entries read.
   const held = options.full ? undefined : await bucketHoldsTree(remote, reader, scope);
   // A shard heals its own part: one gone from the bucket (or never whole) is sent again, whatever the record says.
-  if (held !== undefined && (scope.shard === undefined || (await partIsWhole(remote, scope.shard))))
-    return joinedOutcome(remote, quietOutcome(remote, held, options), scope, options);
+  const heldPartWhole = held === undefined || scope.shard === undefined || (await partIsWhole(remote, scope.shard));
+  if (held !== undefined && heldPartWhole) return joinedOutcome(remote, quietOutcome(remote, held, options), scope, options);
   const tree = readLocalTree(reader, options.waitMs ?? DEFAULT_COMMIT_WAIT_MS);
-  const partBroken = scope.shard !== undefined && !(await partIsWhole(remote, scope.shard, tree));
+  // Found broken on the quiet path already: not looked at twice.
+  const partBroken = scope.shard !== undefined && (!heldPartWhole || !(await partIsWhole(remote, scope.shard, tree)));
   const first = options.full ? undefined : forgetPartIf(partBroken, await readRecord(remote, scope));
   // Only a prefix without a record of whole trees may be a sharded one: no request otherwise.
   if (scope.shard === undefined && first?.stateEtag === undefined) await assertNotSharded(remote);

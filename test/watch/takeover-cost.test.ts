@@ -46,9 +46,13 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
     }
   };
 
-  it('kill -9 mid-upload: the new leader sends only what the dead one had in flight and what changed since', async () => {
+  /**
+   * A store of USERS users, a bucket behind a proxy that forwards each request once its body is whole
+   * (a killed leader leaves no half-written object), and watchers of it, each with its own out dir and
+   * the wall clock (each watcher's documents carry their own build times), as on two machines.
+   */
+  async function site(env: Record<string, string> = {}) {
     const bucket = await workspace.server.bucket();
-    // Forwards each request once its body is whole: a killed leader leaves no half-written object.
     const proxy = await startProxy(workspace.server.endpoint, { delayMs: 20 });
     const db = join(workspace.dir, `${bucket}.db`);
     makeStore(db, USERS);
@@ -60,9 +64,14 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
           ...['--db', db, '--out', out(name), '--interval', String(INTERVAL_S), '--lease-ttl', String(TTL_S)],
           ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', proxy.endpoint, '--path-style'],
         ],
-        { env: s3Env() }, // the wall clock: each watcher's documents carry their own build times
+        { env: s3Env(env) },
       );
     const publish = (name: string) => status(out(name))?.publish;
+    return { bucket, proxy, db, out, start, publish };
+  }
+
+  it('kill -9 mid-upload: the new leader sends only what the dead one had in flight and what changed since', async () => {
+    const { bucket, proxy, db, start, publish } = await site();
     const a = start('a');
     let b: ReturnType<typeof start> | undefined;
     try {
@@ -97,21 +106,7 @@ describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
   }, 240_000);
 
   it('kill -9 in a first publish, after its checkpoints: the new leader sends only what came after the last one', async () => {
-    const bucket = await workspace.server.bucket();
-    const proxy = await startProxy(workspace.server.endpoint, { delayMs: 20 });
-    const db = join(workspace.dir, `${bucket}.db`);
-    makeStore(db, USERS);
-    const out = (name: string) => join(workspace.dir, `${bucket}-${name}`);
-    const start = (name: string) =>
-      startCli(
-        [
-          'watch',
-          ...['--db', db, '--out', out(name), '--interval', String(INTERVAL_S), '--lease-ttl', String(TTL_S)],
-          ...['--publish', `s3://${bucket}/${PREFIX}`, '--endpoint', proxy.endpoint, '--path-style'],
-        ],
-        { env: s3Env({ PROFILE_PUBLISH_CHECKPOINT_EVERY: String(EVERY) }) },
-      );
-    const publish = (name: string) => status(out(name))?.publish;
+    const { bucket, proxy, db, out, start, publish } = await site({ PROFILE_PUBLISH_CHECKPOINT_EVERY: String(EVERY) });
     const states = () => proxy.log.filter((r) => r.method === 'PUT' && r.path.endsWith('/.profile-snapshot/remote-state')).length;
     const a = start('a');
     let b: ReturnType<typeof start> | undefined;

@@ -11,6 +11,7 @@ import { keepYoungGenerationSmall } from './core/memory.js';
 import { PROFILE_DIRS } from './core/layout.js';
 import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
 import type { LastPass } from './incremental/last-pass.js';
+import type { ChangeSource } from './incremental/session.js';
 import { PassPlan } from './incremental/plan.js';
 import type { StoreSession } from './incremental/session.js';
 import { stagePass, type PassInputs, type StagedPass } from './pass/pass.js';
@@ -57,6 +58,8 @@ export interface BuildReport {
    * build left them and no published profile's age moved, so its output still stands as it is.
    */
   storeUnchanged: boolean;
+  /** How the build found what changed; `clockFallback` says why the store's change clock was not followed. */
+  changes: ChangeSource;
 }
 
 /**
@@ -86,7 +89,7 @@ export function build(options: BuildOptions | ResolvedBuildOptions, run: BuildRu
     const files = commit(staged, plan);
     built = true;
     plan.record({ ...staged, files: files.written + files.unchanged });
-    return passReport(staged, files, inputs);
+    return passReport(staged, files, inputs, plan.source(staged.selective));
   } finally {
     ownLock?.release({ removeCreatedFolders: !built });
     if (!session) store.close();
@@ -190,10 +193,11 @@ function unchangedReport(last: LastPass, inputs: BuildInputs): BuildReport {
     notices: notices(last.profiles, inputs),
     seconds: (performance.now() - inputs.started) / 1000,
     storeUnchanged: true,
+    changes: { by: 'stamp', clockFallback: null },
   };
 }
 
-function passReport(staged: StagedPass, files: WriteCounts, inputs: BuildInputs): BuildReport {
+function passReport(staged: StagedPass, files: WriteCounts, inputs: BuildInputs, changes: ChangeSource): BuildReport {
   const { profiles, creators, skipped, rendered, rowsRead, warnings, threads } = staged;
   return {
     out: inputs.outDir,
@@ -210,5 +214,6 @@ function passReport(staged: StagedPass, files: WriteCounts, inputs: BuildInputs)
     notices: notices(profiles, inputs),
     seconds: (performance.now() - inputs.started) / 1000,
     storeUnchanged: false,
+    changes,
   };
 }

@@ -31,6 +31,7 @@ const COMMANDS: Record<string, () => Promise<CommandFactory>> = {
   cloudflare: async () => (await import('./commands/cloudflare.js')).cloudflareCommand,
   aws: async () => (await import('./commands/aws.js')).awsCommand,
   seed: async () => (await import('./commands/seed.js')).seedCommand,
+  store: async () => (await import('./commands/store.js')).storeCommand,
 };
 
 /** Runs the CLI and returns the exit code; never calls process.exit. */

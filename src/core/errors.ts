@@ -19,6 +19,8 @@ export const ExitCode = {
   partMissing: 11,
   listBehind: 12,
   stalled: 13,
+  storeReadOnly: 14,
+  clockFormat: 15,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -34,7 +36,9 @@ export type SnapshotErrorKind =
   | 'shardLayout'
   | 'partMissing'
   | 'listBehind'
-  | 'stalled';
+  | 'stalled'
+  | 'storeReadOnly'
+  | 'clockFormat';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;

@@ -14,8 +14,9 @@ import type { RenderKey } from '../core/render-key.js';
 import type { ProfileStore } from '../store/read.js';
 import type { Slice } from '../core/slice.js';
 import type { StoreStamp } from '../store/stamp.js';
+import { cannotFollow, type ClockReading } from '../store/clock.js';
 import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';
-import type { Selection, StoreSession } from './session.js';
+import type { ChangeSource, Selection, StoreSession } from './session.js';
 
 export interface PlanInputs {
   store: ProfileStore;
@@ -44,6 +45,10 @@ export class PassPlan {
   /** Taken before the snapshot is read, so the rows a pass reads are never older than it. */
   private readonly stamp: StoreStamp;
   private readonly conditions: PassConditions;
+  /** The store's change clock, read in the pass's snapshot (a session's passes only). */
+  private clock: ClockReading | undefined;
+  /** How the selection found what changed, when there was one. */
+  private selected: Selection | undefined;
 
   constructor(private readonly inputs: PlanInputs) {
     this.stamp = inputs.store.stamp(inputs.storeSettleMs);
@@ -67,8 +72,18 @@ export class PassPlan {
   /** Inside the pass's read transaction: the users to read, or undefined for every row. */
   selection(): Selection | undefined {
     const { session, store, outDir, renderKey, snapshotMs, fullPass } = this.inputs;
-    if (fullPass) return session?.forget();
-    return session?.selection(store, outDir, renderKey, snapshotMs, this.trustedStamp);
+    if (session === undefined) return undefined;
+    this.clock = store.clock();
+    if (fullPass) return session.forget();
+    this.selected = session.selection(store, outDir, renderKey, snapshotMs, this.trustedStamp, this.clock);
+    return this.selected;
+  }
+
+  /** How the staged pass found what changed (`selective`: it read only the selection). */
+  source(selective: boolean): ChangeSource {
+    if (selective && this.selected !== undefined) return this.selected.source;
+    const clock = this.clock;
+    return { by: 'every row', clockFallback: clock?.state === 'unusable' ? (cannotFollow(undefined, clock) ?? null) : null };
   }
 
   /** Still inside the read transaction: the session's copy is brought to the snapshot just staged. */
@@ -91,7 +106,8 @@ export class PassPlan {
   /** Records a committed pass, for the next build (the record) and the next cycle (the session). */
   record(pass: CommittedPass): void {
     const { store, session, outDir, renderKey, snapshotMs } = this.inputs;
-    session?.recordPublished(store, { outDir, renderKey, snapshotMs, storeStamp: this.stamp.value, warnings: pass.warnings });
+    const { clock } = this;
+    session?.recordPublished(store, { outDir, renderKey, snapshotMs, storeStamp: this.stamp.value, clock, warnings: pass.warnings });
     const { profiles, creators, skipped, files, warnings } = pass;
     const stableUntilMs = pass.stableUntilMs === Infinity ? null : pass.stableUntilMs;
     recordPass(outDir, { ...this.conditions, snapshotMs, stableUntilMs, profiles, creators, skipped, files, warnings });
@@ -106,13 +122,18 @@ export class PassPlan {
     const { store, outDir, renderKey, storeSettleMs, users } = this.inputs;
     if (session.holds(store, outDir, renderKey)) return;
     try {
-      const copied = store.inSnapshot(() => store.shadow.capture(users) && store.stamp(storeSettleMs).value === this.stamp.value);
+      let clock: ClockReading | undefined;
+      const copied = store.inSnapshot(() => {
+        clock = store.clock();
+        return store.shadow.capture(users) && store.stamp(storeSettleMs).value === this.stamp.value;
+      });
       if (!copied) return;
       session.recordPublished(store, {
         outDir,
         renderKey,
         snapshotMs: last.snapshotMs,
         storeStamp: this.stamp.value,
+        clock,
         warnings: last.warnings,
       });
       // The next pass would otherwise parse the manifest first: read it now, while nothing changed.

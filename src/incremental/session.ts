@@ -13,6 +13,7 @@ import { sameRenderKey, type RenderKey } from '../core/render-key.js';
 import { manifestStamp } from '../output/manifest.js';
 import { ManifestCache } from '../output/manifest-cache.js';
 import type { RowWarning } from '../render/user.js';
+import { cannotFollow, type ClockPosition, type ClockReading } from '../store/clock.js';
 import { ProfileStore, type OpenStoreOptions } from '../store/read.js';
 import type { StoreChanges } from '../store/shadow.js';
 
@@ -30,8 +31,23 @@ interface Published {
    * later settled stamp equal to it says nothing was committed since.
    */
   storeStamp: string | undefined;
+  /** Where the store's change clock stood in its snapshot; undefined when it had none. */
+  clock: ClockPosition | undefined;
   /** Users it had warnings for: read again by every pass (they have no row signature either). */
   warned: ReadonlySet<number>;
+}
+
+/**
+ * How a pass found the users to read: the store's change clock, the copy compared with the whole
+ * store, the store's files unchanged (only ages turning), or not at all (every row read).
+ */
+export type ChangesFoundBy = 'clock' | 'comparison' | 'stamp' | 'every row';
+
+/** How a pass found what changed, and why it did not follow the store's change clock when it has one. */
+export interface ChangeSource {
+  by: ChangesFoundBy;
+  /** Set when the store has (or had, at the last pass) a change clock that this pass could not follow. */
+  clockFallback: string | null;
 }
 
 /** The users a selective pass reads; every other profile stands as the last pass published it. */
@@ -41,6 +57,7 @@ export interface Selection {
   warned: ReadonlySet<number>;
   /** No account age of the other users moves before this time (see StoreShadow.changes). */
   stableUntilMs: number;
+  source: ChangeSource;
 }
 
 export class StoreSession {
@@ -82,8 +99,10 @@ export class StoreSession {
    * The users a pass over `outDir` at `snapshotMs` must read, when it may skip the rest: those whose
    * rows or child rows changed since the last pass, whose account age may have turned over since, and
    * those that pass had warnings for. Undefined when a pass must read every row. Runs inside the
-   * pass's read transaction. When the store's settled stamp (`storeStamp`, taken before this
-   * transaction began) is the last pass's, nothing can have changed, and the store is not compared.
+   * pass's read transaction, where `clock` was read. The changes come from the store's change clock
+   * when the last pass's position on it still holds; else from the store's settled stamp
+   * (`storeStamp`, taken before this transaction began) when it is the last pass's (nothing can have
+   * changed); else from a comparison of the whole store with the copy.
    */
   selection(
     store: ProfileStore,
@@ -91,6 +110,7 @@ export class StoreSession {
     renderKey: RenderKey,
     snapshotMs: number,
     storeStamp: string | undefined,
+    clock: ClockReading,
   ): Selection | undefined {
     // Taken: until a pass records itself again, the next one reads every row (the copy's changes
     // roll back with a failed pass, but what it knows of them here would not).
@@ -98,12 +118,14 @@ export class StoreSession {
     const holds = this.holds(store, outDir, renderKey);
     this.published = undefined;
     if (last === undefined || !holds) return undefined;
+    const fallback = cannotFollow(last.clock, clock);
+    const by: ChangesFoundBy =
+      fallback === undefined ? 'clock' : storeStamp !== undefined && storeStamp === last.storeStamp ? 'stamp' : 'comparison';
     let changes: StoreChanges | undefined;
     try {
-      changes =
-        storeStamp !== undefined && storeStamp === last.storeStamp
-          ? store.shadow.agesTurning(last.snapshotMs, snapshotMs)
-          : store.shadow.changes(last.snapshotMs, snapshotMs);
+      if (by === 'clock') changes = store.shadow.followClock(store.clockChanges(last.clock!.version), last.snapshotMs, snapshotMs);
+      else if (by === 'stamp') changes = store.shadow.agesTurning(last.snapshotMs, snapshotMs);
+      else changes = store.shadow.changes(last.snapshotMs, snapshotMs);
     } catch {
       // Whatever the comparison tripped on, a pass that reads every row is still right (and takes
       // the copy afresh).
@@ -111,7 +133,8 @@ export class StoreSession {
     }
     if (changes === undefined) return undefined;
     for (const id of last.warned) changes.users.add(id);
-    return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs };
+    const source = { by, clockFallback: clockFallback(last.clock, clock, fallback) };
+    return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs, source };
   }
 
   /** Forgets the last pass (a pass is about to change the tree without using it); undefined. */
@@ -137,15 +160,29 @@ export class StoreSession {
    * Records a committed pass whose rows the copy now matches (`store.shadow` was captured or updated
    * in that pass's read transaction); forgets the last one otherwise.
    */
-  recordPublished(store: ProfileStore, pass: Omit<Published, 'manifest' | 'warned'> & { warnings: readonly RowWarning[] }): void {
+  recordPublished(
+    store: ProfileStore,
+    pass: Omit<Published, 'manifest' | 'warned' | 'clock'> & { warnings: readonly RowWarning[]; clock: ClockReading | undefined },
+  ): void {
     const { outDir, renderKey, snapshotMs, storeStamp } = pass;
+    const clock = pass.clock?.state === 'present' ? pass.clock.position : undefined;
     this.published = undefined;
     const manifest = manifestStamp(pass.outDir);
     const warned = new Set(pass.warnings.map((w) => w.id));
     // A warning's id past 2^53 is rounded and cannot name its row: such a store is always read whole.
     if (store !== this.store || !store.shadow.captured || manifest === undefined || ![...warned].every(Number.isSafeInteger)) return;
-    this.published = { outDir, renderKey, manifest, snapshotMs, storeStamp, warned };
+    this.published = { outDir, renderKey, manifest, snapshotMs, storeStamp, clock, warned };
   }
+}
+
+/**
+ * Why a pass did not follow the change clock, worth an operator's eye: the store has a clock, or had
+ * one at the last pass. A store that never had one is today's normal, and says nothing.
+ */
+export function clockFallback(last: ClockPosition | undefined, now: ClockReading | undefined, why: string | undefined): string | null {
+  if (why === undefined || now === undefined) return null;
+  if (now.state === 'absent' && last === undefined) return null;
+  return why;
 }
 
 function fileIdentity(file: string): string | undefined {

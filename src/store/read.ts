@@ -14,6 +14,7 @@ import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
 import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, SLICE_IDS_DONE, sliceIdsSql, type RowScope } from './queries.js';
+import { changesSince, readClock, type ClockChanges, type ClockReading } from './clock.js';
 import { checkSchema } from './schema.js';
 import { StoreShadow } from './shadow.js';
 import { commitMark, storeStamp, type StoreStamp } from './stamp.js';
@@ -153,6 +154,24 @@ export class ProfileStore {
     try {
       const sql = `SELECT count(*) FROM (SELECT 1 FROM users LIMIT ${Math.max(0, Math.floor(atLeast))})`;
       return (this.db.prepare(sql).pluck().get() as number) >= atLeast;
+    } catch (cause) {
+      throw translateSqliteError(cause, this.file);
+    }
+  }
+
+  /** The store's change clock in the caller's snapshot (clock.ts). */
+  clock(): ClockReading {
+    try {
+      return readClock(this.db);
+    } catch (cause) {
+      throw translateSqliteError(cause, this.file);
+    }
+  }
+
+  /** The users and decorations the change clock shows changed after `version`, in the caller's snapshot. */
+  clockChanges(version: number): ClockChanges {
+    try {
+      return changesSince(this.db, version);
     } catch (cause) {
       throw translateSqliteError(cause, this.file);
     }

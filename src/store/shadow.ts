@@ -21,6 +21,7 @@ import type Database from 'better-sqlite3';
 import { describeCause } from '../core/errors.js';
 import { DAY_MS } from '../core/time.js';
 import { ALL_USERS, type Slice } from '../core/slice.js';
+import type { ClockChanges } from './clock.js';
 import { sliceCondition } from './queries.js';
 import { READ_STATUSES } from './schema.js';
 
@@ -130,8 +131,15 @@ export class StoreShadow {
    * a slice's copy keeps those it was captured with, and only as the mark that there is a copy.
    */
   private counts: { users: number; socials: number } | undefined;
-  /** What `update` applies: the counts `changes` saw, the socials rows and the small tables that differed. */
-  private pending: { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[] } | undefined;
+  /**
+   * What `update` applies: the counts `changes` saw, the socials rows and the small tables that
+   * differed; `byUser`: every child row of the users read is copied again (the change clock names
+   * users, not rows), and the counts are then recounted when a comparison next needs them.
+   */
+  private pending:
+    { users: number; socials: number; socialIds: string; small: (keyof typeof SMALL_TABLES)[]; byUser?: boolean } | undefined;
+  /** The counts no longer match the copy's tables (a clock's update changed them): recount before comparing. */
+  private countsStale = false;
   /** The users the copy holds: every user, or a shard's (`capture`). */
   private slice: Slice = ALL_USERS;
 
@@ -171,6 +179,7 @@ export class StoreShadow {
    */
   capture(slice: Slice = ALL_USERS): boolean {
     this.counts = undefined;
+    this.countsStale = false;
     this.slice = slice;
     const { sliced } = this;
     return this.savepoint(() => {
@@ -206,7 +215,7 @@ export class StoreShadow {
    * runs backwards or is too wide to be worth it.
    */
   changes(sinceMs: number, atMs: number): StoreChanges | undefined {
-    const counts = this.counts;
+    const counts = this.freshCounts();
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
     if (this.sliced) return this.slicedChanges(ages);
@@ -360,11 +369,8 @@ export class StoreShadow {
         for (const row of changed) add(row[0]);
         continue;
       }
-      // A changed decoration changes every profile wearing it (compared as text: a superset of the
-      // pass's own matching, which is by exact value).
-      const ids = JSON.stringify(changed.map((row) => String(row[0])));
-      for (const id of db.prepare(`SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) ${NAMED_IDS}`).pluck().iterate(ids))
-        add(id);
+      // A changed decoration changes every profile wearing it.
+      for (const id of this.wearers(changed.map((row) => row[0]))) add(id);
     }
     return tables;
   }
@@ -382,6 +388,39 @@ export class StoreShadow {
     if (!users.every((id) => Number.isSafeInteger(id))) return undefined;
     this.pending = { users: counts.users, socials: counts.socials, socialIds: '[]', small: [] };
     return { users: new Set(users), stableUntilMs: stableUntil(this.nextAgeTurn(ages.at!)) };
+  }
+
+  /**
+   * `changes` from the store's change clock: the users it names (`changed`, since the copy's pass),
+   * the wearers of the decorations it names, and the users whose account age may turn over, found in
+   * the copy alone. No walk of the store, and for a shard no hash of any name but the changed users'.
+   */
+  followClock(changed: ClockChanges, sinceMs: number, atMs: number): StoreChanges | undefined {
+    const turning = this.agesTurning(sinceMs, atMs);
+    if (turning === undefined) return undefined;
+    const { users } = turning;
+    for (const id of changed.users) if (Number.isSafeInteger(id)) users.add(id);
+    if (changed.decorations.length > 0) for (const id of this.wearers(changed.decorations)) users.add(id);
+    this.pending = { ...this.pending!, small: changed.decorations.length > 0 ? ['decorations'] : [], byUser: true };
+    return turning;
+  }
+
+  /**
+   * The copy's users wearing one of these decorations (compared as text: a superset of the pass's own
+   * matching, which is by exact value). A user who changed decoration is named by the clock itself.
+   */
+  private wearers(decorations: unknown[]): number[] {
+    const ids = JSON.stringify(decorations.map((id) => String(id)));
+    return this.db.prepare(`SELECT id FROM temp.shadow_users WHERE CAST(decoration_id AS TEXT) ${NAMED_IDS}`).pluck().all(ids) as number[];
+  }
+
+  /** The counts, recounted from the copy when a clock's update left them stale. */
+  private freshCounts(): { users: number; socials: number } | undefined {
+    if (this.counts === undefined || !this.countsStale) return this.counts;
+    const users = this.db.prepare('SELECT count(*) FROM temp.shadow_users').pluck().get() as number;
+    const socials = this.db.prepare('SELECT count(*) FROM temp.shadow_socials').pluck().get() as number;
+    this.countsStale = false;
+    return (this.counts = { users, socials });
   }
 
   /** Ids of the copy's users whose age phase lies in one of `phases`, or who have none (created_at unparsed). */
@@ -445,9 +484,11 @@ export class StoreShadow {
         ${sliced ? `DELETE FROM temp.shadow_ids WHERE id ${READ_USERS}; ${COPY_IDS} WHERE id ${READ_USERS};` : ''}
       `);
       this.recopySocials(pending.socialIds);
-      if (sliced) this.recopyReadUsersChildren();
-      for (const table of pending.small) if (!sliced || table === 'decorations') this.copySmall(table);
+      const byUser = sliced || pending.byUser === true;
+      if (byUser) this.recopyReadUsersChildren();
+      for (const table of pending.small) if (!byUser || table === 'decorations') this.copySmall(table);
       this.counts = { users: pending.users, socials: pending.socials };
+      if (pending.byUser === true && !sliced) this.countsStale = true;
     });
   }
 
@@ -470,11 +511,14 @@ export class StoreShadow {
    * driven by the copy's users, SQLite walked every socials row of the copy in each cycle.
    */
   private recopyReadUsersChildren(): void {
+    const { sliced } = this;
     for (const table of ['socials', 'badges', 'bans'] as const) {
       const columns = table === 'socials' ? `s.id, ${SOCIAL_COLUMNS.join(', ')}` : SMALL_TABLES[table];
-      this.db.exec(`DELETE FROM temp.shadow_${table} WHERE user_id ${READ_USERS};
+      // A whole copy, followed by the clock, gets these indexes the first time it needs them.
+      this.db.exec(`CREATE INDEX IF NOT EXISTS temp.shadow_${table}_user ON shadow_${table} (user_id);
+        DELETE FROM temp.shadow_${table} WHERE user_id ${READ_USERS};
         INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns}
-        FROM temp.pass_ids p CROSS JOIN main.${table} s ON s.user_id = p.id WHERE +p.id ${COPIED_USERS}`);
+        FROM temp.pass_ids p CROSS JOIN main.${table} s ON s.user_id = p.id${sliced ? ` WHERE +p.id ${COPIED_USERS}` : ''}`);
     }
   }
 

@@ -23,7 +23,10 @@ export function formatCycle(cycle: CycleStatus, consecutiveFailures = 0): string
     );
   }
   const files = cycle.files ?? { written: 0, unchanged: 0, removed: 0 };
-  return `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${summaryCounts({ ...cycle, files })}; ${seconds}`;
+  const fallback = cycle.changes?.clockFallback
+    ? `; ${cycle.changes.clockFallback}: ${cycle.changes.by === 'every row' ? 'read' : 'compared'} the whole store`
+    : '';
+  return `cycle ${cycle.number}: ${cycle.changed ? '' : 'no change; '}${summaryCounts({ ...cycle, files })}${fallback}; ${seconds}`;
 }
 
 /** e.g. "leader of the prefix (host a, pid 12)" or "standby: host b, pid 34 leads (lease renewed 3 s ago)" */

@@ -410,6 +410,7 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
     warnings: report.warnings.length,
     files: report.files,
     repaired: report.repaired,
+    changes: report.changes,
     snapshotTime: report.snapshotTime,
     error: null,
   };

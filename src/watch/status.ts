@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { WriteCounts } from '../output/tree.js';
+import type { ChangeSource } from '../incremental/session.js';
 import { STATUS_FILE } from '../core/layout.js';
 import { replaceFileWith } from '../output/folders.js';
 
@@ -35,6 +36,11 @@ export interface CycleStatus {
   files: WriteCounts | null;
   /** Files a full cycle (`regenerate --full`) found damaged and rewrote; null when the cycle did not look. */
   repaired?: number | null;
+  /**
+   * How the cycle found what changed (`clock`, `comparison`, `stamp`, `every row`), and why it did
+   * not follow the store's change clock when the store has one; null for a failed cycle.
+   */
+  changes?: ChangeSource | null;
   snapshotTime: string | null;
   error: {
     kind: string;

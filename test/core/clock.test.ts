@@ -1,0 +1,119 @@
+/**
+ * `store track` and `store untrack` through the real CLI on real SQLite files: what they install and
+ * record, that they are idempotent, and every refusal (its exit code, and the store left as it was).
+ * The clock's exactness under a writing platform is fuzzed in test/fuzz/clock.test.ts.
+ */
+import Database from 'better-sqlite3';
+import { copyFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/core/errors.js';
+import { canMount, mountTmpfs, sh } from '../helpers/mount.js';
+import { runCli } from '../helpers/process.js';
+import { eachTestWorkspace, execSql, sampleStore } from '../helpers/store.js';
+
+let db: string;
+let dir: string;
+eachTestWorkspace(
+  (w) => {
+    db = w.db;
+    dir = w.dir.path;
+  },
+  { fill: sampleStore },
+);
+
+const changed = (file: string) =>
+  new Database(file, { readonly: true }).prepare('SELECT user_id FROM profile_snapshot_users_changed ORDER BY user_id').pluck().all();
+const schemaOf = (file: string) =>
+  new Database(file, { readonly: true })
+    .prepare("SELECT type, name, sql FROM sqlite_schema WHERE name GLOB 'profile_snapshot_*' ORDER BY name")
+    .all();
+
+describe('store track', () => {
+  it('installs once; a second run changes nothing; untrack removes every object, and again changes nothing', () => {
+    const first = runCli(['store', 'track', '--db', db, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const report = JSON.parse(first.stdout) as { changed: boolean; epoch: string; triggers: number };
+    expect(report).toMatchObject({ changed: true, triggers: expect.any(Number) });
+    expect(first.stderr).toContain(`installed the change clock in ${db} (epoch ${report.epoch}`);
+    const installed = schemaOf(db);
+    const again = runCli(['store', 'track', '--db', db, '--json']);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ changed: false, epoch: report.epoch });
+    expect(schemaOf(db)).toEqual(installed);
+
+    expect(runCli(['store', 'untrack', '--db', db]).stderr).toContain('removed the change clock');
+    expect(schemaOf(db)).toEqual([]);
+    const none = runCli(['store', 'untrack', '--db', db]);
+    expect(none.code).toBe(0);
+    expect(none.stderr).toContain('there is no change clock in');
+    // Installed again: another epoch, so a reader falls back once.
+    const third = JSON.parse(runCli(['store', 'track', '--db', db, '--json']).stdout) as { epoch: string };
+    expect(third.epoch).not.toBe(report.epoch);
+  });
+
+  it('records published changes, REPLACE deletes included, and nothing for private columns', () => {
+    expect(runCli(['store', 'track', '--db', db]).code).toBe(0);
+    execSql(db, "UPDATE users SET last_login_ip = '10.1.1.1', email = 'x@y.invalid' WHERE id = 1");
+    execSql(db, 'UPDATE users SET username = username, bio = bio WHERE id = 2'); // an ORM's save, nothing changed
+    expect(changed(db)).toEqual([]);
+    execSql(db, 'UPDATE users SET views = views + 1 WHERE id = 3');
+    // A new user under user 4's name, through REPLACE: user 4 is deleted without a delete trigger.
+    const name = new Database(db, { readonly: true }).prepare('SELECT username FROM users WHERE id = 4').pluck().get() as string;
+    execSql(
+      db,
+      `PRAGMA foreign_keys = OFF; INSERT OR REPLACE INTO users (id, username, display_name, bio, created_at, views, status)
+       VALUES (900, '${name.toUpperCase()}', 'New', '', '2024-01-01 00:00:00', 0, 'active')`,
+    );
+    execSql(db, "UPDATE decorations SET name = name || '!' WHERE rowid = 1");
+    expect(changed(db)).toEqual([3, 4, 900]);
+    const decorations = new Database(db, { readonly: true })
+      .prepare('SELECT count(*) FROM profile_snapshot_decorations_changed')
+      .pluck()
+      .get();
+    expect(decorations).toBe(1);
+  });
+
+  it('--print-sql shows every statement for this store and writes nothing', () => {
+    const printed = runCli(['store', 'track', '--db', db, '--print-sql']);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain('CREATE TABLE profile_snapshot_clock');
+    expect(printed.stdout).toContain('CREATE TRIGGER profile_snapshot_users_replace_0_insert BEFORE INSERT ON users');
+    expect(printed.stdout).not.toMatch(/UPDATE OF[^\n]*(email|password_hash|last_login_ip)/);
+    expect(schemaOf(db)).toEqual([]);
+    expect(runCli(['store', 'track', '--help']).stdout).toContain('--print-sql');
+  });
+
+  it('refuses a file that is not a profile store (exit 3), and a clock of another format (exit 15), changing nothing', () => {
+    const other = join(dir, 'other.db');
+    execSql(other, 'CREATE TABLE notes (id INTEGER PRIMARY KEY)');
+    const notStore = runCli(['store', 'track', '--db', other]);
+    expect(notStore.code).toBe(ExitCode.store);
+    expect(notStore.stderr).toMatch(/schema drift.*missing table "users"/);
+    expect(schemaOf(other)).toEqual([]);
+
+    expect(runCli(['store', 'track', '--db', db]).code).toBe(0);
+    execSql(db, 'UPDATE profile_snapshot_clock SET format = 2');
+    const before = readFileSync(db);
+    for (const command of ['track', 'untrack']) {
+      const refused = runCli(['store', command, '--db', db]);
+      expect(refused.code, refused.stderr).toBe(ExitCode.clockFormat);
+      expect(refused.stderr).toContain('holds a change clock this version cannot use (its format is 2');
+    }
+    expect(readFileSync(db).equals(before)).toBe(true);
+  });
+
+  it.skipIf(!canMount)('refuses a store it cannot write (exit 14), on a read-only mount', () => {
+    const mount = mountTmpfs(join(dir, 'ro'), '8m');
+    try {
+      copyFileSync(db, join(mount, 'profiles.db'));
+      expect(sh('mount', '-o', 'remount,ro', mount).status).toBe(0);
+      const refused = runCli(['store', 'track', '--db', join(mount, 'profiles.db')]);
+      expect(refused.code, refused.stderr).toBe(ExitCode.storeReadOnly);
+      expect(refused.stderr).toContain('cannot write the profile store');
+      expect(refused.stderr).toContain('its primary');
+    } finally {
+      sh('umount', '-l', mount);
+    }
+  });
+});

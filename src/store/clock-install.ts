@@ -13,8 +13,9 @@
  *   through which such a delete can reach another user (a username, a socials id), a BEFORE trigger
  *   records the users of the rows that conflict. Constraints that contain the row's own user (a
  *   badge's (user_id, badge)) need none: that user is recorded anyway.
- * Every trigger bumps the clock's version, so versions grow in commit order whatever the rowids do (a
- * deleted user's id may be reused: its row is upserted with the new version).
+ * Every record takes the next version (one past the highest recorded), so versions grow in commit
+ * order whatever the rowids do (a deleted user's id may be reused: its row is upserted with a newer
+ * version).
  */
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
@@ -44,7 +45,12 @@ const KEY: Record<ClockedTable, { column: string; into: string }> = {
 };
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
-const BUMP = `UPDATE ${CLOCK_TABLE} SET version = version + 1;`;
+/**
+ * The next version: one past the highest recorded, in either table. Rows are only ever upserted to a
+ * newer version, never removed, so the highest never goes down; two index seeks, and no write to a
+ * shared counter row (which would add a page to every commit's WAL frames).
+ */
+const NEXT_VERSION = `max(coalesce((SELECT max(version) FROM ${USERS_CHANGED}), 0), coalesce((SELECT max(version) FROM ${DECORATIONS_CHANGED}), 0)) + 1`;
 
 /**
  * Upserts the key `value` (an expression) into `into` at the clock's version, for the rows `where`
@@ -54,12 +60,12 @@ const BUMP = `UPDATE ${CLOCK_TABLE} SET version = version + 1;`;
 function record(into: string, value: string, from = '', where = 'true'): string {
   const column = into === USERS_CHANGED ? 'user_id' : 'decoration_id';
   const integer = into === USERS_CHANGED ? ` AND typeof(${value}) = 'integer'` : '';
-  return `INSERT INTO ${into} (${column}, version) SELECT ${value}, c.version FROM ${CLOCK_TABLE} c${from} WHERE ${where}${integer}
+  return `INSERT INTO ${into} (${column}, version) SELECT ${value}, ${NEXT_VERSION}${from ? ` FROM ${from}` : ''} WHERE ${where}${integer}
     ON CONFLICT (${column}) DO UPDATE SET version = excluded.version;`;
 }
 
 function trigger(name: string, when: string, body: string[]): string {
-  return `CREATE TRIGGER profile_snapshot_${name} ${when} BEGIN\n  ${BUMP}\n  ${body.join('\n  ')}\nEND`;
+  return `CREATE TRIGGER profile_snapshot_${name} ${when} BEGIN\n  ${body.join('\n  ')}\nEND`;
 }
 
 /** The insert, delete and update triggers of one table. */
@@ -123,7 +129,7 @@ function replaceTriggers(db: Database.Database, table: ClockedTable): string[] {
   return replaceableKeys(db, table).flatMap((key, i) => {
     const match = key.columns.map((c) => `r.${quote(c.name)} = NEW.${quote(c.name)} COLLATE ${c.collation}`).join(' AND ');
     const changed = key.columns.map((c) => `OLD.${quote(c.name)} IS NOT NEW.${quote(c.name)} COLLATE ${c.collation}`).join(' OR ');
-    const from = `, ${table} r`;
+    const from = `${table} r`;
     return [
       trigger(`${table}_replace_${i}_insert`, `BEFORE INSERT ON ${table}`, [record(into, `r.${column}`, from, match)]),
       trigger(
@@ -143,8 +149,8 @@ export function clockTriggers(db: Database.Database): string[] {
 
 function clockTables(epoch: string, triggers: number): string[] {
   return [
-    `CREATE TABLE ${CLOCK_TABLE} (format INTEGER NOT NULL, epoch TEXT NOT NULL, version INTEGER NOT NULL, triggers INTEGER NOT NULL)`,
-    `INSERT INTO ${CLOCK_TABLE} VALUES (${CLOCK_FORMAT}, '${epoch}', 0, ${triggers})`,
+    `CREATE TABLE ${CLOCK_TABLE} (format INTEGER NOT NULL, epoch TEXT NOT NULL, triggers INTEGER NOT NULL)`,
+    `INSERT INTO ${CLOCK_TABLE} VALUES (${CLOCK_FORMAT}, '${epoch}', ${triggers})`,
     `CREATE TABLE ${USERS_CHANGED} (user_id INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
     `CREATE INDEX ${USERS_CHANGED}_version ON ${USERS_CHANGED} (version)`,
     `CREATE TABLE ${DECORATIONS_CHANGED} (decoration_id PRIMARY KEY, version INTEGER NOT NULL)`,

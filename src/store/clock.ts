@@ -2,11 +2,11 @@
  * The change clock (../shared/spec/profile-store.md, "The change clock"): what it is in the store, and
  * how a reader follows it. Installing and removing it is clock-install.ts's; this module only reads.
  *
- * In the store it is one row of `profile_snapshot_clock` (format, epoch, the last version handed out
- * and the number of triggers installed) and two tables of the last version at which each user, and
- * each decoration, changed in a way the API can see. Triggers bump the version and upsert those rows
- * inside the platform's own transactions, so versions grow in commit order: a read transaction that
- * sees version V sees every change up to V and none after.
+ * In the store it is one row of `profile_snapshot_clock` (format, epoch and the number of triggers
+ * installed) and two tables of the version at which each user, and each decoration, last changed in
+ * a way the API can see. Triggers upsert those rows inside the platform's own transactions, each at
+ * one past the highest version recorded, so versions grow in commit order: a read transaction whose
+ * highest version is V sees every change up to V and none after.
  */
 import type Database from 'better-sqlite3';
 
@@ -49,7 +49,8 @@ export function readClock(db: Database.Database): ClockReading {
     return { state: 'unusable', why: 'some of its tables are missing' };
   let row: { format: unknown; epoch: unknown; version: unknown; triggers: unknown } | undefined;
   try {
-    row = db.prepare(`SELECT format, epoch, version, triggers FROM ${CLOCK_TABLE}`).get() as typeof row;
+    const version = `max(coalesce((SELECT max(version) FROM ${USERS_CHANGED}), 0), coalesce((SELECT max(version) FROM ${DECORATIONS_CHANGED}), 0))`;
+    row = db.prepare(`SELECT format, epoch, ${version} AS version, triggers FROM ${CLOCK_TABLE}`).get() as typeof row;
   } catch {
     return { state: 'unusable', why: `${CLOCK_TABLE} has columns of another format` };
   }

@@ -16,7 +16,9 @@ import type { Slice } from '../core/slice.js';
 import type { StoreStamp } from '../store/stamp.js';
 import { cannotFollow, type ClockReading } from '../store/clock.js';
 import { currentPass, forgetPass, recordPass, type LastPass, type PassConditions, type PassResult } from './last-pass.js';
-import type { ChangeSource, Selection, StoreSession } from './session.js';
+import type { ChangeSource, Selection } from './selection.js';
+import type { StoreSession } from './session.js';
+import { ClockRecord } from './clock-record.js';
 
 export interface PlanInputs {
   store: ProfileStore;
@@ -45,14 +47,18 @@ export class PassPlan {
   /** Taken before the snapshot is read, so the rows a pass reads are never older than it. */
   private readonly stamp: StoreStamp;
   private readonly conditions: PassConditions;
-  /** The store's change clock, read in the pass's snapshot (a session's passes only). */
+  /** The store's change clock, read in the pass's snapshot. */
   private clock: ClockReading | undefined;
   /** How the selection found what changed, when there was one. */
   private selected: Selection | undefined;
+  /** A build without a session follows the clock from its out dir's record instead (clock-record.ts). */
+  private readonly clockRecord: ClockRecord | undefined;
 
   constructor(private readonly inputs: PlanInputs) {
     this.stamp = inputs.store.stamp(inputs.storeSettleMs);
     this.conditions = { renderKey: inputs.renderKey, store: this.stamp.value };
+    const { store, outDir, renderKey, users, session } = inputs;
+    this.clockRecord = session === undefined ? new ClockRecord(store, outDir, renderKey, users) : undefined;
   }
 
   /** Only a settled stamp may say the store is as the last pass read it (see store/stamp.ts). */
@@ -72,10 +78,10 @@ export class PassPlan {
   /** Inside the pass's read transaction: the users to read, or undefined for every row. */
   selection(): Selection | undefined {
     const { session, store, outDir, renderKey, snapshotMs, fullPass } = this.inputs;
-    if (session === undefined) return undefined;
-    this.clock = store.clock();
-    if (fullPass) return session.forget();
-    this.selected = session.selection(store, outDir, renderKey, snapshotMs, this.trustedStamp, this.clock);
+    const clock = (this.clock = store.clock());
+    if (session === undefined) this.selected = fullPass ? undefined : this.clockRecord!.selection(clock, snapshotMs);
+    else if (fullPass) session.forget();
+    else this.selected = session.selection(store, outDir, renderKey, snapshotMs, this.trustedStamp, clock);
     return this.selected;
   }
 
@@ -83,19 +89,23 @@ export class PassPlan {
   source(selective: boolean): ChangeSource {
     if (selective && this.selected !== undefined) return this.selected.source;
     const clock = this.clock;
-    return { by: 'every row', clockFallback: clock?.state === 'unusable' ? (cannotFollow(undefined, clock) ?? null) : null };
+    if (clock === undefined) return { by: 'every row', clockFallback: null };
+    const why = clock.state === 'unusable' ? (cannotFollow(undefined, clock) ?? null) : (this.clockRecord?.fallback ?? null);
+    return { by: 'every row', clockFallback: why };
   }
 
-  /** Still inside the read transaction: the session's copy is brought to the snapshot just staged. */
+  /** Still inside the read transaction: the session's copy (or the build's record) is brought to the snapshot just staged. */
   passStaged(selective: boolean): void {
     const { store, session } = this.inputs;
-    if (selective) store.shadow.update();
-    else if (session !== undefined) store.shadow.capture(this.inputs.users);
+    if (session === undefined) this.clockRecord!.passStaged(selective ? this.selected : undefined, this.clock!);
+    else if (selective) store.shadow.update();
+    else store.shadow.capture(this.inputs.users);
   }
 
-  /** The tree is about to change: the record must not vouch for it until the commit is done. */
+  /** The tree is about to change: the records must not vouch for it until the commit is done. */
   committing(): void {
     forgetPass(this.inputs.outDir);
+    ClockRecord.forget(this.inputs.outDir);
   }
 
   /** The commit failed: the session's copy was brought up to a snapshot the tree does not show. */
@@ -111,6 +121,12 @@ export class PassPlan {
     const { profiles, creators, skipped, files, warnings } = pass;
     const stableUntilMs = pass.stableUntilMs === Infinity ? null : pass.stableUntilMs;
     recordPass(outDir, { ...this.conditions, snapshotMs, stableUntilMs, profiles, creators, skipped, files, warnings });
+    if (clock !== undefined)
+      this.clockRecord?.record(
+        clock,
+        snapshotMs,
+        warnings.map((w) => w.id),
+      );
   }
 
   /**

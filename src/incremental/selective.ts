@@ -8,7 +8,7 @@ import type { CreatorsList } from '../output/creators.js';
 import { isUnsigned } from '../output/manifest.js';
 import type { OutputTransaction } from '../output/tree.js';
 import type { ProfileStore } from '../store/read.js';
-import type { Selection } from './session.js';
+import type { Selection } from './selection.js';
 
 /** Raised inside a selective pass whose result would differ from a full pass's. */
 export class SelectionFallsShort extends Error {}
@@ -18,9 +18,9 @@ export class SelectionFallsShort extends Error {}
  * read again), and tells the store's copy which users are read. Returns the profiles carried.
  */
 export function carryOverUnselected(output: OutputTransaction, creators: CreatorsList, store: ProfileStore, selection: Selection): number {
-  const carried = output.carryOver(releasedNames(output, store, selection));
+  const carried = output.carryOver(releasedNames(output, selection));
   if (carried === undefined || !creators.keepCarried(output, carried)) throw new SelectionFallsShort();
-  store.shadow.select(selection.users);
+  store.selectUsers(selection.users);
   return carried.count;
 }
 
@@ -29,9 +29,9 @@ export function carryOverUnselected(output: OutputTransaction, creators: Creator
  * every user it had no warning for and, of those it had warnings for, those whose profile records
  * no signature.
  */
-function releasedNames(output: OutputTransaction, store: ProfileStore, selection: Selection): Set<string> {
+function releasedNames(output: OutputTransaction, selection: Selection): Set<string> {
   const released = new Set<string>();
-  for (const [id, username] of store.shadow.usernames(selection.users)) {
+  for (const [id, username] of selection.copy.usernames(selection.users)) {
     if (typeof username !== 'string') continue;
     const name = username.toLowerCase();
     const entry = output.previousProfile(name);
@@ -53,6 +53,6 @@ export function checkDuplicateHolder(
   id: number,
 ): void {
   if (selection === undefined || output.carriedEntry(name) === undefined) return;
-  const holders = store.shadow.holders(name).filter((holderId) => !selection.users.has(holderId));
+  const holders = selection.copy.holders(name).filter((holderId) => !selection.users.has(holderId));
   if (!(holders.length === 1 && holders[0]! < id)) throw new SelectionFallsShort();
 }

@@ -16,6 +16,7 @@ import type { RowWarning } from '../render/user.js';
 import { cannotFollow, type ClockPosition, type ClockReading } from '../store/clock.js';
 import { ProfileStore, type OpenStoreOptions } from '../store/read.js';
 import type { StoreChanges } from '../store/shadow.js';
+import type { ChangesFoundBy, Selection } from './selection.js';
 
 /** The last published pass, as far as a selective pass needs it. */
 interface Published {
@@ -37,28 +38,7 @@ interface Published {
   warned: ReadonlySet<number>;
 }
 
-/**
- * How a pass found the users to read: the store's change clock, the copy compared with the whole
- * store, the store's files unchanged (only ages turning), or not at all (every row read).
- */
-export type ChangesFoundBy = 'clock' | 'comparison' | 'stamp' | 'every row';
-
-/** How a pass found what changed, and why it did not follow the store's change clock when it has one. */
-export interface ChangeSource {
-  by: ChangesFoundBy;
-  /** Set when the store has (or had, at the last pass) a change clock that this pass could not follow. */
-  clockFallback: string | null;
-}
-
-/** The users a selective pass reads; every other profile stands as the last pass published it. */
-export interface Selection {
-  users: ReadonlySet<number>;
-  /** Users the last pass had warnings for (a subset of `users`). */
-  warned: ReadonlySet<number>;
-  /** No account age of the other users moves before this time (see StoreShadow.changes). */
-  stableUntilMs: number;
-  source: ChangeSource;
-}
+export type { ChangeSource, ChangesFoundBy, Selection } from './selection.js';
 
 export class StoreSession {
   private store: ProfileStore | undefined;
@@ -134,7 +114,7 @@ export class StoreSession {
     if (changes === undefined) return undefined;
     for (const id of last.warned) changes.users.add(id);
     const source = { by, clockFallback: clockFallback(last.clock, clock, fallback) };
-    return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs, source };
+    return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs, source, copy: store.shadow };
   }
 
   /** Forgets the last pass (a pass is about to change the tree without using it); undefined. */

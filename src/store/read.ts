@@ -13,9 +13,19 @@ import { DEFAULT_BUSY_TIMEOUT_MS } from './busy-timeout.js';
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
-import { ALL_ROWS, DECORATIONS_SQL, registerSliceFunction, rowQueries, SLICE_IDS_DONE, sliceIdsSql, type RowScope } from './queries.js';
+import {
+  ALL_ROWS,
+  DECORATIONS_SQL,
+  registerSliceFunction,
+  rowQueries,
+  SLICE_IDS_DONE,
+  sliceCondition,
+  sliceIdsSql,
+  type RowScope,
+} from './queries.js';
 import { changesSince, readClock, type ClockChanges, type ClockReading } from './clock.js';
-import { checkSchema } from './schema.js';
+import { checkSchema, READ_STATUSES } from './schema.js';
+import { ALL_USERS, type Slice } from '../core/slice.js';
 import { StoreShadow } from './shadow.js';
 import { commitMark, storeStamp, type StoreStamp } from './stamp.js';
 
@@ -44,6 +54,9 @@ export interface StoreRow {
   /** [message, reason, banned_at] of the user's bans row, undefined when there is none. */
   ban: readonly [message: unknown, reason: unknown, bannedAt: unknown] | undefined;
 }
+
+/** What a build's clock record keeps of a user (incremental/clock-record.ts): id, username, created_at, decoration_id. */
+export type RecordedUser = readonly [id: number, username: unknown, createdAt: unknown, decorationId: unknown];
 
 /** Index of each users column, so the renderer reads rows by name. */
 export const Col = {
@@ -172,6 +185,34 @@ export class ProfileStore {
   clockChanges(version: number): ClockChanges {
     try {
       return changesSince(this.db, version);
+    } catch (cause) {
+      throw translateSqliteError(cause, this.file);
+    }
+  }
+
+  /** Sets the users the next restricted read returns (`forEachRow` with a `selected` scope). */
+  selectUsers(ids: Iterable<number>): void {
+    const { db } = this;
+    db.exec('CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY); DELETE FROM temp.pass_ids');
+    const insert = db.prepare('INSERT OR IGNORE INTO temp.pass_ids (id) VALUES (?)');
+    for (const id of ids) insert.run(id);
+  }
+
+  /**
+   * What a build's clock record keeps of the candidate users of `slice`: all of them, or (`selected`)
+   * those `selectUsers` named. In the caller's snapshot.
+   */
+  recordedUsers(slice: Slice = ALL_USERS, selected = false): RecordedUser[] {
+    const conditions = [
+      READ_STATUSES,
+      ...(slice.count > 1 ? [sliceCondition(slice)] : []),
+      ...(selected ? ['id IN (SELECT id FROM temp.pass_ids)'] : []),
+    ];
+    try {
+      return this.db
+        .prepare(`SELECT id, username, created_at, decoration_id FROM users WHERE ${conditions.join(' AND ')}`)
+        .raw()
+        .all() as RecordedUser[];
     } catch (cause) {
       throw translateSqliteError(cause, this.file);
     }

@@ -457,14 +457,6 @@ export class StoreShadow {
     return this.db.prepare('SELECT id FROM temp.shadow_users WHERE lower(username) = ?').pluck().all(name) as number[];
   }
 
-  /** Sets the users the next restricted read returns (ProfileStore.forEachRow with `selected`). */
-  select(ids: Iterable<number>): void {
-    const { db } = this;
-    db.exec('DELETE FROM temp.pass_ids');
-    const insert = db.prepare('INSERT OR IGNORE INTO temp.pass_ids (id) VALUES (?)');
-    for (const id of ids) insert.run(id);
-  }
-
   /**
    * Brings the copy up to the snapshot for the selected users and the changed tables that `changes`
    * found, so it again equals the store. If that fails, the copy is forgotten.

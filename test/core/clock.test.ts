@@ -103,6 +103,26 @@ describe('store track', () => {
     expect(readFileSync(db).equals(before)).toBe(true);
   });
 
+  it('a build follows the clock from its out dir: it reads the users that changed, and says why when it cannot', () => {
+    const out = join(dir, 'dist');
+    expect(runCli(['store', 'track', '--db', db]).code).toBe(0);
+    const build = () => {
+      const result = runCli(['build', '--db', db, '--out', out, '--json'], { env: { SOURCE_DATE_EPOCH: '1767225600' } });
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as { rowsRead: number; warnings: unknown[]; changes: { by: string; clockFallback: string | null } };
+    };
+    const first = build();
+    expect(first.changes).toEqual({ by: 'every row', clockFallback: null });
+    execSql(db, 'UPDATE users SET views = views + 1 WHERE id IN (1, 2)');
+    const second = build();
+    expect(second.changes).toEqual({ by: 'clock', clockFallback: null });
+    // The two users, and the rows with warnings (read by every pass), nothing else.
+    expect(second.rowsRead).toBeLessThan(first.rowsRead);
+    expect(runCli(['store', 'untrack', '--db', db]).code).toBe(0);
+    execSql(db, 'UPDATE users SET views = views + 1 WHERE id = 3');
+    expect(build().changes).toEqual({ by: 'every row', clockFallback: 'the change clock was removed' });
+  });
+
   it.skipIf(!canMount)('refuses a store it cannot write (exit 14), on a read-only mount', () => {
     const mount = mountTmpfs(join(dir, 'ro'), '8m');
     try {

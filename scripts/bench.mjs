@@ -17,7 +17,7 @@
  *
  * Usage: npm run bench [-- --1m] [-- --1m-disk] [-- --sizes 10000,100000] [-- --disk-dir <dir>] [-- --no-disk]
  *        [-- --shard i/n] [-- --watch-only] [-- --no-publish] [-- --no-serve] [-- --repeats <n>]
- *        [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>]
+ *        [-- --tmpfs-dir <dir>] [-- --store-dir <dir>] [-- --report <file>] [-- --clock]
  * (--repeats: runs of the cold build and of the floor, 5 by default; their medians count. The last
  * three let a test run it small, away from the real stores and BENCHMARKS.md.)
  */
@@ -56,6 +56,8 @@ const storeDir = value('--store-dir', join(repo, '.bench/stores'));
 const WATCH_ONLY = flag('--watch-only');
 /** `--shard i/n`: every build and watcher works on that shard of the store (one machine's load of n). */
 const shardArgs = value('--shard', undefined) === undefined ? [] : ['--shard', value('--shard')];
+/** `--clock`: the store copy gets the change clock (`store track`) before anything is measured. */
+const CLOCK = flag('--clock');
 const targets = [{ name: 'tmpfs', root: value('--tmpfs-dir', '/dev/shm/profile-snapshot-bench') }];
 if (!flag('--no-disk')) targets.push({ name: 'disk', root: value('--disk-dir', join(repo, '.bench/disk')) });
 if (!existsSync(dirname(targets[0].root))) targets.shift();
@@ -329,6 +331,7 @@ for (const users of sizes) {
     mkdirSync(target.root, { recursive: true });
     const db = join(target.root, 'profiles.db');
     copyFileSync(seeded, db);
+    if (CLOCK) spawnSync(process.execPath, [bin, 'store', 'track', '--db', db], { stdio: 'inherit' });
     await settle();
     const out = join(target.root, 'dist');
     const measured = coldAndFloor(db, target.root);

@@ -40,23 +40,38 @@ interface RecordFile {
   decorations: (string | null)[];
 }
 
-/** The users a recorded pass read, by id: what a selective pass asks of its last pass (LastPassCopy). */
+type Columns = Pick<RecordFile, 'ids' | 'names' | 'created' | 'decorations'>;
+
+/**
+ * The users a recorded pass read: what a selective pass asks of its last pass (LastPassCopy). Kept
+ * as the file's columns and an index by id, with no object per user: a million of them are read,
+ * updated and written by every build.
+ */
 export class RecordedUsers implements LastPassCopy {
+  /** id -> row in the columns; a row no longer indexed (a user read again) is left out of the file. */
+  private readonly rows = new Map<number, number>();
   private byName: Map<string, number[]> | undefined;
 
-  constructor(private readonly users: Map<number, { name: string | null; created: number | null; decoration: string | null }>) {}
+  private constructor(private readonly columns: Columns) {
+    columns.ids.forEach((id, row) => this.rows.set(id, row));
+  }
 
   static of(rows: Iterable<RecordedUser>): RecordedUsers {
-    const users = new Map<number, { name: string | null; created: number | null; decoration: string | null }>();
-    for (const [id, username, createdAt, decoration] of rows) users.set(id, entry(username, createdAt, decoration));
-    return new RecordedUsers(users);
+    const copy = new RecordedUsers({ ids: [], names: [], created: [], decorations: [] });
+    copy.add(rows);
+    return copy;
+  }
+
+  static fromFile(file: RecordFile): RecordedUsers {
+    return new RecordedUsers(file);
   }
 
   usernames(ids: Iterable<number>): Map<number, unknown> {
     const names = new Map<number, unknown>();
     for (const id of ids) {
-      const name = this.users.get(id)?.name;
-      if (name !== undefined && name !== null) names.set(id, name);
+      const row = this.rows.get(id);
+      const name = row === undefined ? null : this.columns.names[row];
+      if (name !== null && name !== undefined) names.set(id, name);
     }
     return names;
   }
@@ -64,7 +79,10 @@ export class RecordedUsers implements LastPassCopy {
   holders(name: string): number[] {
     if (this.byName === undefined) {
       this.byName = new Map();
-      for (const [id, user] of this.users) if (user.name !== null) this.byName.set(user.name, [...(this.byName.get(user.name) ?? []), id]);
+      for (const [id, row] of this.rows) {
+        const held = this.columns.names[row];
+        if (held !== null && held !== undefined) this.byName.set(held, [...(this.byName.get(held) ?? []), id]);
+      }
     }
     return this.byName.get(name) ?? [];
   }
@@ -73,7 +91,8 @@ export class RecordedUsers implements LastPassCopy {
   agesTurning(sinceMs: number, atMs: number): { users: number[]; stableUntilMs: number } {
     const users: number[] = [];
     let stableUntilMs = Infinity;
-    for (const [id, { created }] of this.users) {
+    for (const [id, row] of this.rows) {
+      const created = this.columns.created[row]!;
       if (created === null || wholeDaysBetween(created, sinceMs) !== wholeDaysBetween(created, atMs)) users.push(id);
       else stableUntilMs = Math.min(stableUntilMs, nextAgeChangeMs(created, atMs));
     }
@@ -82,42 +101,40 @@ export class RecordedUsers implements LastPassCopy {
 
   wearers(decorations: readonly unknown[]): number[] {
     const wanted = new Set(decorations.map(String));
-    return [...this.users].filter(([, user]) => user.decoration !== null && wanted.has(user.decoration)).map(([id]) => id);
+    const { decorations: worn } = this.columns;
+    return [...this.rows].filter(([, row]) => worn[row] !== null && wanted.has(worn[row]!)).map(([id]) => id);
   }
 
-  /** This copy with the users in `read` replaced by what the store holds for them now (`rows`). */
-  updated(read: ReadonlySet<number>, rows: Iterable<RecordedUser>): RecordedUsers {
-    const users = new Map(this.users);
-    for (const id of read) users.delete(id);
-    for (const [id, username, createdAt, decoration] of rows) users.set(id, entry(username, createdAt, decoration));
-    return new RecordedUsers(users);
+  /** Replaces the users in `read` by what the store holds for them now (`rows`: those it still publishes). */
+  update(read: ReadonlySet<number>, rows: Iterable<RecordedUser>): this {
+    for (const id of read) this.rows.delete(id);
+    this.add(rows);
+    this.byName = undefined;
+    return this;
   }
 
-  toFile(header: Omit<RecordFile, 'ids' | 'names' | 'created' | 'decorations'>): RecordFile {
-    const ids = [...this.users.keys()];
-    const columns = [...this.users.values()];
-    return {
-      ...header,
-      ids,
-      names: columns.map((u) => u.name),
-      created: columns.map((u) => u.created),
-      decorations: columns.map((u) => u.decoration),
-    };
+  toFile(header: Omit<RecordFile, keyof Columns>): RecordFile {
+    const file: RecordFile = { ...header, ids: [], names: [], created: [], decorations: [] };
+    const { names, created, decorations } = this.columns;
+    for (const [id, row] of this.rows) {
+      file.ids.push(id);
+      file.names.push(names[row]!);
+      file.created.push(created[row]!);
+      file.decorations.push(decorations[row]!);
+    }
+    return file;
   }
 
-  static fromFile(file: RecordFile): RecordedUsers {
-    const users = new Map<number, { name: string | null; created: number | null; decoration: string | null }>();
-    file.ids.forEach((id, i) => users.set(id, { name: file.names[i]!, created: file.created[i]!, decoration: file.decorations[i]! }));
-    return new RecordedUsers(users);
+  private add(rows: Iterable<RecordedUser>): void {
+    const { ids, names, created, decorations } = this.columns;
+    for (const [id, username, createdAt, decoration] of rows) {
+      this.rows.set(id, ids.length);
+      ids.push(id);
+      names.push(typeof username === 'string' ? username.toLowerCase() : null);
+      created.push(parseStoreDate(createdAt)?.ms ?? null);
+      decorations.push(decoration === null ? null : String(decoration));
+    }
   }
-}
-
-function entry(username: unknown, createdAt: unknown, decoration: unknown) {
-  return {
-    name: typeof username === 'string' ? username.toLowerCase() : null,
-    created: parseStoreDate(createdAt)?.ms ?? null,
-    decoration: decoration === null ? null : String(decoration),
-  };
 }
 
 /** A build's view of its out dir's clock record: reads it, follows it, and writes the next one. */
@@ -164,7 +181,7 @@ export class ClockRecord {
     this.next =
       selection === undefined || this.next === undefined
         ? RecordedUsers.of(store.recordedUsers(slice))
-        : this.next.updated(selection.users, store.recordedUsers(slice, true));
+        : this.next.update(selection.users, store.recordedUsers(slice, true));
   }
 
   /** Before the tree changes: no record may vouch for it until the commit is done. */

@@ -399,10 +399,26 @@ export class StoreShadow {
     const turning = this.agesTurning(sinceMs, atMs);
     if (turning === undefined) return undefined;
     const { users } = turning;
-    for (const id of changed.users) if (Number.isSafeInteger(id)) users.add(id);
+    for (const id of this.ofThisCopy(changed.users)) if (Number.isSafeInteger(id)) users.add(id);
     if (changed.decorations.length > 0) for (const id of this.wearers(changed.decorations)) users.add(id);
     this.pending = { ...this.pending!, small: changed.decorations.length > 0 ? ['decorations'] : [], byUser: true };
     return turning;
+  }
+
+  /**
+   * Of the users the clock names, those a slice's copy must read: the users it holds (they may have
+   * left the slice) and those whose name now hashes into it (they may have entered); the others are
+   * other shards' changes, which the pass would only look up to skip. All of them for a whole copy.
+   */
+  private ofThisCopy(ids: number[]): number[] {
+    if (!this.sliced || ids.length === 0) return ids;
+    return this.db
+      .prepare(
+        `SELECT c.value FROM json_each(?) c WHERE c.value ${COPIED_USERS}
+        OR EXISTS (SELECT 1 FROM main.users m WHERE m.id = c.value AND ${sliceCondition(this.slice).replaceAll('username', 'm.username')})`,
+      )
+      .pluck()
+      .all(JSON.stringify(ids)) as number[];
   }
 
   /**
@@ -497,20 +513,30 @@ export class StoreShadow {
   }
 
   /**
-   * A slice's copy: the child rows of the users just read (entering or leaving the slice among
-   * them), copied again for the users the copy holds now. Apart from `recopySocials` and driven by
-   * the few read users (`+`: the copy's users only filter them): in one OR with the social ids, or
-   * driven by the copy's users, SQLite walked every socials row of the copy in each cycle.
+   * The child rows of the users just read (entering or leaving a slice's copy among them), copied
+   * again for the users the copy holds now: a slice's copy, and a copy the change clock is followed
+   * with (it names users, not rows). Only the users whose rows of a table differ from the copy's, or
+   * who are not in a slice's copy (any more), are copied: most changes touch the users row alone,
+   * and a write to the copy costs far more than the lookups that find none is needed. Driven by
+   * the few read users (`+`: the copy's users only filter them): driven by the copy's users, SQLite
+   * walked every socials row of the copy in each cycle.
    */
   private recopyReadUsersChildren(): void {
-    const { sliced } = this;
+    const { sliced, db } = this;
+    db.exec('CREATE TABLE IF NOT EXISTS temp.child_ids (id INTEGER PRIMARY KEY)');
     for (const table of ['socials', 'badges', 'bans'] as const) {
-      const columns = table === 'socials' ? `s.id, ${SOCIAL_COLUMNS.join(', ')}` : SMALL_TABLES[table];
+      const columns = table === 'socials' ? `id, ${SOCIAL_COLUMNS.join(', ')}` : SMALL_TABLES[table];
+      const rows = (from: string) => `SELECT ${columns} FROM ${from} WHERE user_id = p.id`;
+      const left = sliced ? ` OR p.id NOT ${COPIED_USERS}` : '';
       // A whole copy, followed by the clock, gets these indexes the first time it needs them.
-      this.db.exec(`CREATE INDEX IF NOT EXISTS temp.shadow_${table}_user ON shadow_${table} (user_id);
-        DELETE FROM temp.shadow_${table} WHERE user_id ${READ_USERS};
-        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns}
-        FROM temp.pass_ids p CROSS JOIN main.${table} s ON s.user_id = p.id${sliced ? ` WHERE +p.id ${COPIED_USERS}` : ''}`);
+      db.exec(`CREATE INDEX IF NOT EXISTS temp.shadow_${table}_user ON shadow_${table} (user_id);
+        DELETE FROM temp.child_ids;
+        INSERT INTO temp.child_ids SELECT p.id FROM temp.pass_ids p
+          WHERE EXISTS (${rows(`main.${table}`)} EXCEPT ${rows(`temp.shadow_${table}`)})
+          OR EXISTS (${rows(`temp.shadow_${table}`)} EXCEPT ${rows(`main.${table}`)})${left};
+        DELETE FROM temp.shadow_${table} WHERE user_id IN (SELECT id FROM temp.child_ids);
+        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns.replace(/^id,/, 's.id,')}
+        FROM temp.child_ids p CROSS JOIN main.${table} s ON s.user_id = p.id${sliced ? ` WHERE +p.id ${COPIED_USERS}` : ''}`);
     }
   }
 

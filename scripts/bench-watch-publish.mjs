@@ -13,12 +13,12 @@
  *   - the watcher's peak RSS (VmHWM), and the requests the server saw fail or reset.
  *
  *   node scripts/bench-watch-publish.mjs [--users 1000000] [--minutes 10] [--interval 30] [--delay-ms 25]
- *        [--change-per-minute 0.01] [--sample-every 15] [--report BENCHMARKS.md]
+ *        [--change-per-minute 0.01] [--sample-every 15] [--report BENCHMARKS.md] [--clock]
  *
  * Trees and the working store live on tmpfs (/dev/shm/ps-watch-publish); the seeded store is
  * seededStore()'s (cached in .bench/stores).
  */
-import { fork, spawn } from 'node:child_process';
+import { fork, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
@@ -37,6 +37,8 @@ const DELAY_MS = Number(value('--delay-ms', '25'));
 const CHANGE_PER_MINUTE = Number(value('--change-per-minute', '0.01'));
 const SAMPLE_EVERY_S = Number(value('--sample-every', '15'));
 const REPORT = value('--report', undefined);
+/** `--clock`: the working store gets the change clock (`store track`) first, so cycles follow it. */
+const CLOCK = args.includes('--clock');
 const bin = join(repo, 'bin/profile-snapshot.js');
 const work = '/dev/shm/ps-watch-publish';
 // The wall clock: ages turn as they do in production (no SOURCE_DATE_EPOCH).
@@ -140,6 +142,7 @@ async function main() {
   mkdirSync(work, { recursive: true });
   log(`store of ${USERS} users`);
   const db = workingStore(repo, join(work, 'store'), USERS);
+  if (CLOCK) spawnSync(process.execPath, [bin, 'store', 'track', '--db', db], { stdio: 'inherit' });
   const server = await startServer();
   const endpoint = ['--endpoint', `http://127.0.0.1:${server.port}`, '--path-style'];
   try {

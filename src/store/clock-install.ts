@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { DEFAULT_BUSY_TIMEOUT_MS } from './busy-timeout.js';
-import { CLOCK_FORMAT, CLOCK_GLOB, CLOCK_TABLE, DECORATIONS_CHANGED, readClock, USERS_CHANGED } from './clock.js';
+import { CLOCK_FORMAT, CLOCK_GLOB, CLOCK_TABLE, DECORATIONS_CHANGED, HIGHEST_VERSION, readClock, USERS_CHANGED } from './clock.js';
 import { checkSchema } from './schema.js';
 import { describeCause, SnapshotError, storeError } from '../core/errors.js';
 
@@ -46,11 +46,10 @@ const KEY: Record<ClockedTable, { column: string; into: string }> = {
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 /**
- * The next version: one past the highest recorded, in either table. Rows are only ever upserted to a
- * newer version, never removed, so the highest never goes down; two index seeks, and no write to a
- * shared counter row (which would add a page to every commit's WAL frames).
+ * The version a change gets: one past the highest recorded (two index seeks), with no write to a
+ * shared counter row, which would add a page to every commit's WAL frames.
  */
-const NEXT_VERSION = `max(coalesce((SELECT max(version) FROM ${USERS_CHANGED}), 0), coalesce((SELECT max(version) FROM ${DECORATIONS_CHANGED}), 0)) + 1`;
+const NEXT_VERSION = `${HIGHEST_VERSION} + 1`;
 
 /**
  * Upserts the key `value` (an expression) into `into` at the clock's version, for the rows `where`
@@ -159,7 +158,7 @@ function clockTables(epoch: string, triggers: number): string[] {
 }
 
 /** Every statement `track` runs on this store, in order (what `--print-sql` shows). */
-export function installStatements(db: Database.Database, epoch: string = randomUUID()): string[] {
+function installStatements(db: Database.Database, epoch: string): string[] {
   const triggers = clockTriggers(db);
   return [...clockTables(epoch, triggers.length), ...triggers];
 }
@@ -177,7 +176,7 @@ export function trackStore(file: string, options: { busyTimeoutMs?: number } = {
   return withWritableStore(file, options, (db) => {
     const current = readClock(db);
     const wanted = clockTriggers(db);
-    if (current.state === 'unusable' && /format/.test(current.why)) throw foreignClock(file, current.why);
+    if (current.state === 'unusable' && current.foreign) throw foreignClock(file, current.why);
     if (current.state === 'present' && sameTriggers(db, wanted)) {
       return { db: file, changed: false, epoch: current.position.epoch, triggers: wanted.length };
     }
@@ -192,7 +191,7 @@ export function trackStore(file: string, options: { busyTimeoutMs?: number } = {
 export function untrackStore(file: string, options: { busyTimeoutMs?: number } = {}): TrackReport {
   return withWritableStore(file, options, (db) => {
     const current = readClock(db);
-    if (current.state === 'unusable' && /format/.test(current.why)) throw foreignClock(file, current.why);
+    if (current.state === 'unusable' && current.foreign) throw foreignClock(file, current.why);
     const changed = current.state !== 'absent';
     dropClock(db);
     return { db: file, changed, epoch: undefined, triggers: 0 };
@@ -225,6 +224,14 @@ function foreignClock(file: string, why: string): SnapshotError {
 
 /** Opens the store for writing, checks it is a profile store, and runs `work` in one IMMEDIATE transaction. */
 function withWritableStore<T>(file: string, options: { busyTimeoutMs?: number }, work: (db: Database.Database) => T): T {
+  return withStore(file, { ...options, write: true }, work);
+}
+
+/**
+ * Opens the store (for writing, or read-only to show what `track` would run), checks it is a
+ * profile store, and runs `work`: a writer in one IMMEDIATE transaction.
+ */
+function withStore<T>(file: string, options: { busyTimeoutMs?: number; write: boolean }, work: (db: Database.Database) => T): T {
   try {
     if (!statSync(file).isFile()) throw new Error('not a file');
   } catch (cause) {
@@ -232,8 +239,10 @@ function withWritableStore<T>(file: string, options: { busyTimeoutMs?: number },
   }
   let db: Database.Database | undefined;
   try {
-    db = new Database(file, { fileMustExist: true, timeout: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+    const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    db = new Database(file, { fileMustExist: true, readonly: !options.write, timeout });
     checkSchema(db, file);
+    if (!options.write) return work(db);
     db.exec('BEGIN IMMEDIATE');
     const result = work(db);
     db.exec('COMMIT');
@@ -244,6 +253,15 @@ function withWritableStore<T>(file: string, options: { busyTimeoutMs?: number },
   } finally {
     db?.close();
   }
+}
+
+/** Every statement `track` would run on this store, as one SQL text (`--print-sql`); nothing is written. */
+export function installSql(file: string): string {
+  return withStore(file, { write: false }, (db) =>
+    installStatements(db, '<epoch>')
+      .map((statement) => `${statement};`)
+      .join('\n\n'),
+  );
 }
 
 function writeError(cause: unknown, file: string): unknown {

@@ -19,6 +19,13 @@ export const DECORATIONS_CHANGED = 'profile_snapshot_decorations_changed';
 /** Every object of the clock is named so (the spec reserves the prefix). */
 export const CLOCK_GLOB = 'profile_snapshot_*';
 
+/**
+ * The highest version recorded, in either table (0 before any change): the clock's time now, and
+ * one less than the version the triggers give the next change. Rows are only ever upserted to a
+ * newer version, never removed, so it never goes down.
+ */
+export const HIGHEST_VERSION = `max(coalesce((SELECT max(version) FROM ${USERS_CHANGED}), 0), coalesce((SELECT max(version) FROM ${DECORATIONS_CHANGED}), 0))`;
+
 /** Where a reader stands on one installation's clock. */
 export interface ClockPosition {
   epoch: string;
@@ -29,8 +36,11 @@ export interface ClockPosition {
 export type ClockReading =
   | { state: 'present'; position: ClockPosition }
   | { state: 'absent' }
-  /** Tables of another format, or an installation missing a trigger: not followed. */
-  | { state: 'unusable'; why: string };
+  /**
+   * Not followed: tables of another format (`foreign`: another version's, which `track` must not
+   * replace), or an installation of this format missing a part (which `track` installs again).
+   */
+  | { state: 'unusable'; why: string; foreign: boolean };
 
 /** What changed after a position, up to the reading's version. */
 export interface ClockChanges {
@@ -46,20 +56,21 @@ export function readClock(db: Database.Database): ClockReading {
   if (objects.length === 0) return { state: 'absent' };
   const tables = new Set(objects.filter(([type]) => type === 'table').map(([, name]) => name));
   if (![CLOCK_TABLE, USERS_CHANGED, DECORATIONS_CHANGED].every((name) => tables.has(name)))
-    return { state: 'unusable', why: 'some of its tables are missing' };
+    return { state: 'unusable', why: 'some of its tables are missing', foreign: false };
   let row: { format: unknown; epoch: unknown; version: unknown; triggers: unknown } | undefined;
   try {
-    const version = `max(coalesce((SELECT max(version) FROM ${USERS_CHANGED}), 0), coalesce((SELECT max(version) FROM ${DECORATIONS_CHANGED}), 0))`;
-    row = db.prepare(`SELECT format, epoch, ${version} AS version, triggers FROM ${CLOCK_TABLE}`).get() as typeof row;
+    row = db.prepare(`SELECT format, epoch, ${HIGHEST_VERSION} AS version, triggers FROM ${CLOCK_TABLE}`).get() as typeof row;
   } catch {
-    return { state: 'unusable', why: `${CLOCK_TABLE} has columns of another format` };
+    return { state: 'unusable', why: `${CLOCK_TABLE} has columns of another format`, foreign: true };
   }
-  if (row === undefined) return { state: 'unusable', why: `${CLOCK_TABLE} has no row` };
+  if (row === undefined) return { state: 'unusable', why: `${CLOCK_TABLE} has no row`, foreign: false };
   if (row.format !== CLOCK_FORMAT)
-    return { state: 'unusable', why: `its format is ${String(row.format)}, this tool reads ${CLOCK_FORMAT}` };
+    return { state: 'unusable', why: `its format is ${String(row.format)}, this tool reads ${CLOCK_FORMAT}`, foreign: true };
   const triggers = objects.filter(([type]) => type === 'trigger').length;
-  if (triggers !== row.triggers) return { state: 'unusable', why: `it has ${triggers} of its ${String(row.triggers)} triggers` };
-  if (typeof row.epoch !== 'string' || !Number.isSafeInteger(row.version)) return { state: 'unusable', why: 'its row is malformed' };
+  if (triggers !== row.triggers)
+    return { state: 'unusable', why: `it has ${triggers} of its ${String(row.triggers)} triggers`, foreign: false };
+  if (typeof row.epoch !== 'string' || !Number.isSafeInteger(row.version))
+    return { state: 'unusable', why: 'its row is malformed', foreign: false };
   return { state: 'present', position: { epoch: row.epoch, version: row.version as number } };
 }
 

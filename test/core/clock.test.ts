@@ -8,6 +8,10 @@ import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/core/errors.js';
+import type { ChangeSource } from '../../src/incremental/selection.js';
+import { formatCycle } from '../../src/watch/format.js';
+import type { CycleStatus } from '../../src/watch/status.js';
+import { REPO } from '../helpers/paths.js';
 import { canMount, mountTmpfs, sh } from '../helpers/mount.js';
 import { runCli } from '../helpers/process.js';
 import { eachTestWorkspace, execSql, sampleStore } from '../helpers/store.js';
@@ -82,6 +86,21 @@ describe('store track', () => {
     expect(printed.stdout).not.toMatch(/UPDATE OF[^\n]*(email|password_hash|last_login_ip)/);
     expect(schemaOf(db)).toEqual([]);
     expect(runCli(['store', 'track', '--help']).stdout).toContain('--print-sql');
+    // docs/change-clock.md shows the same SQL, for the same schema.
+    const docs = readFileSync(join(REPO, 'docs/change-clock.md'), 'utf8');
+    const shown = /## The whole SQL, for the sample store\n\n```sql\n([\s\S]*?)```/.exec(docs)?.[1];
+    expect(shown?.trim()).toBe(printed.stdout.trim());
+  });
+
+  it('a cycle that could not follow the clock says why in its line', () => {
+    const cycle = { number: 7, ok: true, changed: true, durationMs: 1200, profiles: 3, creators: 2, skipped: 0, warnings: 0 };
+    const files = { written: 2, unchanged: 5, removed: 0 };
+    const line = (changes: ChangeSource) => formatCycle({ ...cycle, files, changes } as unknown as CycleStatus);
+    expect(line({ by: 'comparison', clockFallback: 'the change clock was removed' })).toContain(
+      '; the change clock was removed: compared the whole store;',
+    );
+    expect(line({ by: 'every row', clockFallback: 'the change clock cannot be read: x' })).toContain('x: read the whole store;');
+    expect(line({ by: 'clock', clockFallback: null })).not.toContain('whole store');
   });
 
   it('refuses a file that is not a profile store (exit 3), and a clock of another format (exit 15), changing nothing', () => {

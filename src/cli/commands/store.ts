@@ -3,9 +3,7 @@
  * store/clock-install.ts), the only writes this tool makes to a profile store.
  */
 import { Command, Option } from 'commander';
-import Database from 'better-sqlite3';
-import { installStatements, trackStore, untrackStore, type TrackReport } from '../../store/clock-install.js';
-import { checkSchema } from '../../store/schema.js';
+import { installSql, trackStore, untrackStore, type TrackReport } from '../../store/clock-install.js';
 import { storeError } from '../../core/errors.js';
 import type { CliState, Io } from '../io.js';
 import { wholeNumber } from '../numbers.js';
@@ -38,7 +36,7 @@ export function storeCommand(io: Io, state: CliState): Command {
       .addHelpText('after', TRACK_HELP)
       .action((flags: StoreFlags) => {
         const db = dbOf(flags, io);
-        if (flags.printSql) return void io.stdout.write(`${printedSql(db)}\n`);
+        if (flags.printSql) return void io.stdout.write(`${installSql(db)}\n`);
         report(
           io,
           state,
@@ -86,21 +84,4 @@ function report(io: Io, state: CliState, flags: StoreFlags, result: TrackReport,
   if (state.json) io.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   const epoch = result.epoch === undefined ? '' : ` (epoch ${result.epoch}, ${result.triggers} triggers)`;
   io.stderr.write(`profile-snapshot: ${result.changed ? did : nothing} ${result.db}${epoch}\n`);
-}
-
-/** The statements `track` would run, read from the store without writing it. */
-function printedSql(file: string): string {
-  let db: Database.Database | undefined;
-  try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
-    checkSchema(db, file);
-    return installStatements(db, '<epoch>')
-      .map((statement) => `${statement};`)
-      .join('\n\n');
-  } catch (cause) {
-    if ((cause as Error).name === 'SnapshotError') throw cause;
-    throw storeError(`cannot read the profile store ${file}`, 'pass --db <file> naming an existing profile store', cause);
-  } finally {
-    db?.close();
-  }
 }

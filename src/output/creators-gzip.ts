@@ -37,7 +37,7 @@ const DICTIONARY_MEMBERS = 4;
 export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
 /**
  * The settings of a shard's part: its first piece has no dictionary, and its boundaries are drawn
- * from the members' data hashes (`dataEndsPiece`).
+ * from the members' data hashes (`pieceMarks`).
  */
 const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone, ends by data`;
 
@@ -49,6 +49,12 @@ export interface ListLayout {
   /** Each member's data hash, FINGERPRINT_LENGTH bytes, one after the other. */
   hashes: Buffer;
   lengths: readonly number[];
+  /**
+   * For a whole list, each member's piece mark where the last list knew it (PIECE_END, NOT_END;
+   * UNMARKED elsewhere): completed here, in place, so the next list can take its members' marks
+   * from this one (ListOrder.pieceMarks).
+   */
+  pieceMarks?: Uint8Array;
   /**
    * The list is a shard's part of a list joined in the bucket (publish/parts.ts): its first piece
    * is deflated without the head as its dictionary, so the pieces decode after any other bytes.
@@ -105,11 +111,10 @@ function nameHash(name: string): number {
   return hash >>> 0;
 }
 
-/** Whether member i of a whole list ends a piece: by its name, as the variant has always been cut. */
-const nameEndsPiece =
-  ({ names }: ListLayout) =>
-  (i: number): boolean =>
-    nameHash(names[i]!) % PIECE_MEMBERS === 0;
+/** A member's piece mark: it ends a piece by its content, it does not, or that is not known yet. */
+export const NOT_END = 0,
+  PIECE_END = 1,
+  UNMARKED = 2;
 
 /** Each base64url character's 6 bits (core/hash.ts fingerprints are base64url text). */
 const BASE64URL_BITS = new Uint8Array(128);
@@ -117,22 +122,35 @@ for (const [bits, char] of [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuv
   BASE64URL_BITS[char.charCodeAt(0)] = bits;
 
 /**
- * Whether member i of a shard's part ends a piece: by the first 6 bits of its data hash, read from
- * the list's hash buffer. Not by its name: a shard's members all share their name's hash modulo the
- * shard count, and hashing every name every cycle was a large share of a quiet cycle's bookkeeping.
- * A member whose data changes moves a boundary about one time in eight, and its piece is deflated
- * again anyway.
+ * Each member's piece mark. A whole list's members end pieces by their name, as the variant has
+ * always been cut: the marks the last list knew are kept, and only the others' names are hashed
+ * (the names of a million members lie all over the heap, and reading each one every cycle was
+ * most of planning the pieces). A shard's part ends them by the first 6 bits of each member's data
+ * hash, read from the list's hash buffer: a shard's members all share their name's hash modulo the
+ * shard count. A member whose data changes moves a boundary about one time in eight, and its piece
+ * is deflated again anyway.
  */
-const dataEndsPiece =
-  ({ hashes }: ListLayout) =>
-  (i: number): boolean =>
-    BASE64URL_BITS[hashes[i * FINGERPRINT_LENGTH]! & 0x7f]! % PIECE_MEMBERS === 0;
+function pieceMarks(layout: ListLayout): Uint8Array {
+  const count = layout.names.length;
+  if (layout.partOfJoined) {
+    const marks = new Uint8Array(count);
+    const { hashes } = layout;
+    for (let i = 0; i < count; i++)
+      marks[i] = BASE64URL_BITS[hashes[i * FINGERPRINT_LENGTH]! & 0x7f]! % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
+    return marks;
+  }
+  const marks = layout.pieceMarks?.length === count ? layout.pieceMarks : new Uint8Array(count).fill(UNMARKED);
+  const { names } = layout;
+  for (let i = 0; i < count; i++) if (marks[i] === UNMARKED) marks[i] = nameHash(names[i]!) % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
+  return marks;
+}
 
-/** Each piece's first member, and the member count at the end; `ends(i)`: member i ends a piece. */
-function pieceStarts(members: number, ends: (i: number) => boolean): number[] {
+/** Each piece's first member, and the member count at the end; `marks`: pieceMarks. */
+function pieceStarts(marks: Uint8Array): number[] {
+  const members = marks.length;
   const starts = members === 0 ? [] : [0];
   for (let i = 1, since = 1; i < members; i++, since++) {
-    if (since >= MAX_PIECE_MEMBERS || ends(i - 1)) {
+    if (since >= MAX_PIECE_MEMBERS || marks[i - 1] === PIECE_END) {
       starts.push(i);
       since = 0;
     }
@@ -166,7 +184,7 @@ interface PiecePlan {
 
 /** Cuts the list into pieces and finds those the last variant holds; `member` is memberOffsets(layout). */
 function planPieces(layout: ListLayout, member: Float64Array, last: PieceIndex | undefined): PiecePlan {
-  const starts = pieceStarts(layout.names.length, (layout.partOfJoined ? dataEndsPiece : nameEndsPiece)(layout));
+  const starts = pieceStarts(pieceMarks(layout));
   const pieces: PiecePlan['pieces'] = [];
   const ranges: number[] = [];
   const arrayStart = member[0]!;

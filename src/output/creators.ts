@@ -14,7 +14,7 @@
  */
 import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
-import { stageCreatorsGzip, type GzipPieces } from './creators-gzip.js';
+import { stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListMembers, ListOrder } from './manifest.js';
 import { PositionedReader } from './positioned-reader.js';
@@ -201,10 +201,12 @@ export class CreatorsList {
       sink.write(`]${tail()}`);
     });
     const listed = this.inListOrder(order);
-    owner.setList({ ...listed, hashes: memberHashes });
+    // Completed by the variant (stageCreatorsGzip), in place, before the next list reads them.
+    const pieceMarks = partOfJoined ? undefined : this.knownPieceMarks(order);
+    owner.setList({ ...listed, hashes: memberHashes, ...(pieceMarks && { pieceMarks }) });
     if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
     this.letGoOfMembers();
-    const layout = { headLength, ...listed, hashes: memberHashes, partOfJoined };
+    const layout = { headLength, ...listed, hashes: memberHashes, partOfJoined, ...(pieceMarks && { pieceMarks }) };
     return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, threads);
   }
 
@@ -265,6 +267,21 @@ export class CreatorsList {
       listed.entries[at] = i < 0 ? entries![~i] : undefined;
     }
     return listed;
+  }
+
+  /**
+   * The gzip variant's piece marks (creators-gzip.ts) of the members carried over from the last
+   * list, UNMARKED for the others, in `order`.
+   */
+  private knownPieceMarks(order: number[]): Uint8Array {
+    const marks = new Uint8Array(order.length).fill(UNMARKED);
+    const lastMarks = this.carried?.members.pieceMarks;
+    if (lastMarks === undefined) return marks;
+    for (let at = 0; at < order.length; at++) {
+      const i = order[at]!;
+      if (i < 0) marks[at] = lastMarks[~i]!;
+    }
+    return marks;
   }
 
   /**

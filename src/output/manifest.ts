@@ -22,11 +22,11 @@
  * the header alone, instead of reading a million entries (publish/quiet.ts). Appended claims change
  * the size, which voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
  */
-import { closeSync, copyFileSync, fstatSync, openSync, readSync, statSync, writeSync, type BigIntStats } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, copyFileSync, fstatSync, lstatSync, openSync, readSync, statSync, writeSync, type BigIntStats } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
-import { replaceFile } from './folders.js';
+import { prepareDir, replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 import { inSlice, type Slice } from '../core/slice.js';
 import { UnchangedLineCopier, type LastMemberLines } from './unchanged-lines.js';
@@ -68,10 +68,15 @@ export interface ListOrder {
    * the list: the next list copies its unchanged members' hashes from here in runs.
    */
   hashes?: Buffer;
+  /**
+   * A whole list's piece marks in its gzip variant (creators-gzip.ts), when this process made the
+   * list: the next list takes its carried members' marks from here.
+   */
+  pieceMarks?: Uint8Array;
 }
 
 /** A list's members as read or ordered, before any hashes are attached. */
-export type ListMembers = Required<Omit<ListOrder, 'hashes'>>;
+export type ListMembers = Required<Omit<ListOrder, 'hashes' | 'pieceMarks'>>;
 
 const emptyManifest = (): Manifest => ({ renderKey: '', profiles: new Map(), files: new Map(), list: undefined });
 
@@ -400,17 +405,40 @@ const isDigit = (code: number) => code >= 48 && code <= 57;
 
 /**
  * Claims files for a commit: the manifest on disk as it is, with a line per file appended that marks
- * it pending (a later line wins), replacing it atomically like `writeManifest`. Cheaper than writing
- * every entry again when few files change. False, with nothing written, when there is no manifest
- * file to extend.
+ * it pending (a later line wins). Appended in place when the file is the out dir's alone
+ * (`appendInPlace`), else onto a copy that replaces it atomically like `writeManifest`. False, with
+ * nothing written, when there is no manifest file to extend.
  */
 export function writeClaims(outDir: string, claims: { profiles: readonly string[]; files: readonly string[] }): boolean {
-  return replaceManifest(outDir, 'extended', (out) => {
-    // A blank line first, in case the file does not end in one (the reader skips blank lines).
+  const write = (out: BufferedFileWriter) => {
+    // A blank line first: it ends a last line that has no newline (a claim cut short by a crash).
     out.write('\n');
     for (const key of claims.files) out.write(`f\t${key}\t${PENDING}\n`);
     for (const key of claims.profiles) out.write(`u\t${key}\t${PENDING}\n`);
-  });
+  };
+  return appendInPlace(outDir, write) || replaceManifest(outDir, 'extended', write);
+}
+
+/**
+ * Appends to the manifest file itself when nothing else shares it: a regular file with one link (a
+ * pin links the manifest of the generation it keeps, pin.ts, which must not change). Copying the
+ * whole manifest first was a second manifest write in every commit. An append cut short leaves a
+ * last claim cut short, read as an entry of no known hash, or not at all when its key is cut: the
+ * file it names is rewritten, or was not touched yet (files move only once the claims are written).
+ * False when it cannot append this way.
+ */
+function appendInPlace(outDir: string, write: (out: BufferedFileWriter) => void): boolean {
+  const path = join(outDir, MANIFEST_FILE);
+  prepareDir(outDir, dirname(path));
+  let stats;
+  try {
+    stats = lstatSync(path);
+  } catch {
+    return false;
+  }
+  if (!stats.isFile() || stats.nlink !== 1) return false;
+  writeThrough(new BufferedFileWriter(path, undefined, 'a'), write);
+  return true;
 }
 
 /**
@@ -422,19 +450,23 @@ function replaceManifest(outDir: string, start: 'new' | 'extended', write: (out:
   const path = join(outDir, MANIFEST_FILE);
   return replaceFile(outDir, path, (temporary) => {
     if (start === 'extended' && !copyIfPresent(path, temporary)) return false;
-    const out = new BufferedFileWriter(temporary, undefined, start === 'extended' ? 'a' : 'w');
-    try {
-      write(out, temporary);
-    } catch (error) {
-      try {
-        out.close();
-      } catch {
-        // the write already failed; the descriptor is closed either way
-      }
-      throw error;
-    }
-    out.close();
+    writeThrough(new BufferedFileWriter(temporary, undefined, start === 'extended' ? 'a' : 'w'), (out) => write(out, temporary));
   });
+}
+
+/** Runs `write` on `out`, then closes it; a failed write's error is the one thrown. */
+function writeThrough(out: BufferedFileWriter, write: (out: BufferedFileWriter) => void): void {
+  try {
+    write(out);
+  } catch (error) {
+    try {
+      out.close();
+    } catch {
+      // the write already failed; the descriptor is closed either way
+    }
+    throw error;
+  }
+  out.close();
 }
 
 /** Copies `from` to `to`; false when there is no `from`. */

@@ -42,10 +42,9 @@ export class UnchangedLineCopier {
    */
   take(name: string, entry: string): boolean {
     const { names, entries } = this.last;
-    while (this.next < names.length && names[this.next]! < name) {
-      this.at += lineLength(names[this.next]!, entries[this.next]!);
-      this.next++;
-    }
+    // Most members are the next one of the last list, most often the very same string: asked first,
+    // so that comparing names by order is left to the few that are not.
+    if (names[this.next] !== name) this.skipTo(name);
     if (names[this.next] !== name || entries[this.next] !== entry) {
       this.flush();
       return false;
@@ -58,6 +57,15 @@ export class UnchangedLineCopier {
     this.runEnd = this.at;
     this.next++;
     return true;
+  }
+
+  /** Moves past the last list's members whose names come before `name`. */
+  private skipTo(name: string): void {
+    const { names, entries } = this.last;
+    while (this.next < names.length && names[this.next]! < name) {
+      this.at += lineLength(names[this.next]!, entries[this.next]!);
+      this.next++;
+    }
   }
 
   /** Writes the run taken so far, and lets go of the last file. */

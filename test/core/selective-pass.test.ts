@@ -4,8 +4,8 @@
  * carries every other profile over. Whatever it publishes must be exactly what a fresh build of the
  * same store publishes: each case checks the tree, byte for byte, and the report against one.
  */
-import { copyFileSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, linkSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BuildOptions, BuildReport } from '../../src/build.js';
@@ -249,11 +249,15 @@ describe('selective passes (a session reads only changed users)', () => {
   it('a pass whose output fails to commit, after its read transaction ended, leaves the next pass to read every row', () => {
     pass();
     write('UPDATE users SET views = 4242 WHERE id = 6');
-    // A folder where the manifest's temporary file goes: the commit fails before any file moves.
+    // A folder where the manifest's temporary file goes, and a second link to the manifest (as a pin
+    // makes), so that the claims go onto a copy written there: the commit fails before any file moves.
     const obstacle = join(out, '.profile-snapshot', 'manifest.tmp');
+    const secondLink = join(dirname(out), 'manifest-link');
     mkdirSync(obstacle);
+    linkSync(join(out, '.profile-snapshot', 'manifest'), secondLink);
     expect(() => pass()).toThrow();
     rmdirSync(obstacle);
+    unlinkSync(secondLink);
     expect(profile(out, 'user2x6').data.views).toBe(6);
     const report = pass();
     expect(report.rowsRead).toBe(CANDIDATES);

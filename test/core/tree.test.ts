@@ -2,7 +2,7 @@
  * The output tree across rebuilds: byte stability, reproducibility, stale-file removal, foreign-file
  * safety, aliases, and nothing outside --out.
  */
-import { lstatSync, mkdirSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, lstatSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
@@ -59,6 +59,39 @@ describe('byte stability', () => {
     const report = buildTo(db, out);
     expect(report.files.written).toBe(4); // the claimed profile under both aliases, the list and its variant
     expect(readManifest(out).profiles).toEqual(before.profiles);
+  });
+
+  it("claims are appended to the out dir's own manifest (no copy of it), but never to a manifest a pin shares", () => {
+    buildTo(db, out);
+    const path = join(out, MANIFEST_FILE);
+    const before = readFileSync(path);
+    const [claimed] = [...readManifest(out).profiles.keys()];
+    const inode = statSync(path).ino;
+    expect(writeClaims(out, { profiles: [claimed!], files: [] })).toBe(true);
+    expect(statSync(path).ino).toBe(inode);
+    expect(readFileSync(path).subarray(0, before.length)).toEqual(before);
+    // A second link (as TreePin.take makes) keeps the file as it is: the claims go onto a copy.
+    const pinned = join(dir.path, 'pinned-manifest');
+    linkSync(path, pinned);
+    const pinnedBytes = readFileSync(pinned);
+    expect(writeClaims(out, { profiles: [], files: ['service-api/v1/creators'] })).toBe(true);
+    expect(statSync(path).ino).not.toBe(inode);
+    expect(readFileSync(pinned)).toEqual(pinnedBytes);
+    expect(readManifest(out).profiles.get(claimed!)).toBe(PENDING);
+    expect(readManifest(out).files.get('service-api/v1/creators')).toBe(PENDING);
+  });
+
+  it('claims cut short by a crash mid-append: the next build rewrites what they may name and ends as a fresh build', () => {
+    buildTo(db, out);
+    const fresh = snapshotTree(out);
+    const [first, second] = [...readManifest(out).profiles.keys()];
+    // One claim cut after its key's tab, the next cut inside its key (no newline at the end).
+    appendFileSync(join(out, MANIFEST_FILE), `\nu\t${first!}\t-\nu\t${second!}\t\nu\t${second!.slice(0, 2)}`);
+    const report = buildTo(db, out);
+    expect(report.files.written).toBe(4); // both claimed profiles' files (two aliases each), the list unchanged
+    const after = snapshotTree(out);
+    expect([...after.keys()]).toEqual([...fresh.keys()]);
+    for (const [file, entry] of after) expect(entry.bytes).toEqual(fresh.get(file)!.bytes);
   });
 
   it('the manifest reads back exactly as written, in chunks of any size, for names shorter and longer than 13 characters', () => {

@@ -1,0 +1,172 @@
+/**
+ * What a watcher's changing cycle spends on its three large files (the creators list, its gzip
+ * variant, the manifest), each against the floor of writing the same bytes, measured in the same run
+ * on the same filesystem:
+ * - "user-space copy": the file read and written a MiB at a time, as any program without kernel
+ *   copies must (what the build does for the unchanged runs it copies);
+ * - "kernel copy": the file copied by the kernel (copyFileSync: copy_file_range on Linux), the most
+ *   any kernel copy of unchanged ranges could bring, as it copies every byte without user space.
+ *
+ * The watcher runs in this process (a StoreSession, as `watch` holds one) on a tracked store (the
+ * change clock), so that each file's own time can be taken around the library's calls: the list
+ * and the variant from OutputTransaction.streamedFile, the manifest's writing from its digest's
+ * start to its close. The whole cycles are whole-process figures in bench-clock-cycles.mjs; this is their
+ * breakdown. Per kind of cycle (ages only; 1% of the users changed), medians of --runs cycles.
+ *
+ * Usage: node scripts/bench-cycle-files.mjs [--users 1000000] [--shard i/n] [--runs 3] [--dir /dev/shm/...]
+ * (run `npm run build` first: it times the compiled library in build/).
+ */
+import { closeSync, copyFileSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import Database from 'better-sqlite3';
+import { machine, median, seededStore } from './bench-common.mjs';
+
+const repo = new URL('..', import.meta.url).pathname;
+const lib = (path) => import(join(repo, 'build', path));
+const { build } = await lib('build.js');
+const { StoreSession } = await lib('incremental/session.js');
+const { parseShard } = await lib('core/slice.js');
+const { OutputTransaction } = await lib('output/tree.js');
+const { BufferedFileWriter } = await lib('output/file-writer.js');
+const { CREATORS_FILE, MANIFEST_FILE, gzipVariantPath } = await lib('core/layout.js');
+
+const args = process.argv.slice(2);
+const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const USERS = Number(value('--users', '1000000'));
+const SHARD = value('--shard', undefined);
+const RUNS = Number(value('--runs', '3'));
+const WORK = value('--dir', '/dev/shm/ps-bench-cycle-files');
+const LIST = CREATORS_FILE;
+const VARIANT = gzipVariantPath(CREATORS_FILE);
+
+/** Milliseconds spent per file in the cycle being timed. */
+let spent = new Map();
+const add = (file, ms) => spent.set(file, (spent.get(file) ?? 0) + ms);
+
+const streamedFile = OutputTransaction.prototype.streamedFile;
+OutputTransaction.prototype.streamedFile = function timed(path, ...rest) {
+  const started = performance.now();
+  try {
+    return streamedFile.call(this, path, ...rest);
+  } finally {
+    add(path, performance.now() - started);
+  }
+};
+/**
+ * The manifest's writer, from its digest's start (right after its header: writeManifest alone asks
+ * for one) to its close. Nothing is added to the writer's per-line calls, which are millions a cycle.
+ */
+const started = Symbol('started');
+const digestFromHere = BufferedFileWriter.prototype.digestFromHere;
+BufferedFileWriter.prototype.digestFromHere = function timedDigest() {
+  this[started] = performance.now();
+  return digestFromHere.call(this);
+};
+const close = BufferedFileWriter.prototype.close;
+BufferedFileWriter.prototype.close = function timedClose() {
+  const result = close.call(this);
+  if (this[started] !== undefined) add('manifest', performance.now() - this[started]);
+  this[started] = undefined;
+  return result;
+};
+
+/** The two floors of writing `file`'s bytes into a new file, in ms. */
+function floors(file) {
+  const target = join(WORK, 'floor');
+  rmSync(target, { force: true });
+  let started = performance.now();
+  const bytes = copyThroughUserSpace(file, target);
+  const user = performance.now() - started;
+  rmSync(target);
+  started = performance.now();
+  copyFileSync(file, target);
+  const kernel = performance.now() - started;
+  rmSync(target);
+  return { bytes, user, kernel };
+}
+
+/** Reads `from` and writes it to `to` a MiB at a time, as a program without kernel copies must; returns the bytes. */
+function copyThroughUserSpace(from, to) {
+  const buffer = Buffer.allocUnsafe(1 << 20);
+  const input = openSync(from, 'r');
+  const output = openSync(to, 'w');
+  let total = 0;
+  try {
+    for (let read; (read = readSync(input, buffer, 0, buffer.length, null)) > 0; total += read) writeSync(output, buffer, 0, read);
+  } finally {
+    closeSync(input);
+    closeSync(output);
+  }
+  return total;
+}
+
+rmSync(WORK, { recursive: true, force: true });
+mkdirSync(WORK, { recursive: true });
+const db = join(WORK, 'profiles.db');
+const out = join(WORK, 'dist');
+copyFileSync(seededStore(join(repo, '.bench/stores'), USERS), db);
+spawnSync(process.execPath, [join(repo, 'bin/profile-snapshot.js'), 'store', 'track', '--db', db], { stdio: 'inherit' });
+
+const session = new StoreSession(db);
+const shard = SHARD === undefined ? undefined : parseShard(SHARD, 'shard');
+const cycle = () => {
+  spent = new Map();
+  const started = performance.now();
+  const result = build({
+    db,
+    out,
+    baseUrl: 'http://localhost:3000',
+    snapshotMs: Date.now(),
+    session,
+    threads: 2,
+    ...(shard ? { shard } : {}),
+  });
+  return { seconds: (performance.now() - started) / 1000, spent, read: result.rowsRead };
+};
+const touch = (round) => {
+  const handle = new Database(db);
+  handle.prepare('UPDATE users SET views = views + 1 WHERE (id + ?) % 100 = 0').run(round);
+  handle.close();
+};
+
+console.log(
+  `a cycle's large files against their floors: ${USERS.toLocaleString('en')} users${SHARD ? `, shard ${SHARD}` : ''}; ${machine()}`,
+);
+const first = cycle();
+console.log(`first cycle: ${first.seconds.toFixed(2)} s`);
+const kinds = { 'ages only': [], '1% changed': [] };
+const floorRuns = [];
+for (let round = 0; round < RUNS; round++) {
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // ages turn with the wall clock
+  kinds['ages only'].push(cycle());
+  touch(round);
+  kinds['1% changed'].push(cycle());
+  floorRuns.push({ list: floors(join(out, LIST)), variant: floors(join(out, VARIANT)), manifest: floors(join(out, MANIFEST_FILE)) });
+}
+session.close();
+
+const ms = (n) => `${Math.round(n)} ms`;
+const files = [
+  ['list', LIST],
+  ['variant', VARIANT],
+  ['manifest', 'manifest'],
+];
+console.log('\n| cycle | file | MB | in the cycle | user-space copy | ratio | kernel copy | ratio |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const [kind, cycles] of Object.entries(kinds)) {
+  for (const [name, key] of files) {
+    const took = median(cycles.map((c) => c.spent.get(key) ?? 0));
+    const user = median(floorRuns.map((f) => f[name].user));
+    const kernel = median(floorRuns.map((f) => f[name].kernel));
+    const mb = floorRuns.at(-1)[name].bytes / 1e6;
+    console.log(
+      `| ${kind} | ${name} | ${mb.toFixed(1)} | ${ms(took)} | ${ms(user)} | ${(took / user).toFixed(2)}x | ${ms(kernel)} | ${(took / kernel).toFixed(2)}x |`,
+    );
+  }
+  const whole = median(cycles.map((c) => c.seconds));
+  console.log(`| ${kind} | (whole cycle, ${cycles.at(-1).read.toLocaleString('en')} rows read) | | ${whole.toFixed(2)} s | | | | |`);
+}
+const userVsKernel = median(floorRuns.map((f) => f.list.user / f.list.kernel));
+console.log(`\nlist: user-space copy / kernel copy = ${userVsKernel.toFixed(2)}x (medians of ${RUNS}), on the filesystem of ${WORK}`);
+rmSync(WORK, { recursive: true, force: true });

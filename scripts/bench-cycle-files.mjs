@@ -19,6 +19,7 @@
 import { closeSync, copyFileSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { PerformanceObserver } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import { machine, median, seededStore } from './bench-common.mjs';
 
@@ -40,9 +41,12 @@ const WORK = value('--dir', '/dev/shm/ps-bench-cycle-files');
 const LIST = CREATORS_FILE;
 const VARIANT = gzipVariantPath(CREATORS_FILE);
 
-/** Milliseconds spent per file in the cycle being timed. */
-let spent = new Map();
-const add = (file, ms) => spent.set(file, (spent.get(file) ?? 0) + ms);
+/** The spans of the cycle being timed, per file: [start, end] on performance.now()'s clock. */
+let spans = [];
+const add = (file, start) => spans.push({ file, start, end: performance.now() });
+/** V8's garbage collection pauses, to tell the files' own time from the collections that fell in it. */
+let pauses = [];
+new PerformanceObserver((list) => pauses.push(...list.getEntries())).observe({ entryTypes: ['gc'] });
 
 const streamedFile = OutputTransaction.prototype.streamedFile;
 OutputTransaction.prototype.streamedFile = function timed(path, ...rest) {
@@ -50,7 +54,7 @@ OutputTransaction.prototype.streamedFile = function timed(path, ...rest) {
   try {
     return streamedFile.call(this, path, ...rest);
   } finally {
-    add(path, performance.now() - started);
+    add(path, started);
   }
 };
 /**
@@ -66,7 +70,7 @@ BufferedFileWriter.prototype.digestFromHere = function timedDigest() {
 const close = BufferedFileWriter.prototype.close;
 BufferedFileWriter.prototype.close = function timedClose() {
   const result = close.call(this);
-  if (this[started] !== undefined) add('manifest', performance.now() - this[started]);
+  if (this[started] !== undefined) add('manifest', this[started]);
   this[started] = undefined;
   return result;
 };
@@ -111,7 +115,7 @@ spawnSync(process.execPath, [join(repo, 'bin/profile-snapshot.js'), 'store', 'tr
 const session = new StoreSession(db);
 const shard = SHARD === undefined ? undefined : parseShard(SHARD, 'shard');
 const cycle = () => {
-  spent = new Map();
+  spans = [];
   const started = performance.now();
   const result = build({
     db,
@@ -122,8 +126,21 @@ const cycle = () => {
     threads: 2,
     ...(shard ? { shard } : {}),
   });
-  return { seconds: (performance.now() - started) / 1000, spent, read: result.rowsRead };
+  return { seconds: (performance.now() - started) / 1000, spans, read: result.rowsRead };
 };
+
+/** Per file: its milliseconds in the cycle, and those of collection pauses that began within them. */
+async function spentPerFile(cycle) {
+  await new Promise((resolve) => setTimeout(resolve, 50)); // the observer's entries arrive after the synchronous cycle
+  const spent = new Map();
+  for (const { file, start, end } of cycle.spans) {
+    const gc = pauses.filter((p) => p.startTime >= start && p.startTime < end).reduce((sum, p) => sum + p.duration, 0);
+    const was = spent.get(file) ?? { ms: 0, gc: 0 };
+    spent.set(file, { ms: was.ms + end - start, gc: was.gc + gc });
+  }
+  pauses = [];
+  return { ...cycle, spent };
+}
 const touch = (round) => {
   const handle = new Database(db);
   handle.prepare('UPDATE users SET views = views + 1 WHERE (id + ?) % 100 = 0').run(round);
@@ -139,9 +156,9 @@ const kinds = { 'ages only': [], '1% changed': [] };
 const floorRuns = [];
 for (let round = 0; round < RUNS; round++) {
   await new Promise((resolve) => setTimeout(resolve, 1000)); // ages turn with the wall clock
-  kinds['ages only'].push(cycle());
+  kinds['ages only'].push(await spentPerFile(cycle()));
   touch(round);
-  kinds['1% changed'].push(cycle());
+  kinds['1% changed'].push(await spentPerFile(cycle()));
   floorRuns.push({ list: floors(join(out, LIST)), variant: floors(join(out, VARIANT)), manifest: floors(join(out, MANIFEST_FILE)) });
 }
 session.close();
@@ -152,20 +169,21 @@ const files = [
   ['variant', VARIANT],
   ['manifest', 'manifest'],
 ];
-console.log('\n| cycle | file | MB | in the cycle | user-space copy | ratio | kernel copy | ratio |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log('\n| cycle | file | MB | in the cycle | of which GC | user-space copy | ratio | kernel copy | ratio |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const [kind, cycles] of Object.entries(kinds)) {
   for (const [name, key] of files) {
-    const took = median(cycles.map((c) => c.spent.get(key) ?? 0));
+    const took = median(cycles.map((c) => c.spent.get(key)?.ms ?? 0));
+    const gc = median(cycles.map((c) => c.spent.get(key)?.gc ?? 0));
     const user = median(floorRuns.map((f) => f[name].user));
     const kernel = median(floorRuns.map((f) => f[name].kernel));
     const mb = floorRuns.at(-1)[name].bytes / 1e6;
     console.log(
-      `| ${kind} | ${name} | ${mb.toFixed(1)} | ${ms(took)} | ${ms(user)} | ${(took / user).toFixed(2)}x | ${ms(kernel)} | ${(took / kernel).toFixed(2)}x |`,
+      `| ${kind} | ${name} | ${mb.toFixed(1)} | ${ms(took)} | ${ms(gc)} | ${ms(user)} | ${(took / user).toFixed(2)}x | ${ms(kernel)} | ${(took / kernel).toFixed(2)}x |`,
     );
   }
   const whole = median(cycles.map((c) => c.seconds));
-  console.log(`| ${kind} | (whole cycle, ${cycles.at(-1).read.toLocaleString('en')} rows read) | | ${whole.toFixed(2)} s | | | | |`);
+  console.log(`| ${kind} | (whole cycle, ${cycles.at(-1).read.toLocaleString('en')} rows read) | | ${whole.toFixed(2)} s | | | | | |`);
 }
 const userVsKernel = median(floorRuns.map((f) => f.list.user / f.list.kernel));
 console.log(`\nlist: user-space copy / kernel copy = ${userVsKernel.toFixed(2)}x (medians of ${RUNS}), on the filesystem of ${WORK}`);

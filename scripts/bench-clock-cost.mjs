@@ -22,11 +22,10 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { BENCH_ENV, machine, median, seededStore } from './bench-common.mjs';
+import { machine, median, seededStore, trackStore } from './bench-common.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const script = fileURLToPath(import.meta.url);
-const bin = join(repo, 'bin/profile-snapshot.js');
 const args = process.argv.slice(2);
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const log = (line) => process.stderr.write(`[bench-clock-cost ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -135,8 +134,7 @@ function pristine(seed, work, name, track) {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.close();
-  if (track)
-    execFileSync(process.execPath, [bin, 'store', 'track', '--db', file], { env: BENCH_ENV, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (track) trackStore(repo, file);
   settle(file);
   return file;
 }

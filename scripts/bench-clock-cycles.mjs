@@ -10,11 +10,11 @@
  *
  * Usage: node scripts/bench-clock-cycles.mjs [--users 1000000] [--shard i/n] [--runs 3] [--modes untracked,tracked]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { machine, median, seededStore } from './bench-common.mjs';
+import { machine, median, seededStore, trackStore } from './bench-common.mjs';
 
 const repo = new URL('..', import.meta.url).pathname;
 const bin = join(repo, 'bin/profile-snapshot.js');
@@ -54,7 +54,7 @@ async function measure(seeded, tracked) {
   const db = join(WORK, 'profiles.db');
   const out = join(WORK, 'dist');
   copyFileSync(seeded, db);
-  if (tracked) spawnSync(process.execPath, [bin, 'store', 'track', '--db', db], { stdio: 'inherit' });
+  if (tracked) trackStore(repo, db);
   const env = { ...process.env, BASE_URL: 'http://localhost:3000' };
   delete env.SOURCE_DATE_EPOCH;
   const shard = SHARD === undefined ? [] : ['--shard', SHARD];

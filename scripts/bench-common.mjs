@@ -44,6 +44,17 @@ export function workingStore(repo, work, users) {
   return db;
 }
 
+/**
+ * Installs the change clock in the store `db` (`store track`, the CLI of `repo`); throws when that
+ * fails, so that a benchmark never measures an untracked store as a tracked one.
+ */
+export function trackStore(repo, db) {
+  execFileSync(process.execPath, [join(repo, 'bin/profile-snapshot.js'), 'store', 'track', '--db', db], {
+    env: BENCH_ENV,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
 /** The middle value of `values` (the upper one of the two for an even count). */
 export const median = (values) => values.toSorted((a, b) => a - b)[values.length >> 1];
 

@@ -18,10 +18,9 @@
  */
 import { closeSync, copyFileSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { PerformanceObserver } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
-import { machine, median, seededStore } from './bench-common.mjs';
+import { machine, median, seededStore, trackStore } from './bench-common.mjs';
 
 const repo = new URL('..', import.meta.url).pathname;
 const lib = (path) => import(join(repo, 'build', path));
@@ -110,7 +109,7 @@ mkdirSync(WORK, { recursive: true });
 const db = join(WORK, 'profiles.db');
 const out = join(WORK, 'dist');
 copyFileSync(seededStore(join(repo, '.bench/stores'), USERS), db);
-spawnSync(process.execPath, [join(repo, 'bin/profile-snapshot.js'), 'store', 'track', '--db', db], { stdio: 'inherit' });
+trackStore(repo, db);
 
 const session = new StoreSession(db);
 const shard = SHARD === undefined ? undefined : parseShard(SHARD, 'shard');

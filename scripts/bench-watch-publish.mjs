@@ -18,13 +18,13 @@
  * Trees and the working store live on tmpfs (/dev/shm/ps-watch-publish); the seeded store is
  * seededStore()'s (cached in .bench/stores).
  */
-import { fork, spawn, spawnSync } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { BENCH_ENV, machine, median, workingStore } from './bench-common.mjs';
+import { BENCH_ENV, machine, median, trackStore, workingStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -142,7 +142,7 @@ async function main() {
   mkdirSync(work, { recursive: true });
   log(`store of ${USERS} users`);
   const db = workingStore(repo, join(work, 'store'), USERS);
-  if (CLOCK) spawnSync(process.execPath, [bin, 'store', 'track', '--db', db], { stdio: 'inherit' });
+  if (CLOCK) trackStore(repo, db);
   const server = await startServer();
   const endpoint = ['--endpoint', `http://127.0.0.1:${server.port}`, '--path-style'];
   try {

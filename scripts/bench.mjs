@@ -38,7 +38,7 @@ import {
 } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BENCH_ENV, machine as machineLine, seededStore } from './bench-common.mjs';
+import { BENCH_ENV, machine as machineLine, seededStore, trackStore } from './bench-common.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const bin = join(repo, 'bin/profile-snapshot.js');
@@ -331,7 +331,7 @@ for (const users of sizes) {
     mkdirSync(target.root, { recursive: true });
     const db = join(target.root, 'profiles.db');
     copyFileSync(seeded, db);
-    if (CLOCK) spawnSync(process.execPath, [bin, 'store', 'track', '--db', db], { stdio: 'inherit' });
+    if (CLOCK) trackStore(repo, db);
     await settle();
     const out = join(target.root, 'dist');
     const measured = coldAndFloor(db, target.root);

@@ -112,9 +112,9 @@ function nameHash(name: string): number {
 }
 
 /** A member's piece mark: it ends a piece by its content, it does not, or that is not known yet. */
-export const NOT_END = 0,
-  PIECE_END = 1,
-  UNMARKED = 2;
+const NOT_END = 0,
+  PIECE_END = 1;
+export const UNMARKED = 2;
 
 /** Each base64url character's 6 bits (core/hash.ts fingerprints are base64url text). */
 const BASE64URL_BITS = new Uint8Array(128);
@@ -139,7 +139,7 @@ function pieceMarks(layout: ListLayout): Uint8Array {
       marks[i] = BASE64URL_BITS[hashes[i * FINGERPRINT_LENGTH]! & 0x7f]! % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
     return marks;
   }
-  const marks = layout.pieceMarks?.length === count ? layout.pieceMarks : new Uint8Array(count).fill(UNMARKED);
+  const marks = layout.pieceMarks ?? new Uint8Array(count).fill(UNMARKED);
   const { names } = layout;
   for (let i = 0; i < count; i++) if (marks[i] === UNMARKED) marks[i] = nameHash(names[i]!) % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
   return marks;

@@ -173,7 +173,7 @@ export interface TrackReport {
 
 /** Installs the clock, or leaves an identical one alone; a stale one (a trigger gone, an index added) is installed again. */
 export function trackStore(file: string, options: { busyTimeoutMs?: number } = {}): TrackReport {
-  return withWritableStore(file, options, (db) => {
+  return withStore(file, { ...options, write: true }, (db) => {
     const current = readClock(db);
     const wanted = clockTriggers(db);
     if (current.state === 'unusable' && current.foreign) throw foreignClock(file, current.why);
@@ -189,7 +189,7 @@ export function trackStore(file: string, options: { busyTimeoutMs?: number } = {
 
 /** Removes every object of the clock; a store without one is left alone. */
 export function untrackStore(file: string, options: { busyTimeoutMs?: number } = {}): TrackReport {
-  return withWritableStore(file, options, (db) => {
+  return withStore(file, { ...options, write: true }, (db) => {
     const current = readClock(db);
     if (current.state === 'unusable' && current.foreign) throw foreignClock(file, current.why);
     const changed = current.state !== 'absent';
@@ -220,11 +220,6 @@ function foreignClock(file: string, why: string): SnapshotError {
   return new SnapshotError('clockFormat', `${file} holds a change clock this version cannot use (${why}); nothing was changed`, {
     hint: 'run `store track` or `store untrack` with the profile-snapshot version that installed it',
   });
-}
-
-/** Opens the store for writing, checks it is a profile store, and runs `work` in one IMMEDIATE transaction. */
-function withWritableStore<T>(file: string, options: { busyTimeoutMs?: number }, work: (db: Database.Database) => T): T {
-  return withStore(file, { ...options, write: true }, work);
 }
 
 /**

@@ -90,10 +90,10 @@ export function sliceIdsSql(scope: RowScope): string | undefined {
 /** Drops what `sliceIdsSql` made: a watcher's connection lives on, and its temp storage with it. */
 export const SLICE_IDS_DONE = 'DROP TABLE IF EXISTS temp.slice_ids';
 
-/** The SQL condition that a users row is in `slice` (by its username). */
-export function sliceCondition(slice: Slice): string {
+/** The SQL condition that a users row is in `slice` (by its username, `column`: the row's, as the query names it). */
+export function sliceCondition(slice: Slice, column = 'username'): string {
   if (!isSlice(slice)) throw new Error(`bug: not a slice: ${formatSlice(slice)}`);
-  return `${SLICE_FUNCTION}(username, ${slice.count}) = ${slice.index}`;
+  return `${SLICE_FUNCTION}(${column}, ${slice.count}) = ${slice.index}`;
 }
 
 function select(columns: string, table: string, conditions: readonly (string | undefined)[], orderBy: string): string {

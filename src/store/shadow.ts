@@ -415,7 +415,7 @@ export class StoreShadow {
     return this.db
       .prepare(
         `SELECT c.value FROM json_each(?) c WHERE c.value ${COPIED_USERS}
-        OR EXISTS (SELECT 1 FROM main.users m WHERE m.id = c.value AND ${sliceCondition(this.slice).replaceAll('username', 'm.username')})`,
+        OR EXISTS (SELECT 1 FROM main.users m WHERE m.id = c.value AND ${sliceCondition(this.slice, 'm.username')})`,
       )
       .pluck()
       .all(JSON.stringify(ids)) as number[];
@@ -525,8 +525,8 @@ export class StoreShadow {
     const { sliced, db } = this;
     db.exec('CREATE TABLE IF NOT EXISTS temp.child_ids (id INTEGER PRIMARY KEY)');
     for (const table of ['socials', 'badges', 'bans'] as const) {
-      const columns = table === 'socials' ? `id, ${SOCIAL_COLUMNS.join(', ')}` : SMALL_TABLES[table];
-      const rows = (from: string) => `SELECT ${columns} FROM ${from} WHERE user_id = p.id`;
+      const names = table === 'socials' ? ['id', ...SOCIAL_COLUMNS] : SMALL_TABLES[table].split(', ');
+      const rows = (from: string) => `SELECT ${names.join(', ')} FROM ${from} WHERE user_id = p.id`;
       const left = sliced ? ` OR p.id NOT ${COPIED_USERS}` : '';
       // A whole copy, followed by the clock, gets these indexes the first time it needs them.
       db.exec(`CREATE INDEX IF NOT EXISTS temp.shadow_${table}_user ON shadow_${table} (user_id);
@@ -535,7 +535,7 @@ export class StoreShadow {
           WHERE EXISTS (${rows(`main.${table}`)} EXCEPT ${rows(`temp.shadow_${table}`)})
           OR EXISTS (${rows(`temp.shadow_${table}`)} EXCEPT ${rows(`main.${table}`)})${left};
         DELETE FROM temp.shadow_${table} WHERE user_id IN (SELECT id FROM temp.child_ids);
-        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${columns.replace(/^id,/, 's.id,')}
+        INSERT OR REPLACE INTO temp.shadow_${table} SELECT ${names.map((name) => `s.${name}`).join(', ')}
         FROM temp.child_ids p CROSS JOIN main.${table} s ON s.user_id = p.id${sliced ? ` WHERE +p.id ${COPIED_USERS}` : ''}`);
     }
   }

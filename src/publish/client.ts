@@ -109,7 +109,7 @@ export class Remote {
   /** PutObject of the bulk of small objects without the SDK's middleware stack (fast-put.ts). */
   readonly fastPut: FastPut;
   /**
-   * Checked right before every attempt of every request is sent (lib-storage's part uploads and the
+   * Checked right before every attempt of every request is sent (the part uploads and the
    * SDK's retries included): a publisher whose lease ran out must not write another byte (lease.ts).
    */
   fence: (() => void) | undefined;

@@ -3,10 +3,15 @@
  * deletions in batches, all through a bounded pool that stops at the first failure (nothing further
  * is started, what is in flight is awaited, and the error is thrown).
  */
-import { DeleteObjectCommand, DeleteObjectsCommand } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
-import { closeSync, createReadStream, fstatSync, readSync } from 'node:fs';
-import { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { closeSync, fstatSync, readSync } from 'node:fs';
 import { CONTRACT_HEADERS } from '../hosting/routes.js';
 import { Remote } from './client.js';
 import { inPoolRetryingLater } from './later.js';
@@ -76,8 +81,7 @@ export async function putFile(remote: Remote, paths: readonly string[], fd: numb
     return size * paths.length;
   }
   // Positional reads from the start: the same bytes for every key, whatever was read before.
-  for (const path of paths)
-    await uploadInParts(remote, path, createReadStream('', { fd, autoClose: false, start: 0, end: size - 1 }), size, encoding);
+  for (const path of paths) await uploadInParts(remote, path, [{ fd, start: 0, end: size }], size, encoding);
   return size * paths.length;
 }
 
@@ -88,7 +92,7 @@ const pieceBytes = (piece: BodyPiece) => ('bytes' in piece ? piece.bytes.length 
 
 /**
  * Uploads the pieces, joined, as one object at `path` (a shard's part of the creators list: a few
- * bytes of its own, then a range of a file of the tree). Large bodies go up in parts, streamed.
+ * bytes of its own, then a range of a file of the tree). Large bodies go up in parts.
  * Returns the bytes sent and the object's ETag (a join copies that version only).
  */
 export async function putPieces(
@@ -101,52 +105,94 @@ export async function putPieces(
     const body = Buffer.concat(pieces.map((piece) => ('bytes' in piece ? piece.bytes : readRange(piece.fd, piece.start, piece.end))));
     return { bytes: size, etag: await putObject(remote, path, body) };
   }
-  return { bytes: size, etag: await uploadInParts(remote, path, Readable.from(streamPieces(pieces)), size, undefined) };
+  return { bytes: size, etag: await uploadInParts(remote, path, pieces, size, undefined) };
 }
 
-/** A large body as a multipart upload, streamed: S3 shows the object only once it is complete. */
+/** Parts of one multipart upload in flight at once, each with a buffer of its own, reused. */
+const PARTS_IN_FLIGHT = 4;
+
+/**
+ * A large body as a multipart upload: S3 shows the object only once it is complete, and the upload
+ * is aborted on failure. Each part's bytes are read straight into a buffer of the part's size, one
+ * buffer per part in flight, used again for a later part once its upload is answered: no stream of
+ * small chunks joined into parts, and no fresh memory for each part.
+ */
 async function uploadInParts(
   remote: Remote,
   path: string,
-  body: Readable,
+  pieces: readonly BodyPiece[],
   size: number,
   encoding: StoredEncoding,
 ): Promise<string | undefined> {
-  const upload = new Upload({
-    client: remote.client,
-    params: {
-      Bucket: remote.options.bucket,
-      Key: objectKey(remote.options.prefix, path),
-      Body: body,
-      ContentLength: size,
-      ...headersFor(encoding),
-    },
-    partSize: remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES,
-    queueSize: 4,
-    leavePartsOnError: false,
-  });
+  const { bucket } = remote.options;
+  const key = objectKey(remote.options.prefix, path);
+  const partBytes = remote.options.multipartPartBytes ?? MULTIPART_PART_BYTES;
+  const created = await remote.call(
+    () => remote.client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ...headersFor(encoding) })),
+    `upload ${path}`,
+  );
+  const uploadId = created.UploadId!;
   try {
-    return (await upload.done()).ETag;
+    const numbers = Array.from({ length: Math.ceil(size / partBytes) }, (_, index) => index + 1);
+    const etags: string[] = [];
+    const spare: Buffer[] = [];
+    await inPool(numbers, PARTS_IN_FLIGHT, async (partNumber) => {
+      const buffer = spare.pop() ?? Buffer.allocUnsafe(partBytes);
+      const start = (partNumber - 1) * partBytes;
+      const body = buffer.subarray(0, Math.min(partBytes, size - start));
+      readJoined(pieces, start, body);
+      const uploaded = await remote.call(
+        () =>
+          remote.client.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body })),
+        `upload ${path} (part ${partNumber})`,
+      );
+      etags[partNumber - 1] = uploaded.ETag!;
+      spare.push(buffer);
+    });
+    const parts = etags.map((ETag, index) => ({ ETag, PartNumber: index + 1 }));
+    const done = await remote.call(
+      () =>
+        remote.client.send(
+          new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+        ),
+      `upload ${path}`,
+    );
+    return done.ETag;
   } catch (error) {
-    throw remote.failure(error, `upload ${path}`);
+    await remote.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
+    throw error;
   }
 }
 
-async function* streamPieces(pieces: readonly BodyPiece[]): AsyncGenerator<Uint8Array> {
+/** Fills `target` with the bytes of the pieces joined, from offset `start` of the whole on. */
+function readJoined(pieces: readonly BodyPiece[], start: number, target: Buffer): void {
+  let offset = 0;
+  let filled = 0;
   for (const piece of pieces) {
-    if ('bytes' in piece) yield piece.bytes;
-    else if (piece.end > piece.start)
-      yield* createReadStream('', { fd: piece.fd, autoClose: false, start: piece.start, end: piece.end - 1 });
+    const length = pieceBytes(piece);
+    const from = start + filled - offset;
+    if (filled < target.length && from >= 0 && from < length) {
+      const take = Math.min(length - from, target.length - filled);
+      if ('bytes' in piece) target.set(piece.bytes.subarray(from, from + take), filled);
+      else readInto(piece.fd, piece.start + from, target.subarray(filled, filled + take));
+      filled += take;
+    }
+    offset += length;
+  }
+  if (filled < target.length) throw new Error(`body shorter than expected (${start + filled} of ${start + target.length} bytes)`);
+}
+
+function readInto(fd: number, position: number, target: Buffer): void {
+  for (let done = 0; done < target.length;) {
+    const read = readSync(fd, target, done, target.length - done, position + done);
+    if (read === 0) throw new Error(`file shorter than expected (${position + done} of ${position + target.length} bytes)`);
+    done += read;
   }
 }
 
 function readRange(fd: number, start: number, end: number): Buffer {
   const body = Buffer.allocUnsafe(end - start);
-  for (let done = 0; done < body.length;) {
-    const read = readSync(fd, body, done, body.length - done, start + done);
-    if (read === 0) throw new Error(`file shorter than expected (${start + done} of ${end} bytes)`);
-    done += read;
-  }
+  readInto(fd, start, body);
   return body;
 }
 

@@ -17,7 +17,7 @@ import { existsSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
-import { outputError } from '../core/errors.js';
+import { outputError, usageError } from '../core/errors.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
@@ -69,7 +69,7 @@ export function createOrigin(options: OriginOptions): Origin {
 }
 
 /** Refuses to serve a folder that holds no snapshot (its error documents are what every miss answers). */
-function checkSnapshot(out: string, given: string, table: RouteTable): void {
+export function checkSnapshot(out: string, given: string, table: RouteTable = ROUTES): void {
   for (const code of Object.keys(table.errors) as ErrorCode[]) {
     const file = resolvePath(out, table.errors[code].file);
     if (!existsSync(file) || !statSync(file).isFile()) {
@@ -249,6 +249,15 @@ export async function listen(server: Server, port: number, host: string): Promis
   });
   const address = server.address();
   return { port: typeof address === 'object' && address ? address.port : port, host };
+}
+
+/** listen() for the `serve` command: an address it cannot have (busy, not local) is a usage error naming it. */
+export async function listenOrRefuse(server: Server, port: number, host: string): Promise<{ port: number; host: string }> {
+  try {
+    return await listen(server, port, host);
+  } catch (cause) {
+    throw usageError(`cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}`, 'pick another --port or --host', cause);
+  }
 }
 
 /**

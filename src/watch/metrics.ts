@@ -9,9 +9,8 @@
  * fixed small sets only: a path, bucket, endpoint or holder name would be private, and an open set
  * of label values would grow the registry without end.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { serveMetrics, type MetricsEndpoint } from '../core/metrics-endpoint.js';
 import type { WatchEvent } from './loop.js';
 import type { PublishResult } from './publisher.js';
 import { ShardMetrics, type ListHealth } from './shard-metrics.js';
@@ -78,9 +77,7 @@ export class WatchMetrics {
    */
   private behindSinceMs: number | null = Date.now();
   private lastChangedCycle = 0;
-  private server: Server | undefined;
-  /** The watcher's status (Watcher.status), read at each scrape and health check; set by listen(). */
-  private status: (() => WatchStatus) | undefined;
+  private endpoint: MetricsEndpoint | undefined;
 
   constructor(private readonly options: MetricsOptions) {
     const registers = [this.registry];
@@ -146,31 +143,18 @@ export class WatchMetrics {
    * `status` at each request; returns the bound address.
    */
   async listen(host: string, port: number, status: () => WatchStatus): Promise<{ host: string; port: number }> {
-    this.status = status;
-    const server = createServer((request, response) => void this.respond(request, response));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen({ host, port }, () => {
-        server.off('error', reject);
-        resolve();
-      });
+    this.endpoint = await serveMetrics(host, port, {
+      metrics: async () => ({ type: this.registry.contentType, text: await this.text(status()) }),
+      health: () => this.health(status()),
     });
-    // A failed accept (EMFILE) must not end the watcher: the scraper just retries.
-    server.on('error', () => {});
-    this.server = server;
-    const address = server.address() as AddressInfo;
-    return { host: address.address, port: address.port };
+    return this.endpoint.address;
   }
 
   /** Stops the server, ending keep-alive connections (a scraper holds one open between scrapes). */
   close(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return Promise.resolve();
-    return new Promise((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+    const endpoint = this.endpoint;
+    this.endpoint = undefined;
+    return endpoint?.close() ?? Promise.resolve();
   }
 
   private countCycle(cycle: CycleStatus): void {
@@ -212,20 +196,6 @@ export class WatchMetrics {
     // Answered only while the event loop runs: an await that never resolves shows here, a blocked loop as a failed scrape.
     this.publishGauges.sinceProgress.set(status.stall?.secondsSinceProgress ?? 0);
     this.publishGauges.stallTimeout.set(status.stall?.timeoutSeconds ?? 0);
-  }
-
-  private async respond(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const path = (request.url ?? '').split('?')[0];
-    const status = this.status;
-    const read = (request.method === 'GET' || request.method === 'HEAD') && status !== undefined;
-    try {
-      if (read && path === '/metrics') send(response, 200, this.registry.contentType, await this.text(status()));
-      else if (read && path === '/healthz') sendHealth(response, this.health(status()));
-      else send(response, 404, 'text/plain; charset=utf-8', 'not found: try /metrics or /healthz\n');
-    } catch {
-      // A status that cannot be read is a bug elsewhere; the scraper sees a failed scrape, the watcher goes on.
-      send(response, 500, 'text/plain; charset=utf-8', 'internal error\n');
-    }
   }
 }
 
@@ -311,16 +281,6 @@ function publishGauges(registers: Registry[]): PublishGauges {
 
 const counter = (name: string, help: string, registers: Registry[]) => new Counter({ name, help, registers });
 const gauge = (name: string, help: string, registers: Registry[]) => new Gauge({ name, help, registers });
-
-function send(response: ServerResponse, code: number, type: string, body: string): void {
-  // Figures and health are for now: a cache between the watcher and its monitor would lie.
-  response.writeHead(code, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
-  response.end(body);
-}
-
-function sendHealth(response: ServerResponse, health: Health): void {
-  send(response, health.ok ? 200 : 503, 'application/json; charset=utf-8', `${JSON.stringify(health)}\n`);
-}
 
 function ageMs(iso: string | null, nowMs: number): number | null {
   const at = iso === null ? NaN : Date.parse(iso);

@@ -110,8 +110,8 @@ describe("netlify verify: Netlify's 54,000 files per folder", () => {
 });
 
 /** Starts `serve` as a real process; `listening` settles with its address once it prints it. */
-function startServe(args: string[]) {
-  const proc = startCli(['serve', ...args]);
+function startServe(args: string[], workers: string) {
+  const proc = startCli(['serve', '--workers', workers, ...args]);
   const listening = proc.waitForStderr(/serving .* on (http:\/\/\S+)/).then((match) => match[1]!);
   return { ...proc, listening, exited: proc.exit.then((exit) => exit.code) };
 }
@@ -129,66 +129,68 @@ const get = (url: string, agent?: Agent) =>
     req.end();
   });
 
-describe('serve as a process', () => {
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    it(`answers, logs one line per request at --verbose, and stops cleanly on ${signal} with idle keep-alive connections open`, async () => {
-      const serve = startServe(['--out', snapshot.out, '--port', '0', '--verbose']);
-      const base = await serve.listening;
-      expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-      const agent = new Agent({ keepAlive: true });
-      expect((await get(`${base}/api/v1/users/Alice`, agent)).status).toBe(200);
-      expect((await get(`${base}/api/v1/users?username=nobody`, agent)).status).toBe(404);
-      const started = Date.now();
-      serve.child.kill(signal);
-      expect(await serve.exited).toBe(0);
-      expect(Date.now() - started).toBeLessThan(3000);
-      agent.destroy();
-      const lines = serve
-        .stderr()
-        .split('\n')
-        .filter((l) => l.includes('"GET"'));
-      expect(lines).toHaveLength(2);
-      expect(lines[0]).toContain('"/api/v1/users/Alice" 200');
-      expect(lines[1]).toContain('"/api/v1/users?username=nobody" 404');
-      expect(serve.stderr()).toContain('stopped');
+// Every test of the process both ways: one process, and a primary with workers sharing the port.
+for (const workers of ['1', '3'])
+  describe(`serve as a process, --workers ${workers}`, () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      it(`answers, logs one line per request at --verbose, and stops cleanly on ${signal} with idle keep-alive connections open`, async () => {
+        const serve = startServe(['--out', snapshot.out, '--port', '0', '--verbose'], workers);
+        const base = await serve.listening;
+        expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        const agent = new Agent({ keepAlive: true });
+        expect((await get(`${base}/api/v1/users/Alice`, agent)).status).toBe(200);
+        expect((await get(`${base}/api/v1/users?username=nobody`, agent)).status).toBe(404);
+        const started = Date.now();
+        serve.child.kill(signal);
+        expect(await serve.exited).toBe(0);
+        expect(Date.now() - started).toBeLessThan(3000);
+        agent.destroy();
+        const lines = serve
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('"GET"'));
+        expect(lines).toHaveLength(2);
+        expect(lines[0]).toContain('"/api/v1/users/Alice" 200');
+        expect(lines[1]).toContain('"/api/v1/users?username=nobody" 404');
+        expect(serve.stderr()).toContain('stopped');
+      });
+    }
+
+    it('answers the same bytes with --cache 0 (every answer read from disk)', async () => {
+      const cached = startServe(['--out', snapshot.out, '--port', '0'], workers);
+      const uncached = startServe(['--out', snapshot.out, '--port', '0', '--cache', '0'], workers);
+      const [a, b] = await Promise.all([cached.listening, uncached.listening]);
+      for (const target of ['/api/v1/users/ALICE', '/service-api/v1/users/bob', '/api/v1/users?username=nobody']) {
+        expect(await get(`${b}${target}`)).toEqual(await get(`${a}${target}`));
+      }
+      cached.child.kill('SIGTERM');
+      uncached.child.kill('SIGTERM');
+      expect(await cached.exited).toBe(0);
+      expect(await uncached.exited).toBe(0);
     });
-  }
 
-  it('answers the same bytes with --cache 0 (every answer read from disk)', async () => {
-    const cached = startServe(['--out', snapshot.out, '--port', '0']);
-    const uncached = startServe(['--out', snapshot.out, '--port', '0', '--cache', '0']);
-    const [a, b] = await Promise.all([cached.listening, uncached.listening]);
-    for (const target of ['/api/v1/users/ALICE', '/service-api/v1/users/bob', '/api/v1/users?username=nobody']) {
-      expect(await get(`${b}${target}`)).toEqual(await get(`${a}${target}`));
-    }
-    cached.child.kill('SIGTERM');
-    uncached.child.kill('SIGTERM');
-    expect(await cached.exited).toBe(0);
-    expect(await uncached.exited).toBe(0);
-  });
+    it('logs nothing per request without --verbose', async () => {
+      const serve = startServe(['--out', snapshot.out, '--port', '0'], workers);
+      const base = await serve.listening;
+      expect((await get(`${base}/service-api/v1/creators`)).status).toBe(200);
+      serve.child.kill('SIGTERM');
+      expect(await serve.exited).toBe(0);
+      expect(serve.stderr()).not.toContain('"GET"');
+    });
 
-  it('logs nothing per request without --verbose', async () => {
-    const serve = startServe(['--out', snapshot.out, '--port', '0']);
-    const base = await serve.listening;
-    expect((await get(`${base}/service-api/v1/creators`)).status).toBe(200);
-    serve.child.kill('SIGTERM');
-    expect(await serve.exited).toBe(0);
-    expect(serve.stderr()).not.toContain('"GET"');
+    it('refuses an out dir that holds no snapshot (exit 5) and a bad port (exit 2)', () => {
+      const empty = mkdtempSync(join(tmpdir(), 'profile-snapshot-empty-'));
+      try {
+        const r = cli(['serve', '--out', empty, '--port', '0', '--workers', workers]);
+        expect(r.code).toBe(5);
+        expect(r.stderr).toContain('holds no snapshot');
+        const p = cli(['serve', '--out', snapshot.out, '--port', '70000']);
+        expect(p.code).toBe(2);
+        const c = cli(['serve', '--out', snapshot.out, '--port', '0', '--cache', '64MB']);
+        expect(c.code).toBe(2);
+        expect(c.stderr).toContain('--cache must be a size in MiB');
+      } finally {
+        rmSync(empty, { recursive: true, force: true });
+      }
+    });
   });
-
-  it('refuses an out dir that holds no snapshot (exit 5) and a bad port (exit 2)', () => {
-    const empty = mkdtempSync(join(tmpdir(), 'profile-snapshot-empty-'));
-    try {
-      const r = cli(['serve', '--out', empty, '--port', '0']);
-      expect(r.code).toBe(5);
-      expect(r.stderr).toContain('holds no snapshot');
-      const p = cli(['serve', '--out', snapshot.out, '--port', '70000']);
-      expect(p.code).toBe(2);
-      const c = cli(['serve', '--out', snapshot.out, '--port', '0', '--cache', '64MB']);
-      expect(c.code).toBe(2);
-      expect(c.stderr).toContain('--cache must be a size in MiB');
-    } finally {
-      rmSync(empty, { recursive: true, force: true });
-    }
-  });
-});

@@ -1,32 +1,36 @@
 /** `profile-snapshot serve`: the origin server for a snapshot, for local preview or behind a CDN. */
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
 import { Command, Option } from 'commander';
-import { usageError } from '../../core/errors.js';
 import { FILE_CACHE_DEFAULTS } from '../../hosting/file-cache.js';
-import { closeGracefully, createOrigin, listen } from '../../hosting/origin.js';
+import { checkSnapshot } from '../../hosting/origin.js';
+import { WORKER_SETUP_ENV, type WorkerSetup } from '../../hosting/serve-messages.js';
+import { startServer, type ServeOptions } from '../../hosting/serve-process.js';
+import { runWorker } from '../../hosting/serve-worker.js';
+import { hostPort, listenAddress } from '../address.js';
 import type { CliState, Io } from '../io.js';
 import { parseNumber } from '../numbers.js';
 import { outDirOption, outOption } from '../options.js';
 
 export const SERVE_DEFAULTS = { port: 3000, host: '127.0.0.1', cacheMiB: FILE_CACHE_DEFAULTS.maxBytes / 2 ** 20 } as const;
+/** More workers than this is a typo, not a machine. */
+const MAX_WORKERS = 256;
 
 interface ServeFlags {
   out?: string;
   port?: string;
   host?: string;
   cache?: string;
+  workers?: string;
+  metrics?: string;
   verbose?: boolean;
 }
 
-/** Which signals stop the server; injectable so tests can stop it without signalling the test runner. */
-export interface ServeHooks {
-  onListening?: (address: { port: number; host: string }) => void;
-  stopSignal?: (stop: () => void) => void;
-}
-
-export function serveCommand(io: Io, _state: CliState, hooks: ServeHooks = {}): Command {
+export function serveCommand(io: Io, _state: CliState): Command {
   return new Command('serve')
     .description(
-      'Serve a snapshot exactly as Netlify serves it with the committed netlify.toml: the contract headers, case-insensitive usernames, the query-string form, JSON errors, CORS, ETags. Run it behind any CDN that honours s-maxage and stale-while-revalidate, beside `watch`.',
+      'Serve a snapshot exactly as Netlify serves it with the committed netlify.toml: the contract headers, case-insensitive usernames, the query-string form, JSON errors, CORS, ETags. Run it behind any CDN that honours s-maxage and stale-while-revalidate, beside `watch`. Uses every core: one worker process per core, sharing the port.',
     )
     .addOption(outOption('the snapshot to serve'))
     .addOption(new Option('--port <port>', `TCP port, 0 for any free one [env: PORT] (default: ${SERVE_DEFAULTS.port})`))
@@ -34,44 +38,61 @@ export function serveCommand(io: Io, _state: CliState, hooks: ServeHooks = {}): 
     .addOption(
       new Option(
         '--cache <MiB>',
-        `memory for profiles and error documents, checked against their file on every request; 0 reads every answer from disk (default: ${SERVE_DEFAULTS.cacheMiB})`,
+        `memory for profiles and error documents, per worker, checked against their file on every request; 0 reads every answer from disk (default: ${SERVE_DEFAULTS.cacheMiB})`,
       ),
+    )
+    .addOption(
+      new Option(
+        '--workers <n>',
+        `processes answering requests, sharing the port; 1 serves from this process alone [env: PROFILE_SERVE_WORKERS] (default: the cores available, here ${availableParallelism()})`,
+      ),
+    )
+    .option(
+      '--metrics <[host:]port>',
+      "serve the whole server's Prometheus metrics on http://<host>:<port>/metrics and a health check on /healthz (host 127.0.0.1 unless given; port 0: any free one)",
     )
     .option('--verbose', 'print one access-log line per request on stderr', false)
     .action(async (flags: ServeFlags) => {
-      const out = outDirOption(flags, io.env);
-      const portText = flags.port ?? io.env.PORT ?? String(SERVE_DEFAULTS.port);
-      const port = parseNumber(portText, '--port', { expected: 'a TCP port (0-65535)', max: 65535 });
-      const host = flags.host ?? SERVE_DEFAULTS.host;
-      const cacheMiB = parseNumber(flags.cache ?? String(SERVE_DEFAULTS.cacheMiB), '--cache', {
-        expected: 'a size in MiB (0-65536)',
-        max: 65536,
-      });
-      const { server } = createOrigin({
-        out,
-        cacheBytes: cacheMiB * 2 ** 20,
-        log: flags.verbose ? (line) => io.stderr.write(`${line}\n`) : undefined,
-      });
-      let address;
-      try {
-        address = await listen(server, port, host);
-      } catch (cause) {
-        throw usageError(`cannot listen on ${host}:${portText}`, 'pick another --port or --host', cause);
-      }
-      const shown = address.host.includes(':') ? `[${address.host}]` : address.host;
-      io.stderr.write(`profile-snapshot: serving ${out} on http://${shown}:${address.port} (Ctrl-C to stop)\n`);
-      hooks.onListening?.(address);
+      const log = (line: string) => io.stderr.write(`${line}\n`);
+      const fromPrimary = io.env[WORKER_SETUP_ENV];
+      if (cluster.isWorker && fromPrimary !== undefined) return runWorker(JSON.parse(fromPrimary) as WorkerSetup, log);
+      const options = serveOptions(flags, io.env, log);
+      const server = await startServer(options);
+      const workers = options.workers === 1 ? '' : ` with ${options.workers} workers`;
+      io.stderr.write(`profile-snapshot: serving ${options.setup.out} on http://${hostPort(server.address)}${workers} (Ctrl-C to stop)\n`);
+      if (server.metricsAddress) io.stderr.write(`profile-snapshot: metrics on http://${hostPort(server.metricsAddress)}/metrics\n`);
       await new Promise<void>((resolveStop) => {
-        const stop = () => resolveStop();
-        if (hooks.stopSignal) {
-          hooks.stopSignal(stop);
-        } else {
-          process.once('SIGTERM', stop);
-          process.once('SIGINT', stop);
-        }
+        process.once('SIGTERM', resolveStop);
+        process.once('SIGINT', resolveStop);
       });
       io.stderr.write('profile-snapshot: stopping: finishing requests in flight\n');
-      await closeGracefully(server);
+      await server.stop();
       io.stderr.write('profile-snapshot: stopped\n');
     });
+}
+
+/** The flags checked and resolved before anything starts: a typo is exit 2, a folder with no snapshot exit 5. */
+function serveOptions(flags: ServeFlags, env: Io['env'], log: (line: string) => void): ServeOptions {
+  const given = outDirOption(flags, env);
+  const port = parseNumber(flags.port ?? env.PORT ?? String(SERVE_DEFAULTS.port), '--port', {
+    expected: 'a TCP port (0-65535)',
+    max: 65535,
+  });
+  const cacheMiB = parseNumber(flags.cache ?? String(SERVE_DEFAULTS.cacheMiB), '--cache', {
+    expected: 'a size in MiB (0-65536)',
+    max: 65536,
+  });
+  const workersText = flags.workers ?? env.PROFILE_SERVE_WORKERS ?? String(availableParallelism());
+  const workers = parseNumber(workersText, '--workers', {
+    expected: `a number of processes (1-${MAX_WORKERS})`,
+    positive: true,
+    max: MAX_WORKERS,
+  });
+  const metrics = flags.metrics === undefined ? undefined : listenAddress(flags.metrics, '--metrics', '127.0.0.1');
+  checkSnapshot(resolvePath(given), given);
+  const setup: WorkerSetup = {
+    ...{ out: given, port, host: flags.host ?? SERVE_DEFAULTS.host, cacheBytes: cacheMiB * 2 ** 20 },
+    ...{ verbose: Boolean(flags.verbose), tally: metrics !== undefined },
+  };
+  return { setup, workers, metrics, log };
 }

@@ -56,6 +56,9 @@ const sameFile = (entry: CachedFile, stats: Stats) =>
   entry.mtimeMs === stats.mtimeMs &&
   entry.ctimeMs === stats.ctimeMs;
 
+/** Bodies of up to an eighth of this share a slab (see FileCache.bodyOf). */
+const SLAB_BYTES = 256 * 2 ** 10;
+
 /** Counted per entry on top of its bytes (the entry, its ETag and headers), so many tiny files stay bounded too. */
 const ENTRY_OVERHEAD = 512;
 
@@ -70,6 +73,8 @@ export class FileCache {
   private readonly order: ({ path: string; entry: CachedFile } | undefined)[] = [];
   private head = 0;
   private bytes = 0;
+  private slab = Buffer.allocUnsafeSlow(0);
+  private slabUsed = 0;
 
   constructor(private readonly options: FileCacheOptions = FILE_CACHE_DEFAULTS) {}
 
@@ -80,6 +85,9 @@ export class FileCache {
 
   /** The current version of the file at `path` (absolute, inside the out dir). */
   lookup(path: string): Lookup {
+    const cached = this.entries.get(path);
+    // Nothing to compare with: the read's own open and fstat decide (a miss, a symlink, a large file).
+    if (cached === undefined) return this.read(path);
     let stats: Stats | undefined;
     try {
       stats = lstatSync(path, { throwIfNoEntry: false });
@@ -88,24 +96,23 @@ export class FileCache {
     }
     if (stats === undefined) return 'missing';
     if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
-    const cached = this.entries.get(path);
-    if (cached && sameFile(cached, stats)) return cached;
-    return this.read(path);
+    return sameFile(cached, stats) ? cached : this.read(path);
   }
 
   /** Reads the file once through one descriptor and keeps that version. */
   private read(path: string): Lookup {
     let fd: number;
     try {
-      // O_NOFOLLOW: a symlink swapped in since the lstat is refused (serve-handler's path decides).
-      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      // O_NOFOLLOW: a symlink (swapped in since the lstat, or never looked at) is refused: serve-handler's
+      // path decides. O_NONBLOCK: opening a FIFO must not wait for a writer (fstat then turns it away).
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : undefined;
     }
     try {
       const stats = fstatSync(fd);
       if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
-      const body = Buffer.allocUnsafe(stats.size);
+      const body = this.bodyOf(stats.size);
       let filled = 0;
       for (let n = -1; filled < body.length && n !== 0; filled += n) n = readSync(fd, body, filled, body.length - filled, filled);
       // Shorter than its stat said: being written in place, not by rename. Not a version to keep.
@@ -116,6 +123,22 @@ export class FileCache {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * Room for a body: small ones are cut from a slab of this cache's own, in the order they are read,
+   * which is the order they are dropped in, so a slab is freed soon after its last body. Node's own
+   * pool for small buffers is a fresh 8 KiB allocation every few documents.
+   */
+  private bodyOf(size: number): Buffer {
+    if (size > SLAB_BYTES / 8) return Buffer.allocUnsafeSlow(size);
+    if (this.slabUsed + size > this.slab.length) {
+      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.slabUsed = 0;
+    }
+    const body = this.slab.subarray(this.slabUsed, this.slabUsed + size);
+    this.slabUsed += size;
+    return body;
   }
 
   /**

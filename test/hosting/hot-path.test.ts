@@ -3,6 +3,7 @@
  * answered from memory must be exactly what serve-handler's path answers, never an older version
  * than the file on disk, and plain targets must route exactly as parsed ones.
  */
+import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -48,6 +49,9 @@ describe('file cache', () => {
     symlinkSync(join(dir, 'target'), join(dir, 'link'));
     expect(cache.lookup(join(dir, 'link'))).toBeUndefined();
     expect(cache.lookup(dir)).toBeUndefined();
+    // A FIFO named like a document: turned away at once, never waiting for a writer.
+    execFileSync('mkfifo', [join(dir, 'fifo')]);
+    expect(cache.lookup(join(dir, 'fifo'))).toBeUndefined();
     writeFileSync(join(dir, 'large'), 'x'.repeat(1025));
     expect(cache.lookup(join(dir, 'large'))).toBeUndefined();
     for (let i = 0; i < 50; i++) writeFileSync(join(dir, `small-${i}`), 'y'.repeat(1000));
@@ -56,6 +60,14 @@ describe('file cache', () => {
     // Only the last few stay cached: looked up again, the first is a new read (a new object).
     expect(cache.lookup(join(dir, 'small-0'))).not.toBe(kept[0]);
     expect(cache.lookup(join(dir, 'small-49'))).toBe(kept[49]);
+  });
+
+  it('keeps every body its own bytes, though small ones share memory', () => {
+    const cache = new FileCache();
+    const texts = Array.from({ length: 400 }, (_, i) => `{"n":${i}}`.padEnd(100 + (i % 7) * 300, ' '));
+    texts.forEach((text, i) => writeFileSync(join(dir, `shared-${i}`), text));
+    const found = texts.map((_, i) => cache.lookup(join(dir, `shared-${i}`)));
+    found.forEach((entry, i) => expect(typeof entry === 'object' && entry.body.toString()).toBe(texts[i]));
   });
 
   it('stays within its bound while one document is replaced over and over', () => {

@@ -61,15 +61,9 @@ export class ServeCluster {
     }
   }
 
-  /** The workers' process ids, by slot. */
-  get pids(): number[] {
-    return this.slots.map((slot) => slot.worker.process.pid ?? 0);
-  }
-
   /** Drains every worker and waits for all of them to exit. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.metrics.stop();
     const running = this.slots.map((slot) => slot.worker).filter((worker) => !this.exited.has(worker));
     const gone = new Promise<void>((resolve) => {
       this.allExited = resolve;

@@ -25,8 +25,6 @@ export interface ServeOptions {
 export interface RunningServer {
   address: Address;
   metricsAddress: Address | undefined;
-  /** The processes answering requests (this one alone with one worker). */
-  readonly pids: number[];
   /** Drains: requests in flight finish, then every process of the server ends. */
   stop(): Promise<void>;
 }
@@ -35,7 +33,6 @@ export interface RunningServer {
 interface Serving {
   address: Address;
   metrics: ServeMetrics;
-  readonly pids: number[];
   /** Figures brought up to date before a scrape (a single process counts in place). */
   refresh?: () => void;
   stop(): Promise<void>;
@@ -62,9 +59,6 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   return {
     address: serving.address,
     metricsAddress: endpoint?.address,
-    get pids() {
-      return serving.pids;
-    },
     stop: async () => {
       serving.metrics.stop();
       await serving.stop();
@@ -79,9 +73,6 @@ async function startCluster(options: ServeOptions): Promise<Serving> {
   return {
     address: cluster.address!,
     metrics: cluster.metrics,
-    get pids() {
-      return cluster.pids;
-    },
     stop: () => cluster.stop(),
   };
 }
@@ -96,7 +87,6 @@ async function startSingle({ setup, log }: ServeOptions): Promise<Serving> {
   return {
     address,
     metrics,
-    pids: [process.pid],
     refresh: () => metrics.report(0, process.pid, totals),
     stop: () => closeGracefully(server),
   };

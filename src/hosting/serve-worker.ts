@@ -10,7 +10,7 @@ import { closeGracefully, createOrigin, listenOrRefuse } from './origin.js';
 import { noAnswers, tallyAnswers, type PrimaryMessage, type WorkerMessage, type WorkerSetup } from './serve-messages.js';
 
 /** How often a counting worker reports its totals. */
-export const TALLY_EVERY_MS = 1000;
+const TALLY_EVERY_MS = 1000;
 
 const tell = (message: WorkerMessage, then?: () => void) => {
   if (process.connected) process.send!(message, undefined, {}, () => then?.());

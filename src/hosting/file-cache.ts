@@ -56,6 +56,9 @@ const sameFile = (entry: CachedFile, stats: Stats) =>
   entry.mtimeMs === stats.mtimeMs &&
   entry.ctimeMs === stats.ctimeMs;
 
+/** Once the cache is full, one new document in this many is kept (see FileCache.admits). */
+const ADMIT_ONE_IN = 8;
+
 /** Bodies of up to an eighth of this share a slab (see FileCache.bodyOf). */
 const SLAB_BYTES = 256 * 2 ** 10;
 
@@ -75,6 +78,8 @@ export class FileCache {
   private bytes = 0;
   private slab = Buffer.allocUnsafeSlow(0);
   private slabUsed = 0;
+  /** New documents turned away since the last one let in while full (see admits). */
+  private missesWhileFull = 0;
 
   constructor(private readonly options: FileCacheOptions = FILE_CACHE_DEFAULTS) {}
 
@@ -112,21 +117,36 @@ export class FileCache {
     try {
       const stats = fstatSync(fd);
       if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
-      const body = this.bodyOf(stats.size);
+      const kept = this.admits(path, stats.size);
+      const body = kept ? this.bodyOf(stats.size) : Buffer.allocUnsafe(stats.size);
       let filled = 0;
       for (let n = -1; filled < body.length && n !== 0; filled += n) n = readSync(fd, body, filled, body.length - filled, filled);
       // Shorter than its stat said: being written in place, not by rename. Not a version to keep.
       if (filled !== body.length) return undefined;
       const etag = `"${createHash('sha1').update(extname(path)).update('-').update(body).digest('hex')}"`;
       const { dev, ino, size, mtimeMs, ctimeMs } = stats;
-      return this.keep(path, { body, etag, dev, ino, size, mtimeMs, ctimeMs });
+      const entry = { body, etag, dev, ino, size, mtimeMs, ctimeMs };
+      return kept ? this.keep(path, entry) : entry;
     } finally {
       closeSync(fd);
     }
   }
 
   /**
-   * Room for a body: small ones are cut from a slab of this cache's own, in the order they are read,
+   * Whether a version just read is kept. Until the cache is full, every one; then a new version of a
+   * document it holds (the old one is no use any more), and one new document in ADMIT_ONE_IN. The
+   * misses of an origin behind a CDN walk the whole tree: a cache that let every miss in would drop
+   * each document before the walk came back to it and answer nothing from memory, where letting
+   * few in keeps most of what it holds for the next pass.
+   */
+  private admits(path: string, size: number): boolean {
+    if (this.bytes + size + ENTRY_OVERHEAD <= this.options.maxBytes || this.entries.has(path)) return true;
+    this.missesWhileFull = (this.missesWhileFull + 1) % ADMIT_ONE_IN;
+    return this.missesWhileFull === 0;
+  }
+
+  /**
+   * Room for a body kept: small ones are cut from a slab of this cache's own, in the order they are read,
    * which is the order they are dropped in, so a slab is freed soon after its last body. Node's own
    * pool for small buffers is a fresh 8 KiB allocation every few documents.
    */

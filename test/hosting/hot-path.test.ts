@@ -56,10 +56,35 @@ describe('file cache', () => {
     expect(cache.lookup(join(dir, 'large'))).toBeUndefined();
     for (let i = 0; i < 50; i++) writeFileSync(join(dir, `small-${i}`), 'y'.repeat(1000));
     const kept = Array.from({ length: 50 }, (_, i) => cache.lookup(join(dir, `small-${i}`)));
-    expect(kept.every((k) => typeof k === 'object')).toBe(true);
-    // Only the last few stay cached: looked up again, the first is a new read (a new object).
-    expect(cache.lookup(join(dir, 'small-0'))).not.toBe(kept[0]);
-    expect(cache.lookup(join(dir, 'small-49'))).toBe(kept[49]);
+    expect(kept.every((k) => typeof k === 'object' && k.body.toString() === 'y'.repeat(1000))).toBe(true);
+    // Two fit (1000 bytes and the overhead each): the rest were answered, and few of them kept.
+    expect(cache.held.bytes).toBeLessThanOrEqual(4096);
+    expect(cache.held.versions).toBeLessThanOrEqual(2);
+  });
+
+  it('answers about the share of a walk over the whole tree that it holds, from memory', () => {
+    // A CDN's misses walk every document in turn: a cache that holds half of them.
+    const cache = new FileCache({ maxBytes: 100 * (1000 + 512), maxFileBytes: 1024 });
+    const paths = Array.from({ length: 200 }, (_, i) => join(dir, `walked-${i}`));
+    paths.forEach((path, i) => writeFileSync(path, String(i % 10).repeat(1000)));
+    const seen = new Map<string, object>();
+    let fromMemory = 0;
+    for (let lap = 0; lap < 10; lap++)
+      for (const path of paths) {
+        const found = cache.lookup(path);
+        if (typeof found !== 'object') throw new Error(`${path} not answered`);
+        if (lap >= 5 && seen.get(path) === found) fromMemory++;
+        seen.set(path, found);
+      }
+    // Letting every miss in (dropping the oldest) would answer none of them from memory.
+    expect(fromMemory / (5 * paths.length)).toBeGreaterThan(0.35);
+    expect(cache.held.bytes).toBeLessThanOrEqual(100 * (1000 + 512));
+    // A document it holds, replaced on disk, is read again and kept in place of the old version.
+    const held = paths.find((path) => seen.get(path) === cache.lookup(path))!;
+    replace(held, 'z'.repeat(1000));
+    const renewed = cache.lookup(held);
+    expect(typeof renewed === 'object' && renewed.body.toString()).toBe('z'.repeat(1000));
+    expect(cache.lookup(held)).toBe(renewed);
   });
 
   it('keeps every body its own bytes, though small ones share memory', () => {

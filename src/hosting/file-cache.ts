@@ -104,7 +104,7 @@ export class FileCache {
     return sameFile(cached, stats) ? cached : this.read(path);
   }
 
-  /** Reads the file once through one descriptor and keeps that version. */
+  /** Reads the file once through one descriptor, and keeps that version if admits() lets it in. */
   private read(path: string): Lookup {
     let fd: number;
     try {

@@ -18,6 +18,3 @@ export function listenAddress(text: string, option: string, defaultHost: string)
   }
   return { host: match[1] ?? match[2] ?? defaultHost, port };
 }
-
-/** `host:port` for a URL or a log line (an IPv6 host in brackets). */
-export const hostPort = ({ host, port }: ListenAddress): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;

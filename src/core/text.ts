@@ -34,3 +34,6 @@ export function summaryCounts(counts: SummaryCounts): string {
     `${filesLine(counts.files)}${repairedText(counts.repaired)}; ${plural(counts.warnings, 'warning')}`
   );
 }
+
+/** `host:port` for a URL or a log line (an IPv6 host in brackets). */
+export const hostPort = ({ host, port }: { host: string; port: number }): string => `${host.includes(':') ? `[${host}]` : host}:${port}`;

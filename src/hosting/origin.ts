@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
 import { outputError, usageError } from '../core/errors.js';
+import { hostPort } from '../core/text.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
@@ -69,7 +70,7 @@ export function createOrigin(options: OriginOptions): Origin {
 }
 
 /** Refuses to serve a folder that holds no snapshot (its error documents are what every miss answers). */
-export function checkSnapshot(out: string, given: string, table: RouteTable = ROUTES): void {
+function checkSnapshot(out: string, given: string, table: RouteTable): void {
   for (const code of Object.keys(table.errors) as ErrorCode[]) {
     const file = resolvePath(out, table.errors[code].file);
     if (!existsSync(file) || !statSync(file).isFile()) {
@@ -256,7 +257,7 @@ export async function listenOrRefuse(server: Server, port: number, host: string)
   try {
     return await listen(server, port, host);
   } catch (cause) {
-    throw usageError(`cannot listen on ${host.includes(':') ? `[${host}]` : host}:${port}`, 'pick another --port or --host', cause);
+    throw usageError(`cannot listen on ${hostPort({ host, port })}`, 'pick another --port or --host', cause);
   }
 }
 

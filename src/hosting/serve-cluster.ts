@@ -40,13 +40,12 @@ export class ServeCluster {
   readonly metrics: ServeMetrics;
   private readonly slots: Slot[] = [];
   private stopping = false;
-  private readonly exited = new Set<Worker>();
   /** Where the workers listen (the port the primary bound for them: a free one for port 0). */
   address: { host: string; port: number } | undefined;
   private allExited: (() => void) | undefined;
 
   constructor(private readonly options: ClusterOptions) {
-    this.metrics = new ServeMetrics(options.workers);
+    this.metrics = new ServeMetrics(options.workers, () => this.slots.filter((slot) => slot.listening).length);
   }
 
   /** Starts every worker; resolves once all listen, rejects with the first refusal (all stopped). */
@@ -64,12 +63,12 @@ export class ServeCluster {
   /** Drains every worker and waits for all of them to exit. */
   async stop(): Promise<void> {
     this.stopping = true;
-    const running = this.slots.map((slot) => slot.worker).filter((worker) => !this.exited.has(worker));
+    const running = this.slots.map((slot) => slot.worker).filter((worker) => !worker.isDead());
     const gone = new Promise<void>((resolve) => {
       this.allExited = resolve;
     });
     for (const worker of running) tellToStop(worker);
-    if (running.length > 0 && !running.every((worker) => this.exited.has(worker))) await gone;
+    if (!running.every((worker) => worker.isDead())) await gone;
   }
 
   /** Forks the worker of `slot`; resolves when it listens, rejects if it cannot. */
@@ -83,7 +82,6 @@ export class ServeCluster {
         if (message.type === 'listening') {
           this.slots[slot]!.listening = true;
           this.address = message.address;
-          this.metrics.workerListening(slot);
           // Forked before the stop and deaf to it until now.
           if (this.stopping) tellToStop(worker);
           resolve();
@@ -92,18 +90,17 @@ export class ServeCluster {
       });
       // The channel closes after the worker's last message is read; its exit may be seen before that.
       worker.once('disconnect', () => reject(new Error(`worker ${slot} ended before it listened`)));
-      worker.once('exit', (code, signal) => {
-        this.exited.add(worker);
-        this.onExit(slot, worker, code, signal);
-      });
+      worker.once('exit', (code, signal) => this.onExit(slot, worker, code, signal));
     });
   }
 
   private onExit(slot: number, worker: Worker, code: number | null, signal: string | null): void {
-    const wasListening = this.slots[slot]?.worker === worker && this.slots[slot]!.listening;
-    this.metrics.workerGone(slot, worker.process.pid ?? 0);
+    const held = this.slots[slot]!;
+    const wasListening = held.worker === worker && held.listening;
+    if (held.worker === worker) held.listening = false;
+    this.metrics.workerGone(worker.process.pid ?? 0);
     if (this.stopping) {
-      if (this.slots.every((each) => this.exited.has(each.worker))) this.allExited?.();
+      if (this.slots.every((each) => each.worker.isDead())) this.allExited?.();
       return;
     }
     if (!wasListening) return;

@@ -25,11 +25,14 @@ export class ServeMetrics {
   private readonly workers: Gauge<'state'>;
   /** Each worker process's totals as last reported, by its process id. */
   private readonly lastTotals = new Map<number, AnswerTotals>();
-  private readonly listening = new Set<number>();
   private restarts = 0;
   private stopping = false;
 
-  constructor(private readonly wanted: number) {
+  constructor(
+    private readonly wanted: number,
+    /** Workers listening now, as the one who starts them knows it. */
+    private readonly listening: () => number,
+  ) {
     const registers = [this.registry];
     this.answers = new Counter({
       name: 'profile_snapshot_serve_answers_total',
@@ -51,7 +54,7 @@ export class ServeMetrics {
       registers,
       collect: () => {
         this.workers.set({ state: 'wanted' }, this.wanted);
-        this.workers.set({ state: 'listening' }, this.listening.size);
+        this.workers.set({ state: 'listening' }, this.listening());
       },
     });
   }
@@ -66,12 +69,8 @@ export class ServeMetrics {
     this.lastTotals.set(pid, { ...totals });
   }
 
-  workerListening(slot: number): void {
-    this.listening.add(slot);
-  }
-
-  workerGone(slot: number, pid: number): void {
-    this.listening.delete(slot);
+  /** A worker exited: its totals so far are counted, its next ones will be a new process's. */
+  workerGone(pid: number): void {
     this.lastTotals.delete(pid);
   }
 
@@ -87,7 +86,7 @@ export class ServeMetrics {
 
   /** Healthy while every wanted worker listens and the server is not stopping. */
   health(): ServeHealth {
-    const listening = this.listening.size;
+    const listening = this.listening();
     const ok = !this.stopping && listening === this.wanted;
     return { ok, workers: { wanted: this.wanted, listening }, restarts: this.restarts, stopping: this.stopping };
   }

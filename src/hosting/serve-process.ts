@@ -6,6 +6,7 @@
  */
 import { usageError } from '../core/errors.js';
 import { serveMetrics, type MetricsEndpoint } from '../core/metrics-endpoint.js';
+import { hostPort } from '../core/text.js';
 import { closeGracefully, createOrigin, listenOrRefuse } from './origin.js';
 import { ServeCluster } from './serve-cluster.js';
 import { ServeMetrics } from './serve-metrics.js';
@@ -53,7 +54,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       });
     } catch (cause) {
       await serving.stop();
-      throw usageError(`--metrics cannot listen on ${host}:${port}`, 'pick another port or host for --metrics', cause);
+      throw usageError(`--metrics cannot listen on ${hostPort({ host, port })}`, 'pick another port or host for --metrics', cause);
     }
   }
   return {
@@ -80,8 +81,7 @@ async function startCluster(options: ServeOptions): Promise<Serving> {
 async function startSingle({ setup, log }: ServeOptions): Promise<Serving> {
   const { server } = createOrigin({ out: setup.out, cacheBytes: setup.cacheBytes, log: setup.verbose ? log : undefined });
   const address = await listenOrRefuse(server, setup.port, setup.host);
-  const metrics = new ServeMetrics(1);
-  metrics.workerListening(0);
+  const metrics = new ServeMetrics(1, () => 1);
   const totals = noAnswers();
   if (setup.tally) tallyAnswers(server, totals);
   return {

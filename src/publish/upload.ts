@@ -76,7 +76,7 @@ export async function putObject(remote: Remote, path: string, body: Buffer, enco
 export async function putFile(remote: Remote, paths: readonly string[], fd: number, encoding?: StoredEncoding): Promise<number> {
   const size = fstatSync(fd).size;
   if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
-    const body = readRange(fd, 0, size);
+    const body = joinedBytes([{ fd, start: 0, end: size }], size);
     for (const path of paths) await putObject(remote, path, body, encoding);
     return size * paths.length;
   }
@@ -102,7 +102,7 @@ export async function putPieces(
 ): Promise<{ bytes: number; etag: string | undefined }> {
   const size = pieces.reduce((sum, piece) => sum + pieceBytes(piece), 0);
   if (size <= (remote.options.multipartThresholdBytes ?? MULTIPART_THRESHOLD_BYTES)) {
-    const body = Buffer.concat(pieces.map((piece) => ('bytes' in piece ? piece.bytes : readRange(piece.fd, piece.start, piece.end))));
+    const body = joinedBytes(pieces, size);
     return { bytes: size, etag: await putObject(remote, path, body) };
   }
   return { bytes: size, etag: await uploadInParts(remote, path, pieces, size, undefined) };
@@ -160,7 +160,7 @@ async function uploadInParts(
     return done.ETag;
   } catch (error) {
     await remote.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId })).catch(() => undefined);
-    throw error;
+    throw remote.failure(error, `upload ${path}`);
   }
 }
 
@@ -190,9 +190,10 @@ function readInto(fd: number, position: number, target: Buffer): void {
   }
 }
 
-function readRange(fd: number, start: number, end: number): Buffer {
-  const body = Buffer.allocUnsafe(end - start);
-  readInto(fd, start, body);
+/** The pieces joined, `size` bytes in all, in one buffer. */
+function joinedBytes(pieces: readonly BodyPiece[], size: number): Buffer {
+  const body = Buffer.allocUnsafe(size);
+  readJoined(pieces, 0, body);
   return body;
 }
 

@@ -42,6 +42,22 @@ const get = (url: string, timeoutMs = 5000) =>
     req.end();
   });
 
+/** An answer's status, headers (but the date, which moves) and body, on a connection of its own. */
+const answer = (base: string, method: string, target: string, headers: Record<string, string> = {}) =>
+  new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
+    const req = httpRequest(`${base}${target}`, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const { date: _date, ...rest } = res.headers;
+        resolve({ status: res.statusCode ?? 0, headers: rest, body: Buffer.concat(chunks).toString('base64') });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+
 /** Answers counted per worker slot (all statuses), from /metrics. */
 async function answersBySlot(metrics: string): Promise<Map<string, number>> {
   const text = (await get(`${metrics}/metrics`)).body;
@@ -118,6 +134,37 @@ describe('serve with several workers', () => {
       });
     } finally {
       expect((await serve.stop()).code).toBe(0);
+    }
+  });
+
+  it('answers every request form byte for byte as one process does: headers, 304, Vary, the gzip variant', async () => {
+    const one = await startServe(['--workers', '1']);
+    const three = await startServe(['--workers', '3']);
+    try {
+      const etag = String((await answer(one.base, 'GET', '/api/v1/users/Alice')).headers.etag);
+      const forms: [string, string, Record<string, string>][] = [
+        ['GET', '/api/v1/users/Alice', {}],
+        ['GET', '/api/v1/users/alice', { 'if-none-match': etag }],
+        ['HEAD', '/service-api/v1/users/BOB', {}],
+        ['GET', '/api/v1/users?username=nobody', {}],
+        ['GET', '/service-api/v1/creators', { 'accept-encoding': 'gzip' }],
+        ['GET', '/service-api/v1/creators', {}],
+        ['OPTIONS', '/api/v1/users/alice', {}],
+        ['DELETE', '/api/v1/users/alice', {}],
+      ];
+      for (const [method, target, headers] of forms) {
+        const single = await answer(one.base, method, target, headers);
+        // Several times: the connections go to the workers in turn, so each form meets each worker.
+        for (let i = 0; i < 3; i++) expect(await answer(three.base, method, target, headers), `${method} ${target}`).toEqual(single);
+      }
+      expect((await answer(three.base, 'GET', '/api/v1/users/alice', { 'if-none-match': etag })).status).toBe(304);
+      expect((await answer(three.base, 'GET', '/service-api/v1/creators', { 'accept-encoding': 'gzip' })).headers).toMatchObject({
+        'content-encoding': 'gzip',
+        vary: 'Accept-Encoding',
+      });
+    } finally {
+      expect((await one.stop()).code).toBe(0);
+      expect((await three.stop()).code).toBe(0);
     }
   });
 

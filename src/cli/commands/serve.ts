@@ -1,14 +1,12 @@
 /** `profile-snapshot serve`: the origin server for a snapshot, for local preview or behind a CDN. */
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
-import { resolve as resolvePath } from 'node:path';
 import { Command, Option } from 'commander';
+import { hostPort } from '../../core/text.js';
 import { FILE_CACHE_DEFAULTS } from '../../hosting/file-cache.js';
-import { checkSnapshot } from '../../hosting/origin.js';
 import { WORKER_SETUP_ENV, type WorkerSetup } from '../../hosting/serve-messages.js';
-import { startServer, type ServeOptions } from '../../hosting/serve-process.js';
-import { runWorker } from '../../hosting/serve-worker.js';
-import { hostPort, listenAddress } from '../address.js';
+import type { ServeOptions } from '../../hosting/serve-process.js';
+import { listenAddress } from '../address.js';
 import type { CliState, Io } from '../io.js';
 import { parseNumber } from '../numbers.js';
 import { outDirOption, outOption } from '../options.js';
@@ -55,9 +53,11 @@ export function serveCommand(io: Io, _state: CliState): Command {
     .action(async (flags: ServeFlags) => {
       const log = (line: string) => io.stderr.write(`${line}\n`);
       const fromPrimary = io.env[WORKER_SETUP_ENV];
-      if (cluster.isWorker && fromPrimary !== undefined) return runWorker(JSON.parse(fromPrimary) as WorkerSetup, log);
+      // Each side loads only its own modules: a worker never loads the primary's metrics.
+      if (cluster.isWorker && fromPrimary !== undefined)
+        return (await import('../../hosting/serve-worker.js')).runWorker(JSON.parse(fromPrimary) as WorkerSetup, log);
       const options = serveOptions(flags, io.env, log);
-      const server = await startServer(options);
+      const server = await (await import('../../hosting/serve-process.js')).startServer(options);
       const workers = options.workers === 1 ? '' : ` with ${options.workers} workers`;
       io.stderr.write(`profile-snapshot: serving ${options.setup.out} on http://${hostPort(server.address)}${workers} (Ctrl-C to stop)\n`);
       if (server.metricsAddress) io.stderr.write(`profile-snapshot: metrics on http://${hostPort(server.metricsAddress)}/metrics\n`);
@@ -71,7 +71,7 @@ export function serveCommand(io: Io, _state: CliState): Command {
     });
 }
 
-/** The flags checked and resolved before anything starts: a typo is exit 2, a folder with no snapshot exit 5. */
+/** The flags checked and resolved before anything starts: a typo is exit 2 (a folder with no snapshot is the origin's to refuse). */
 function serveOptions(flags: ServeFlags, env: Io['env'], log: (line: string) => void): ServeOptions {
   const given = outDirOption(flags, env);
   const port = parseNumber(flags.port ?? env.PORT ?? String(SERVE_DEFAULTS.port), '--port', {
@@ -89,7 +89,6 @@ function serveOptions(flags: ServeFlags, env: Io['env'], log: (line: string) => 
     max: MAX_WORKERS,
   });
   const metrics = flags.metrics === undefined ? undefined : listenAddress(flags.metrics, '--metrics', '127.0.0.1');
-  checkSnapshot(resolvePath(given), given);
   const setup: WorkerSetup = {
     ...{ out: given, port, host: flags.host ?? SERVE_DEFAULTS.host, cacheBytes: cacheMiB * 2 ** 20 },
     ...{ verbose: Boolean(flags.verbose), tally: metrics !== undefined },

@@ -27,7 +27,8 @@ import { count } from '../../core/text.js';
 import { usageError } from '../../core/errors.js';
 import { WatchMetrics } from '../../watch/metrics.js';
 import { guardAgainstStalls } from '../../publish/stall.js';
-import { hostPort, listenAddress, type ListenAddress } from '../address.js';
+import { hostPort } from '../../core/text.js';
+import { listenAddress, type ListenAddress } from '../address.js';
 
 interface WatchFlags extends BuildFlags, RemoteFlags {
   interval: string;

@@ -72,8 +72,8 @@ const DEFAULTS = {
   serveWorkers: undefined,
 };
 
-/** The RSS of `root` and all its descendants, in bytes, from /proc (0 once it is gone). */
-function treeRss(root) {
+/** `root` and all its descendants' pids, from /proc. */
+function treePids(root) {
   const children = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -85,18 +85,40 @@ function treeRss(root) {
       // gone meanwhile
     }
   }
-  let bytes = 0;
+  const pids = [];
   for (const queue = [root]; queue.length > 0;) {
     const pid = queue.pop();
+    pids.push(pid);
     queue.push(...(children.get(pid) ?? []));
+  }
+  return pids;
+}
+
+/** Sums `read(pid)` over the tree's processes, skipping those gone meanwhile. */
+function sumOverTree(root, read) {
+  let total = 0;
+  for (const pid of treePids(root)) {
     try {
-      bytes += Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+      total += read(pid);
     } catch {
       // gone meanwhile
     }
   }
-  return bytes;
+  return total;
 }
+
+/** The RSS of `root` and all its descendants, in bytes (0 once it is gone). */
+const treeRss = (root) =>
+  sumOverTree(root, (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024);
+
+/** The CPU time (user and system) `root` and all its descendants have used, in seconds. */
+const CLOCK_TICKS = 100;
+const treeCpuSeconds = (root) =>
+  sumOverTree(root, (pid) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  });
 
 /** The built tree for the store, reused while the store is the one it was built from (serving does not care how it was built). */
 function tree(workDir, seeded) {
@@ -373,6 +395,7 @@ function summarize(runs) {
     reqPerSec: median(runs.map((r) => r.reqPerSec)),
     p50Ms: median(runs.map((r) => r.p50Ms)),
     p99Ms: median(runs.map((r) => r.p99Ms)),
+    cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
     requests: runs.reduce((n, r) => n + r.requests, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
     unexpected: runs.reduce((n, r) => n + r.unexpected, 0),
@@ -401,10 +424,12 @@ export async function benchServe(options = {}) {
     for (const name of ['nginx', 'serve']) await drive(servers[name].base, mix, walks[name], { ...o, seconds: o.warmupSeconds });
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 ? ['serve', 'nginx'] : ['nginx', 'serve']) {
+        const cpuBefore = treeCpuSeconds(servers[name].pid);
         const run = await drive(servers[name].base, mix, walks[name], o);
+        run.cpuUsPerRequest = ((treeCpuSeconds(servers[name].pid) - cpuBefore) * 1e6) / run.requests;
         runs[name].push(run);
         log(
-          `  round ${round + 1} ${name.padEnd(5)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50Ms} ms  p99 ${run.p99Ms} ms  errors ${run.errors}  unexpected ${run.unexpected}`,
+          `  round ${round + 1} ${name.padEnd(5)} ${run.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${run.p50Ms} ms  p99 ${run.p99Ms} ms  CPU ${run.cpuUsPerRequest.toFixed(1)} µs/request  errors ${run.errors}  unexpected ${run.unexpected}`,
         );
       }
     }
@@ -433,6 +458,7 @@ export async function benchServe(options = {}) {
       reqPerSec: ratio(serveFigures.reqPerSec, nginxFigures.reqPerSec),
       p50: ratio(serveFigures.p50Ms, nginxFigures.p50Ms),
       p99: ratio(serveFigures.p99Ms, nginxFigures.p99Ms),
+      cpuPerRequest: ratio(serveFigures.cpuUsPerRequest, nginxFigures.cpuUsPerRequest),
     },
   };
   printFigures(figures);
@@ -450,16 +476,18 @@ function printFigures(f) {
   for (const name of ['nginx', 'serve']) {
     const s = f[name];
     log(
-      `  ${name.padEnd(5)} ${s.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${s.p50Ms} ms  p99 ${s.p99Ms} ms  peak RSS ${s.peakRssMb.toFixed(0)} MB  first answer ${s.firstAnswerMs.toFixed(0)} ms  (${s.requests} requests, ${s.errors} socket errors, ${s.unexpected} unexpected answers)`,
+      `  ${name.padEnd(5)} ${s.reqPerSec.toFixed(0).padStart(6)} req/s  p50 ${s.p50Ms} ms  p99 ${s.p99Ms} ms  CPU ${s.cpuUsPerRequest.toFixed(1)} µs/request  peak RSS ${s.peakRssMb.toFixed(0)} MB  first answer ${s.firstAnswerMs.toFixed(0)} ms  (${s.requests} requests, ${s.errors} socket errors, ${s.unexpected} unexpected answers)`,
     );
     for (const example of s.examples) log(`    unexpected: ${example}`);
   }
-  log(`  serve/nginx: req/s ${x(f.ratios.reqPerSec)}, p50 ${x(f.ratios.p50)}, p99 ${x(f.ratios.p99)}`);
+  log(
+    `  serve/nginx: req/s ${x(f.ratios.reqPerSec)}, p50 ${x(f.ratios.p50)}, p99 ${x(f.ratios.p99)}, CPU per request ${x(f.ratios.cpuPerRequest)}`,
+  );
 }
 
 function reportSection(f, command, section) {
   const row = (name, s, r) =>
-    `| ${name} | ${Math.round(s.reqPerSec).toLocaleString('en-US')} | ${r ? x(r.reqPerSec) : '1x'} | ${s.p50Ms} | ${r ? x(r.p50) : '1x'} | ${s.p99Ms} | ${r ? x(r.p99) : '1x'} | ${s.peakRssMb.toFixed(0)} MB | ${s.firstAnswerMs.toFixed(0)} ms | ${s.errors} | ${s.unexpected} |`;
+    `| ${name} | ${Math.round(s.reqPerSec).toLocaleString('en-US')} | ${r ? x(r.reqPerSec) : '1x'} | ${s.p50Ms} | ${r ? x(r.p50) : '1x'} | ${s.p99Ms} | ${r ? x(r.p99) : '1x'} | ${s.cpuUsPerRequest.toFixed(1)} | ${r ? x(r.cpuPerRequest) : '1x'} | ${s.peakRssMb.toFixed(0)} MB | ${s.firstAnswerMs.toFixed(0)} ms | ${s.errors} | ${s.unexpected} |`;
   const met = f.ratios.reqPerSec >= 1 && f.serve.p99Ms <= f.nginx.p99Ms + 2;
   const rounds = (s) => s.rounds.map((r) => `${Math.round(r.reqPerSec)} req/s p99 ${r.p99Ms} ms`).join('; ');
   return [
@@ -474,8 +502,8 @@ function reportSection(f, command, section) {
       '`serve` runs with its defaults (a worker per core, a 64 MiB cache each) unless the table says otherwise. ' +
       'autocannon runs in one thread on the same cores as the servers, and reports latency in whole milliseconds.',
     '',
-    '| server | req/s | ratio | p50 ms | ratio | p99 ms | ratio | peak RSS, all processes | first answer | socket errors | unexpected answers |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| server | req/s | ratio | p50 ms | ratio | p99 ms | ratio | CPU µs/request | ratio | peak RSS, all processes | first answer | socket errors | unexpected answers |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     row('nginx', f.nginx),
     row(f.serveLabel, f.serve, f.ratios),
     '',
@@ -483,6 +511,7 @@ function reportSection(f, command, section) {
     '',
     "Target (issue 50): at least nginx's req/s, p99 at most nginx's + 2 ms: " +
       `${met ? 'met' : '**missed**'}. An unexpected answer is a status other than the request's, a missing contract header or a body of the wrong kind. ` +
+      "CPU per request: the CPU time (user and system) all the server's processes used during its rounds, over the requests answered; autocannon needs the rest of the same cores, so the server that needs less CPU per request leaves the client more and is driven faster. " +
       "First answer: from the server's start to its first answer; peak RSS: the most all its processes held at once, sampled every 250 ms.",
     `<!-- ${section}:end -->`,
   ].join('\n');

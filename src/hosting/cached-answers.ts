@@ -6,15 +6,19 @@
  * When the cache cannot answer (a directory, a symlink, a large file, an error document gone), it
  * declines having written nothing, and the origin answers the request on serve-handler's path.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ErrorCode } from '../render/documents.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
+import type { QuickAnswer } from './origin-server.js';
+import type { RequestHead } from './request-head.js';
 import type { Resolution, RouteTable } from './routes.js';
 
 export class CachedAnswers {
   /** The contract's headers as a flat list, for `writeHead` (it takes a list without copying it into a map). */
   private readonly contractHeaders: string[];
   private readonly cache: FileCache;
+  /** The status line and contract headers of a 304, built on first use. */
+  private notModifiedHead: Buffer | undefined;
 
   constructor(
     /** The out dir, resolved. */
@@ -31,47 +35,91 @@ export class CachedAnswers {
 
   /** Answers a GET or HEAD and returns true, or returns false having written nothing. */
   answer(req: IncomingMessage, res: ServerResponse, resolution: Resolution): boolean {
-    switch (resolution.kind) {
-      case 'error':
-        return this.error(req, res, resolution.code);
-      case 'file':
-        return this.file(req, res, resolution.file, 'NOT_FOUND');
-      case 'profile':
-        return this.file(req, res, resolution.file, 'USER_NOT_FOUND');
-      default:
-        return false;
-    }
-  }
-
-  private file(req: IncomingMessage, res: ServerResponse, file: string, missing: ErrorCode): boolean {
-    // The table's files and canonical usernames hold no dot segment: joining is resolving.
-    const found = this.cache.lookup(`${this.out}/${file}`);
-    if (found === 'missing') return this.error(req, res, missing);
-    if (found === undefined) return false;
-    // serve-handler compares the header as a whole string, and only for a 200 answer.
-    if (req.headers['if-none-match'] === found.etag) {
-      res.writeHead(304, this.contractHeaders);
+    const decided = this.decide(req.headers['if-none-match'], resolution);
+    if (decided === undefined) return false;
+    const { status, found } = decided;
+    if (found === undefined) {
+      res.writeHead(status, this.contractHeaders);
       res.end();
       return true;
     }
-    this.send(req, res, 200, found);
+    res.writeHead(status, this.headersOf(found));
+    res.end(req.method === 'HEAD' ? undefined : found.body);
+    this.noteLength?.(res, found.size);
     return true;
   }
 
-  private error(req: IncomingMessage, res: ServerResponse, code: ErrorCode): boolean {
+  /**
+   * The same answer as bytes for the origin's quick path (./origin-server.ts), or undefined where
+   * answer() would return false. The status line and headers are built once per version and status.
+   */
+  quickAnswer(head: RequestHead, resolution: Resolution): QuickCachedAnswer | undefined {
+    const decided = this.decide(head.ifNoneMatch, resolution);
+    if (decided === undefined) return undefined;
+    const { status, found } = decided;
+    if (found === undefined) {
+      this.notModifiedHead ??= statusAndHeaders(status, this.contractHeaders);
+      return { status, length: undefined, head: this.notModifiedHead, body: undefined };
+    }
+    if (found.wire?.status !== status) found.wire = { status, head: statusAndHeaders(status, this.headersOf(found)) };
+    const body = head.method === 'HEAD' ? undefined : found.body;
+    return { status, length: found.size, head: found.wire.head, body };
+  }
+
+  /** What the answer is: its status and document (none for a 304), or undefined for serve-handler's path. */
+  private decide(ifNoneMatch: string | undefined, resolution: Resolution): Decided | undefined {
+    switch (resolution.kind) {
+      case 'error':
+        return this.error(resolution.code);
+      case 'file':
+        return this.file(ifNoneMatch, resolution.file, 'NOT_FOUND');
+      case 'profile':
+        return this.file(ifNoneMatch, resolution.file, 'USER_NOT_FOUND');
+      default:
+        return undefined;
+    }
+  }
+
+  private file(ifNoneMatch: string | undefined, file: string, missing: ErrorCode): Decided | undefined {
+    // The table's files and canonical usernames hold no dot segment: joining is resolving.
+    const found = this.cache.lookup(`${this.out}/${file}`);
+    if (found === 'missing') return this.error(missing);
+    if (found === undefined) return undefined;
+    // serve-handler compares the header as a whole string, and only for a 200 answer.
+    if (ifNoneMatch === found.etag) return { status: 304, found: undefined };
+    return { status: 200, found };
+  }
+
+  private error(code: ErrorCode): Decided | undefined {
     const { status, file } = this.table.errors[code];
     const found = this.cache.lookup(`${this.out}/${file}`);
     // An error document gone missing: serve-handler's path has the fallback for it.
-    if (typeof found !== 'object') return false;
-    this.send(req, res, status, found);
-    return true;
+    if (typeof found !== 'object') return undefined;
+    return { status, found };
   }
 
-  /** The headers serve-handler sends after the contract's: length, no ranges, the ETag. */
-  private send(req: IncomingMessage, res: ServerResponse, status: number, found: CachedFile): void {
-    found.headers ??= [...this.contractHeaders, 'Content-Length', String(found.size), 'Accept-Ranges', 'none', 'ETag', found.etag];
-    res.writeHead(status, found.headers);
-    res.end(req.method === 'HEAD' ? undefined : found.body);
-    this.noteLength?.(res, found.size);
+  /** serve-handler's headers: the contract's, then length, no ranges, the ETag. */
+  private headersOf(found: CachedFile): string[] {
+    return [...this.contractHeaders, 'Content-Length', String(found.size), 'Accept-Ranges', 'none', 'ETag', found.etag];
   }
+}
+
+/** An answer from memory and its document, or none (a 304). */
+interface Decided {
+  status: number;
+  found: CachedFile | undefined;
+}
+
+/** A quick answer, with what the access log and the tally need to know of it. */
+export interface QuickCachedAnswer extends QuickAnswer {
+  status: number;
+  /** The body's length (a HEAD's too: it is what Content-Length says); undefined for a 304. */
+  length: number | undefined;
+}
+
+/** The status line and headers as Node's server writes them for `writeHead(status, headers)`. */
+function statusAndHeaders(status: number, headers: string[]): Buffer {
+  let text = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return Buffer.from(text, 'latin1');
 }

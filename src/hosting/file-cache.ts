@@ -29,8 +29,8 @@ export interface CachedFile {
   size: number;
   mtimeMs: number;
   ctimeMs: number;
-  /** The answer's header list, built by the origin on first use of this version. */
-  headers?: string[];
+  /** The answer's status line and headers as the origin's quick path sends them, built on first use. */
+  wire?: { status: number; head: Buffer };
 }
 
 /** What a look-up found: the document, no file at all, or a case for serve-handler's path. */
@@ -62,8 +62,11 @@ const ADMIT_ONE_IN = 8;
 /** Bodies of up to an eighth of this share a slab (see FileCache.bodyOf). */
 const SLAB_BYTES = 256 * 2 ** 10;
 
-/** Counted per entry on top of its bytes (the entry, its ETag and headers), so many tiny files stay bounded too. */
-const ENTRY_OVERHEAD = 512;
+/**
+ * Counted per entry on top of its bytes (the entry, its name, its ETag, its status line and headers,
+ * as measured with a heap snapshot's totals), so many tiny files stay bounded too.
+ */
+const ENTRY_OVERHEAD = 1024;
 
 export class FileCache {
   /** By absolute path. */

@@ -11,10 +11,11 @@
  *
  * GET and HEAD of the table's small files (profiles, error documents) are answered from memory first
  * (./cached-answers.ts, ./file-cache.ts), the same bytes serve-handler would send, checked against
- * the file on every request; whatever that path cannot answer comes here.
+ * the file on every request; whatever that path cannot answer comes here. The plainest of those
+ * requests are answered before Node's request handling sees them (./origin-server.ts).
  */
 import { existsSync, statSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
 import { outputError, usageError } from '../core/errors.js';
@@ -22,6 +23,7 @@ import { hostPort } from '../core/text.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
+import { OriginServer, type QuickAnswerer } from './origin-server.js';
 import { routeRequest } from './request-target.js';
 import {
   ALLOW_HEADER,
@@ -45,10 +47,14 @@ export interface OriginOptions {
   table?: RouteTable;
   /** Bytes of small documents kept in memory at most (default 64 MiB; 0 keeps none). */
   cacheBytes?: number;
+  /** Told the status of every answer sent (the metrics count them). */
+  count?: (status: number) => void;
+  /** false: every request goes through Node's request handling (./origin-server.ts); the tests compare the two. */
+  quickPath?: boolean;
 }
 
 export interface Origin {
-  server: Server;
+  server: OriginServer;
   /** Handles one request (exported so it can be mounted in another server). */
   handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 }
@@ -62,11 +68,37 @@ export function createOrigin(options: OriginOptions): Origin {
   const cached = new CachedAnswers(out, table, options.cacheBytes, lengths && ((res, length) => lengths.set(res, length)));
   const responder = new Responder(out, table, serveConfig(out, table), cached);
   const handle = (req: IncomingMessage, res: ServerResponse) => responder.handle(req, res);
-  const server = createServer((req, res) => {
-    if (options.log) logWhenClosed(req, res, options.log, lengths);
-    handle(req, res).catch((error: unknown) => answerFailure(res, error));
-  });
+  const { log, count } = options;
+  const server = new OriginServer(
+    (req, res) => {
+      if (log) logWhenClosed(req, res, log, lengths);
+      if (count) res.once('finish', () => count(res.statusCode));
+      handle(req, res).catch((error: unknown) => answerFailure(res, error));
+    },
+    options.quickPath === false ? undefined : quickAnswerer(cached, table, options),
+  );
   return { server, handle };
+}
+
+/**
+ * The quick path's answers (./origin-server.ts): what the cache answers for a request head, counted
+ * and logged as the full path counts and logs its own.
+ */
+function quickAnswerer(cached: CachedAnswers, table: RouteTable, { log, count }: OriginOptions): QuickAnswerer {
+  return (head, socket) => {
+    const started = log && process.hrtime.bigint();
+    const resolution = routeRequest(head.target, table);
+    // A file with a gzip variant is negotiated on the full path, which adds Vary.
+    if (resolution.kind === 'file' && resolution.gzip !== undefined) return undefined;
+    const answer = cached.quickAnswer(head, resolution);
+    if (answer === undefined) return undefined;
+    count?.(answer.status);
+    if (log && started) {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      log(accessLogLine(socket.remoteAddress ?? '-', head.method, head.target, answer.status, answer.length ?? '-', ms));
+    }
+    return answer;
+  };
 }
 
 /** Refuses to serve a folder that holds no snapshot (its error documents are what every miss answers). */
@@ -222,11 +254,13 @@ function logWhenClosed(
   res.once('close', () => {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     const length = res.getHeader('content-length') ?? lengths?.get(res) ?? '-';
-    // The request target is quoted as JSON so that no request can forge a log line.
-    log(
-      `${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${res.statusCode} ${length} ${ms.toFixed(1)}ms`,
-    );
+    log(accessLogLine(client, method, url, res.statusCode, length, ms));
   });
+}
+
+function accessLogLine(client: string, method: string, url: string, status: number, length: unknown, ms: number): string {
+  // The request target is quoted as JSON so that no request can forge a log line.
+  return `${new Date().toISOString()} ${client} ${JSON.stringify(method)} ${JSON.stringify(url)} ${status} ${length} ${ms.toFixed(1)}ms`;
 }
 
 /** A bug or an I/O failure: answer 500 once, keep serving. */

@@ -17,7 +17,7 @@ const SUSPICIOUS = /(^|\/)\.\.?(\/|$)|\\|\0/;
  * or character that parsing would encode, and no leading `//` (parsed as a host). Dot segments,
  * which parsing would resolve, are checked apart (SUSPICIOUS).
  */
-const PLAIN_TARGET = /^\/(?!\/)[A-Za-z0-9_.~/-]*(\?[A-Za-z0-9_.~=&-]*)?$/;
+export const PLAIN_TARGET = /^\/(?!\/)[A-Za-z0-9_.~/-]*(\?[A-Za-z0-9_.~=&-]*)?$/;
 
 /** Routes one request. Pure. */
 export function routeRequest(rawUrl: string, table: RouteTable = ROUTES): Resolution {

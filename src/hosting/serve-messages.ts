@@ -2,7 +2,6 @@
  * What the processes of a `serve` with several workers tell each other over the cluster's IPC
  * channel (./serve-cluster.ts is the primary, ./serve-worker.ts each worker).
  */
-import type { Server, ServerResponse } from 'node:http';
 import type { ErrorReport } from '../core/errors.js';
 
 /** Answers counted by the class of their status. */
@@ -34,13 +33,10 @@ export type PrimaryMessage = { type: 'stop' };
 
 export const noAnswers = (): AnswerTotals => ({ '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 });
 
-/** Counts every answer `server` finishes, by status class, into `totals`. */
-export function tallyAnswers(server: Server, totals: AnswerTotals): void {
-  server.on('request', (_request, response: ServerResponse) => {
-    response.once('finish', () => {
-      const status = response.statusCode;
-      const key: StatusClass = status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : '2xx';
-      totals[key] += 1;
-    });
-  });
+/** A counter of answers by status class into `totals`, for the origin's `count` option. */
+export function countInto(totals: AnswerTotals): (status: number) => void {
+  return (status) => {
+    const key: StatusClass = status >= 500 ? '5xx' : status >= 400 ? '4xx' : status >= 300 ? '3xx' : '2xx';
+    totals[key] += 1;
+  };
 }

@@ -10,7 +10,7 @@ import { hostPort } from '../core/text.js';
 import { closeGracefully, createOrigin, listenOrRefuse } from './origin.js';
 import { ServeCluster } from './serve-cluster.js';
 import { ServeMetrics } from './serve-metrics.js';
-import { noAnswers, tallyAnswers, type WorkerSetup } from './serve-messages.js';
+import { countInto, noAnswers, type WorkerSetup } from './serve-messages.js';
 
 type Address = { host: string; port: number };
 
@@ -79,11 +79,15 @@ async function startCluster(options: ServeOptions): Promise<Serving> {
 }
 
 async function startSingle({ setup, log }: ServeOptions): Promise<Serving> {
-  const { server } = createOrigin({ out: setup.out, cacheBytes: setup.cacheBytes, log: setup.verbose ? log : undefined });
+  const totals = noAnswers();
+  const { server } = createOrigin({
+    out: setup.out,
+    cacheBytes: setup.cacheBytes,
+    log: setup.verbose ? log : undefined,
+    count: setup.tally ? countInto(totals) : undefined,
+  });
   const address = await listenOrRefuse(server, setup.port, setup.host);
   const metrics = new ServeMetrics(1, () => 1);
-  const totals = noAnswers();
-  if (setup.tally) tallyAnswers(server, totals);
   return {
     address,
     metrics,

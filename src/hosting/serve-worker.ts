@@ -7,7 +7,7 @@
  */
 import { reportOf } from '../core/errors.js';
 import { closeGracefully, createOrigin, listenOrRefuse } from './origin.js';
-import { noAnswers, tallyAnswers, type PrimaryMessage, type WorkerMessage, type WorkerSetup } from './serve-messages.js';
+import { countInto, noAnswers, type PrimaryMessage, type WorkerMessage, type WorkerSetup } from './serve-messages.js';
 
 /** How often a counting worker reports its totals. */
 const TALLY_EVERY_MS = 1000;
@@ -21,16 +21,20 @@ const tell = (message: WorkerMessage, then?: () => void) => {
 export async function runWorker(setup: WorkerSetup, log: (line: string) => void): Promise<void> {
   let server;
   let address;
+  const totals = noAnswers();
   try {
-    ({ server } = createOrigin({ out: setup.out, cacheBytes: setup.cacheBytes, log: setup.verbose ? log : undefined }));
+    ({ server } = createOrigin({
+      out: setup.out,
+      cacheBytes: setup.cacheBytes,
+      log: setup.verbose ? log : undefined,
+      count: setup.tally ? countInto(totals) : undefined,
+    }));
     address = await listenOrRefuse(server, setup.port, setup.host);
   } catch (error) {
     const { kind, message, hint } = reportOf(error);
     tell({ type: 'failed', report: { kind, message, hint } }, () => process.connected && process.disconnect());
     return;
   }
-  const totals = noAnswers();
-  if (setup.tally) tallyAnswers(server, totals);
   const reporting = setup.tally ? setInterval(() => tell({ type: 'tally', totals }), TALLY_EVERY_MS) : undefined;
   tell({ type: 'listening', address });
   await new Promise<void>((resolveStop) => {

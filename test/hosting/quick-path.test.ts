@@ -1,0 +1,182 @@
+/**
+ * The origin's quick path (src/hosting/origin-server.ts, request-head.ts): what it answers must be
+ * byte for byte what Node's request handling answers (Date aside), and whatever it leaves must reach
+ * Node's server whole, on the same connection, in order. Real sockets on 127.0.0.1, a real snapshot.
+ */
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/origin.js';
+import { readHead } from '../../src/hosting/request-head.js';
+import { buildSampleSnapshot, type Snapshot } from './fixture.js';
+
+const bytes = (text: string) => Buffer.from(text, 'latin1');
+
+describe('request heads', () => {
+  const read = (text: string, start = 0) => readHead(bytes(text), start);
+
+  it('reads the plain forms a CDN sends', () => {
+    expect(read('GET /api/v1/users/Alice HTTP/1.1\r\nHost: x\r\n\r\n')).toEqual({
+      method: 'GET',
+      target: '/api/v1/users/Alice',
+      ifNoneMatch: undefined,
+      close: false,
+      end: 'GET /api/v1/users/Alice HTTP/1.1\r\nHost: x\r\n\r\n'.length,
+    });
+    const head = read('HEAD /api/v1/users?username=bob HTTP/1.1\r\nhost:x\r\nIf-None-Match:  "ab"  \r\nCONNECTION: Close\r\n\r\n');
+    expect(head).toMatchObject({ method: 'HEAD', target: '/api/v1/users?username=bob', ifNoneMatch: '"ab"', close: true });
+    // A second head, read where the first ended.
+    const two = 'GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n';
+    const first = read(two);
+    expect(typeof first === 'object' && read(two, first.end)).toMatchObject({ target: '/b', end: two.length });
+  });
+
+  it('says partial until the blank line, and leaves every other form to Node', () => {
+    expect(read('GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\n')).toBe('partial');
+    const others = [
+      'POST /api/v1/users/alice HTTP/1.1\r\nHost: x\r\n\r\n',
+      'OPTIONS /api/v1/users/alice HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.0\r\nHost: x\r\n\r\n',
+      'GET /api/v1/users/al%69ce HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /api/v1/../users/alice HTTP/1.1\r\nHost: x\r\n\r\n'.replace('..', '..%2f'),
+      'GET //api/v1/users/alice HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET http://x/api/v1/users/alice HTTP/1.1\r\nHost: x\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost:\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nIf-None-Match: "a"\r\nIf-None-Match: "b"\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost : x\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\nX: y\r\n\r\n',
+      'GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nX: caf\xe9\r\n\r\n',
+      `GET /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nX: ${'a'.repeat(9000)}\r\n\r\n`,
+    ];
+    for (const text of others) expect(read(text), JSON.stringify(text.slice(0, 120))).toBe('other');
+    // No blank line within the limit: never whole, so it is Node's to refuse.
+    expect(read(`GET /api/v1/users/alice HTTP/1.1\r\nX: ${'a'.repeat(9000)}`)).toBe('other');
+  });
+});
+
+describe('answers on the quick path', () => {
+  let snapshot: Snapshot;
+  const servers: Record<'quick' | 'full', { origin: Origin; port: number; requests: number }> = {} as never;
+  const logged: string[] = [];
+  const counted: number[] = [];
+
+  beforeAll(async () => {
+    snapshot = buildSampleSnapshot();
+    for (const name of ['quick', 'full'] as const) {
+      const origin = createOrigin({
+        out: snapshot.out,
+        quickPath: name === 'quick',
+        ...(name === 'quick' ? { log: (line: string) => logged.push(line), count: (status: number) => counted.push(status) } : {}),
+      });
+      const { port } = await listen(origin.server, 0, '127.0.0.1');
+      servers[name] = { origin, port, requests: 0 };
+      origin.server.on('request', () => servers[name].requests++);
+    }
+  });
+  afterAll(async () => {
+    for (const { origin } of Object.values(servers)) await closeGracefully(origin.server, 1000);
+    snapshot?.cleanup();
+  });
+
+  /** Sends `parts` on one connection (waiting `gapMs` between them) and resolves with all it got, once the server closes it. */
+  const converse = async (name: 'quick' | 'full', parts: string[], gapMs = 30): Promise<string> => {
+    const socket = connect(servers[name].port, '127.0.0.1');
+    await once(socket, 'connect');
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    const ended = once(socket, 'close');
+    for (const part of parts) {
+      socket.write(bytes(part));
+      await new Promise((resolve) => setTimeout(resolve, gapMs));
+    }
+    await ended;
+    return got.replace(/\r\nDate: [^\r]*\r\n/g, '\r\nDate: -\r\n');
+  };
+  const both = async (parts: string[]) => {
+    const [quick, full] = [await converse('quick', parts), await converse('full', parts)];
+    expect(quick).toBe(full);
+    return quick;
+  };
+  const get = (target: string, extra = '', method = 'GET') => `${method} ${target} HTTP/1.1\r\nHost: origin.test\r\n${extra}\r\n`;
+  const last = (target: string) => get(target, 'Connection: close\r\n');
+
+  it('the quick path is on, and answers what Node`s path answers, byte for byte', async () => {
+    expect(servers.quick.origin.server.quickPath).toBe(true);
+    expect(servers.full.origin.server.quickPath).toBe(false);
+    const first = await both([last('/api/v1/users/alice')]);
+    const etag = /\r\nETag: ([^\r]*)\r\n/.exec(first)![1]!;
+    const forms = [
+      get('/api/v1/users/alice'),
+      get('/api/v1/users/ALICE', '', 'HEAD'),
+      get('/service-api/v1/users/Alice', 'Connection: keep-alive\r\n'),
+      get('/api/v1/users?username=aLiCe'),
+      get('/api/v1/users/nobody'),
+      get('/api/v1/users/nobody', '', 'HEAD'),
+      get('/api/v1/users/alice', `If-None-Match: ${etag}\r\n`),
+      get('/api/v1/users/alice', `If-None-Match: ${etag}\r\n`, 'HEAD'),
+      get('/api/v1/users/nobody', `If-None-Match: ${etag}\r\n`),
+      get('/api/v1/users/alice', 'If-None-Match: "stale"\r\nAccept-Encoding: gzip\r\nRange: bytes=0-3\r\n'),
+      get('/api/v1/users'),
+      get('/api/v1/users?username='),
+    ];
+    const requestsBefore = servers.quick.requests;
+    // Each on its own connection, then all pipelined in one write.
+    for (const form of forms) await both([form.replace(/(Connection: keep-alive\r\n)?\r\n$/, 'Connection: close\r\n\r\n')]);
+    const pipelined = await both([forms.join('') + last('/api/v1/users/alice')]);
+    expect(pipelined.match(/HTTP\/1\.1 \d{3} /g)).toHaveLength(forms.length + 1);
+    expect(pipelined).toContain('HTTP/1.1 304 Not Modified');
+    expect(pipelined).toContain('Keep-Alive: timeout=5');
+    expect(servers.quick.requests - requestsBefore, 'requests that reached Node`s request handling').toBe(0);
+  });
+
+  it('hands a connection to Node`s server at the first request it cannot answer, with every byte', async () => {
+    const requestsBefore = servers.quick.requests;
+    const answers = await both([
+      get('/api/v1/users/alice') + 'POST /api/v1/users/alice HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab',
+      'cd' + get('/api/v1/users/alice', '', 'OPTIONS') + 'GET /api/v1/users/al',
+      'ice HTTP/1.1\r\nHost: x\r\n\r\n' + last('/api/v1/users/nobody'),
+    ]);
+    expect(answers.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 405', 'HTTP/1.1 204', 'HTTP/1.1 200', 'HTTP/1.1 404']);
+    // The first answer was quick; Node's server answered the rest.
+    expect(servers.quick.requests - requestsBefore).toBe(4);
+    // A head split across reads from the start: Node's from its first byte.
+    const split = await both(['GET /api/v1/us', 'ers/alice HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']);
+    expect(split).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  it('logs and counts its answers as the full path does', async () => {
+    logged.length = 0;
+    counted.length = 0;
+    await converse('quick', [get('/api/v1/users/alice') + get('/api/v1/users/nobody', '', 'HEAD') + last('/api/v1/users/Alice"x')]);
+    // The third on Node's path, counted all the same.
+    expect(counted).toEqual([200, 404, 404]);
+    expect(logged[0]).toMatch(/^\S+Z 127\.0\.0\.1 "GET" "\/api\/v1\/users\/alice" 200 \d+ \d+\.\dms$/);
+    expect(logged[1]).toMatch(/ "HEAD" "\/api\/v1\/users\/nobody" 404 \d+ /);
+    // The third target is not plain: Node's path answered and logged it.
+    expect(logged[2]).toMatch(/ "GET" "\/api\/v1\/users\/Alice\\"x" 404 /);
+  });
+
+  it('ends idle quick connections when closing, and drains', async () => {
+    const origin = createOrigin({ out: snapshot.out });
+    const { port } = await listen(origin.server, 0, '127.0.0.1');
+    const idle = connect(port, '127.0.0.1');
+    let got = '';
+    idle.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    idle.write(bytes(get('/api/v1/users/alice')));
+    while (!got.includes('}')) await new Promise((resolve) => setTimeout(resolve, 10));
+    const closed = once(idle, 'close');
+    const started = Date.now();
+    await closeGracefully(origin.server, 5000);
+    await closed;
+    // Ended at once as idle, not cut at the grace period.
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(got).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+});

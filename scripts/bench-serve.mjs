@@ -16,7 +16,10 @@
  * through one hash look-up, a miss finds nothing and gets the USER_NOT_FOUND document with 404, and
  * the query form is a `map` on `$arg_username`. Both servers are sent the very same requests.
  *
- * The servers take turns: a warm-up for each, then `--rounds` rounds of `--seconds` each, the order
+ * A warm-up for each server walks the whole mix `--warmup-walks` times (default 2): the rounds then see
+ * each server as it runs for hours behind a CDN, its caches (nginx's: the kernel's page cache; serve's:
+ * its own) as full as they get; the warm-up's own figures are printed, and the time to a first answer
+ * is measured apart. The servers take turns: `--rounds` rounds of `--seconds` each, the order
  * alternating; medians count, and every figure is printed with its ratio to nginx's. Every answer's
  * status is checked against the one its request expects, with the contract headers; anything else
  * is counted as unexpected. Installs nginx-light with apt-get when nginx is missing (only here).
@@ -26,7 +29,7 @@
  * sampled every 250 ms from /proc.
  *
  *   node scripts/bench-serve.mjs [--users 100000] [--store-dir .bench/stores] [--work-dir <dir>]
- *        [--connections 50] [--seconds 10] [--rounds 5] [--report BENCHMARKS.md | --no-report]
+ *        [--connections 50] [--seconds 10] [--rounds 5] [--warmup-walks 2] [--report BENCHMARKS.md | --no-report]
  *        [--section serve] [--serve-workers <n>] (serve's --workers; default: its own, a worker per core)
  *        [--serve-script <file>]   (measures `node <file> <out dir>` in place of `serve`, for experiments)
  *
@@ -66,7 +69,7 @@ const DEFAULTS = {
   connections: 50,
   seconds: 10,
   rounds: 5,
-  warmupSeconds: 3,
+  warmupWalks: 2,
   report: join(repo, 'BENCHMARKS.md'),
   section: 'serve',
   serveWorkers: undefined,
@@ -348,13 +351,13 @@ function requestMix(names) {
  * `setupRequest` takes the next entry of the mix makes all connections share one walk through it,
  * and `walk` carries on from where the server's last run stopped.
  */
-async function drive(base, mix, walk, { connections, seconds }) {
+async function drive(base, mix, walk, { connections, seconds, amount }) {
   let unexpected = 0;
   const examples = [];
   const result = await autocannon({
     url: base,
     connections,
-    duration: seconds,
+    ...(amount === undefined ? { duration: seconds } : { amount }),
     timeout: 10,
     requests: [
       {
@@ -421,7 +424,12 @@ export async function benchServe(options = {}) {
   try {
     // Each server walks the mix from its head, carrying on from run to run.
     const walks = { nginx: { next: 0 }, serve: { next: 0 } };
-    for (const name of ['nginx', 'serve']) await drive(servers[name].base, mix, walks[name], { ...o, seconds: o.warmupSeconds });
+    for (const name of ['nginx', 'serve']) {
+      const warmup = await drive(servers[name].base, mix, walks[name], { ...o, amount: mix.length * o.warmupWalks });
+      log(
+        `  warm-up ${name.padEnd(5)} ${warmup.reqPerSec.toFixed(0).padStart(6)} req/s  p99 ${warmup.p99Ms} ms  (${warmup.requests} requests)`,
+      );
+    }
     for (let round = 0; round < o.rounds; round++) {
       for (const name of round % 2 ? ['serve', 'nginx'] : ['nginx', 'serve']) {
         const cpuBefore = treeCpuSeconds(servers[name].pid);
@@ -447,6 +455,7 @@ export async function benchServe(options = {}) {
     connections: o.connections,
     seconds: o.seconds,
     rounds: o.rounds,
+    warmupWalks: o.warmupWalks,
     nginx: nginxFigures,
     serve: serveFigures,
     /** Socket errors and unexpected answers of both servers: any makes the figures suspect. */
@@ -496,10 +505,10 @@ function reportSection(f, command, section) {
     '',
     `Measured by \`${command}\` on ${new Date().toISOString().slice(0, 10)} (${f.machine}; ${f.nginxVersion}, nginx-light, 2 worker processes): ` +
       `both servers on the same tree of ${f.users.toLocaleString('en-US')} profiles on tmpfs, autocannon in the same run with ${f.connections} connections over 127.0.0.1, ` +
-      `a warm-up each, then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
+      `a warm-up each (${f.warmupWalks} walks through the whole mix, so that the rounds see each server as it runs behind a CDN for hours, its caches as full as they get), then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
       `The mix (${f.mixSize.toLocaleString('en-US')} requests, shuffled): every published profile once, under either alias or the query form, lower or mixed case, and misses (404 USER_NOT_FOUND, 15%) in each form; all connections share one walk through it, carrying on from round to round, so neither server answers from a small hot set. ` +
       'nginx cannot lower-case a URL: its config maps every published name to itself with `map` (string keys match case-insensitively), so it answers the same requests as `serve`. ' +
-      '`serve` runs with its defaults (a worker per core, a 64 MiB cache each) unless the table says otherwise. ' +
+      '`serve` runs with its defaults (a worker per core; a 512 MiB answer cache for the whole server, shared out among the workers) unless the table says otherwise. ' +
       'autocannon runs in one thread on the same cores as the servers, and reports latency in whole milliseconds.',
     '',
     '| server | req/s | ratio | p50 ms | ratio | p99 ms | ratio | CPU µs/request | ratio | peak RSS, all processes | first answer | socket errors | unexpected answers |',
@@ -522,7 +531,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
   if (args.includes('--help')) {
     log(
-      'Usage: node scripts/bench-serve.mjs [--users 100000] [--store-dir <dir>] [--work-dir <dir>] [--connections 50] [--seconds 10] [--rounds 5] [--report BENCHMARKS.md | --no-report] [--section serve] [--serve-workers <n>] [--serve-script <file>]',
+      'Usage: node scripts/bench-serve.mjs [--users 100000] [--store-dir <dir>] [--work-dir <dir>] [--connections 50] [--seconds 10] [--rounds 5] [--warmup-walks 2] [--report BENCHMARKS.md | --no-report] [--section serve] [--serve-workers <n>] [--serve-script <file>]',
     );
     process.exit(0);
   }
@@ -533,6 +542,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     connections: Number(value('--connections', DEFAULTS.connections)),
     seconds: Number(value('--seconds', DEFAULTS.seconds)),
     rounds: Number(value('--rounds', DEFAULTS.rounds)),
+    warmupWalks: Number(value('--warmup-walks', DEFAULTS.warmupWalks)),
     report: args.includes('--no-report') ? null : value('--report', DEFAULTS.report),
     serveScript: value('--serve-script', undefined),
     section: value('--section', DEFAULTS.section),

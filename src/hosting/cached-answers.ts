@@ -10,6 +10,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { ErrorCode } from '../render/documents.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
 import type { QuickAnswer } from './origin-server.js';
+import { Slabs } from './slabs.js';
 import type { RequestHead } from './request-head.js';
 import type { Resolution, RouteTable } from './routes.js';
 
@@ -17,8 +18,10 @@ export class CachedAnswers {
   /** The contract's headers as a flat list, for `writeHead` (it takes a list without copying it into a map). */
   private readonly contractHeaders: string[];
   private readonly cache: FileCache;
-  /** The status line and contract headers of a 304, built on first use. */
-  private notModifiedHead: Buffer | undefined;
+  /** By status: its status line and the contract's headers, as the quick path sends them. */
+  private readonly statusHeads = new Map<number, Buffer>();
+  /** Room for each version's own header lines (see quickAnswer). */
+  private readonly slabs = new Slabs();
 
   constructor(
     /** The out dir, resolved. */
@@ -51,19 +54,26 @@ export class CachedAnswers {
 
   /**
    * The same answer as bytes for the origin's quick path (./origin-server.ts), or undefined where
-   * answer() would return false. The status line and headers are built once per version and status.
+   * answer() would return false: the status line and the contract's headers (shared by every answer
+   * of that status), then the version's own (length, no ranges, ETag), built once per version.
    */
   quickAnswer(head: RequestHead, resolution: Resolution): QuickCachedAnswer | undefined {
     const decided = this.decide(head.ifNoneMatch, resolution);
     if (decided === undefined) return undefined;
     const { status, found } = decided;
-    if (found === undefined) {
-      this.notModifiedHead ??= statusAndHeaders(status, this.contractHeaders);
-      return { status, length: undefined, head: this.notModifiedHead, body: undefined };
-    }
-    if (found.wire?.status !== status) found.wire = { status, head: statusAndHeaders(status, this.headersOf(found)) };
+    if (found === undefined) return { status, length: undefined, head: [this.statusHead(status)], body: undefined };
+    found.ownHeaders ??= this.slabs.latin1(headerLines(this.ownHeaders(found)));
     const body = head.method === 'HEAD' ? undefined : found.body;
-    return { status, length: found.size, head: found.wire.head, body };
+    return { status, length: found.size, head: [this.statusHead(status), found.ownHeaders], body };
+  }
+
+  private statusHead(status: number): Buffer {
+    let built = this.statusHeads.get(status);
+    if (built === undefined) {
+      built = Buffer.from(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${headerLines(this.contractHeaders)}`, 'latin1');
+      this.statusHeads.set(status, built);
+    }
+    return built;
   }
 
   /** What the answer is: its status and document (none for a 304), or undefined for serve-handler's path. */
@@ -98,9 +108,14 @@ export class CachedAnswers {
     return { status, found };
   }
 
-  /** serve-handler's headers: the contract's, then length, no ranges, the ETag. */
+  /** serve-handler's headers: the contract's, then the version's own. */
   private headersOf(found: CachedFile): string[] {
-    return [...this.contractHeaders, 'Content-Length', String(found.size), 'Accept-Ranges', 'none', 'ETag', found.etag];
+    return [...this.contractHeaders, ...this.ownHeaders(found)];
+  }
+
+  /** What serve-handler sends after the contract's headers: length, no ranges, the ETag. */
+  private ownHeaders(found: CachedFile): string[] {
+    return ['Content-Length', String(found.size), 'Accept-Ranges', 'none', 'ETag', found.etag];
   }
 }
 
@@ -117,9 +132,9 @@ export interface QuickCachedAnswer extends QuickAnswer {
   length: number | undefined;
 }
 
-/** The status line and headers as Node's server writes them for `writeHead(status, headers)`. */
-function statusAndHeaders(status: number, headers: string[]): Buffer {
-  let text = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+/** Header lines as Node's server writes a `writeHead` list: `name: value` and CRLF each. */
+function headerLines(headers: string[]): string {
+  let text = '';
   for (let i = 0; i < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  return Buffer.from(text, 'latin1');
+  return text;
 }

@@ -18,6 +18,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { extname } from 'node:path';
+import { Slabs } from './slabs.js';
 
 /** One version of a document, with everything an answer needs. */
 export interface CachedFile {
@@ -29,8 +30,8 @@ export interface CachedFile {
   size: number;
   mtimeMs: number;
   ctimeMs: number;
-  /** The answer's status line and headers as the origin's quick path sends them, built on first use. */
-  wire?: { status: number; head: Buffer };
+  /** The answer's own header lines (after the contract's) as the origin's quick path sends them, built on first use. */
+  ownHeaders?: Buffer;
 }
 
 /** What a look-up found: the document, no file at all, or a case for serve-handler's path. */
@@ -59,14 +60,11 @@ const sameFile = (entry: CachedFile, stats: Stats) =>
 /** Once the cache is full, one new document in this many is kept (see FileCache.admits). */
 const ADMIT_ONE_IN = 8;
 
-/** Bodies of up to an eighth of this share a slab (see FileCache.bodyOf). */
-const SLAB_BYTES = 256 * 2 ** 10;
-
 /**
- * Counted per entry on top of its bytes (the entry, its name, its ETag, its status line and headers,
- * as measured with a heap snapshot's totals), so many tiny files stay bounded too.
+ * Counted per entry on top of its bytes (the entry, its name, its ETag, its own header lines, as
+ * measured by the heap's and buffers' totals), so many tiny files stay bounded too.
  */
-const ENTRY_OVERHEAD = 1024;
+const ENTRY_OVERHEAD = 768;
 
 export class FileCache {
   /** By absolute path. */
@@ -79,8 +77,8 @@ export class FileCache {
   private readonly order: ({ path: string; entry: CachedFile } | undefined)[] = [];
   private head = 0;
   private bytes = 0;
-  private slab = Buffer.allocUnsafeSlow(0);
-  private slabUsed = 0;
+  /** Room for the bodies kept. */
+  private readonly slabs = new Slabs();
   /** New documents turned away since the last one let in while full (see admits). */
   private missesWhileFull = 0;
 
@@ -121,7 +119,7 @@ export class FileCache {
       const stats = fstatSync(fd);
       if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
       const kept = this.admits(path, stats.size);
-      const body = kept ? this.bodyOf(stats.size) : Buffer.allocUnsafe(stats.size);
+      const body = kept ? this.slabs.cut(stats.size) : Buffer.allocUnsafe(stats.size);
       let filled = 0;
       for (let n = -1; filled < body.length && n !== 0; filled += n) n = readSync(fd, body, filled, body.length - filled, filled);
       // Shorter than its stat said: being written in place, not by rename. Not a version to keep.
@@ -146,22 +144,6 @@ export class FileCache {
     if (this.bytes + size + ENTRY_OVERHEAD <= this.options.maxBytes || this.entries.has(path)) return true;
     this.missesWhileFull = (this.missesWhileFull + 1) % ADMIT_ONE_IN;
     return this.missesWhileFull === 0;
-  }
-
-  /**
-   * Room for a body kept: small ones are cut from a slab of this cache's own, in the order they are read,
-   * which is the order they are dropped in, so a slab is freed soon after its last body. Node's own
-   * pool for small buffers is a fresh 8 KiB allocation every few documents.
-   */
-  private bodyOf(size: number): Buffer {
-    if (size > SLAB_BYTES / 8) return Buffer.allocUnsafeSlow(size);
-    if (this.slabUsed + size > this.slab.length) {
-      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-      this.slabUsed = 0;
-    }
-    const body = this.slab.subarray(this.slabUsed, this.slabUsed + size);
-    this.slabUsed += size;
-    return body;
   }
 
   /**

@@ -17,9 +17,9 @@ import { Server, type RequestListener } from 'node:http';
 import type { Socket } from 'node:net';
 import { readHead, type RequestHead } from './request-head.js';
 
-/** An answer the quick path sends: the status line and headers (no blank line), and the body if any. */
+/** An answer the quick path sends: the status line and headers in pieces (no blank line), and the body if any. */
 export interface QuickAnswer {
-  head: Buffer;
+  head: Buffer[];
   body: Buffer | undefined;
 }
 
@@ -95,7 +95,7 @@ export class OriginServer extends Server {
       const head = readHead(bytes, offset);
       const answer = typeof head === 'object' ? this.answerer!(head, socket) : undefined;
       if (typeof head !== 'object' || answer === undefined) break;
-      sent.push(answer.head, this.connectionLinesFor(head.close));
+      sent.push(...answer.head, this.connectionLinesFor(head.close));
       if (answer.body !== undefined) sent.push(answer.body);
       offset = head.end;
       close = head.close;

@@ -13,6 +13,7 @@ export interface WorkerSetup {
   out: string;
   port: number;
   host: string;
+  /** This worker's share of the answer cache. */
   cacheBytes: number;
   verbose: boolean;
   /** Count answers and report them (the primary serves --metrics). */

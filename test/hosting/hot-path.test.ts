@@ -64,7 +64,7 @@ describe('file cache', () => {
 
   it('answers about the share of a walk over the whole tree that it holds, from memory', () => {
     // A CDN's misses walk every document in turn: a cache that holds half of them.
-    const cache = new FileCache({ maxBytes: 100 * (1000 + 1024), maxFileBytes: 1024 });
+    const cache = new FileCache({ maxBytes: 100 * (1000 + 768), maxFileBytes: 1024 });
     const paths = Array.from({ length: 200 }, (_, i) => join(dir, `walked-${i}`));
     paths.forEach((path, i) => writeFileSync(path, String(i % 10).repeat(1000)));
     const seen = new Map<string, object>();
@@ -78,7 +78,7 @@ describe('file cache', () => {
       }
     // Letting every miss in (dropping the oldest) would answer none of them from memory.
     expect(fromMemory / (5 * paths.length)).toBeGreaterThan(0.35);
-    expect(cache.held.bytes).toBeLessThanOrEqual(100 * (1000 + 1024));
+    expect(cache.held.bytes).toBeLessThanOrEqual(100 * (1000 + 768));
     // A document it holds, replaced on disk, is read again and kept in place of the old version.
     const held = paths.find((path) => seen.get(path) === cache.lookup(path))!;
     replace(held, 'z'.repeat(1000));

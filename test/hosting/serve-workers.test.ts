@@ -10,6 +10,7 @@ import { request as httpRequest } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
+import { serveOptions } from '../../src/cli/commands/serve.js';
 import { runCli, startCli } from '../helpers/process.js';
 import { execSql } from '../helpers/store.js';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
@@ -273,5 +274,15 @@ describe('serve with several workers', () => {
     } finally {
       expect((await proc.stop()).code).toBe(0);
     }
+  });
+});
+
+describe('the answer cache of a server with workers', () => {
+  it('is the whole server`s: each worker keeps an equal share of --cache', () => {
+    const share = (flags: Record<string, string>) => serveOptions({ out: 'dist', ...flags }, {}, () => {}).setup.cacheBytes;
+    expect(share({ workers: '1' })).toBe(512 * 2 ** 20);
+    expect(share({ workers: '2' })).toBe(256 * 2 ** 20);
+    expect(share({ workers: '8', cache: '64' })).toBe(8 * 2 ** 20);
+    expect(share({ workers: '3', cache: '0' })).toBe(0);
   });
 });

@@ -3,7 +3,6 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { Command, Option } from 'commander';
 import { hostPort } from '../../core/text.js';
-import { FILE_CACHE_DEFAULTS } from '../../hosting/file-cache.js';
 import { WORKER_SETUP_ENV, type WorkerSetup } from '../../hosting/serve-messages.js';
 import type { ServeOptions } from '../../hosting/serve-process.js';
 import { listenAddress } from '../address.js';
@@ -11,7 +10,12 @@ import type { CliState, Io } from '../io.js';
 import { parseNumber } from '../numbers.js';
 import { outDirOption, outOption } from '../options.js';
 
-export const SERVE_DEFAULTS = { port: 3000, host: '127.0.0.1', cacheMiB: FILE_CACHE_DEFAULTS.maxBytes / 2 ** 20 } as const;
+/**
+ * The answer cache is the whole server's: each worker keeps its own share. On a small machine a
+ * share holds a large tree whole (about 1.7 KiB a profile), which is where CPU is scarce; on a machine
+ * with many cores memory stays bounded all the same.
+ */
+export const SERVE_DEFAULTS = { port: 3000, host: '127.0.0.1', cacheMiB: 512 } as const;
 /** More workers than this is a typo, not a machine. */
 const MAX_WORKERS = 256;
 
@@ -36,7 +40,7 @@ export function serveCommand(io: Io, _state: CliState): Command {
     .addOption(
       new Option(
         '--cache <MiB>',
-        `memory for profiles and error documents, per worker, checked against their file on every request; 0 reads every answer from disk (default: ${SERVE_DEFAULTS.cacheMiB})`,
+        `memory for profiles and error documents (about 1.7 KiB a profile), for the whole server, shared out equally among the workers; checked against their file on every request; 0 reads every answer from disk (default: ${SERVE_DEFAULTS.cacheMiB})`,
       ),
     )
     .addOption(
@@ -72,7 +76,7 @@ export function serveCommand(io: Io, _state: CliState): Command {
 }
 
 /** The flags checked and resolved before anything starts: a typo is exit 2 (a folder with no snapshot is the origin's to refuse). */
-function serveOptions(flags: ServeFlags, env: Io['env'], log: (line: string) => void): ServeOptions {
+export function serveOptions(flags: ServeFlags, env: Io['env'], log: (line: string) => void): ServeOptions {
   const given = outDirOption(flags, env);
   const port = parseNumber(flags.port ?? env.PORT ?? String(SERVE_DEFAULTS.port), '--port', {
     expected: 'a TCP port (0-65535)',
@@ -90,7 +94,7 @@ function serveOptions(flags: ServeFlags, env: Io['env'], log: (line: string) => 
   });
   const metrics = flags.metrics === undefined ? undefined : listenAddress(flags.metrics, '--metrics', '127.0.0.1');
   const setup: WorkerSetup = {
-    ...{ out: given, port, host: flags.host ?? SERVE_DEFAULTS.host, cacheBytes: cacheMiB * 2 ** 20 },
+    ...{ out: given, port, host: flags.host ?? SERVE_DEFAULTS.host, cacheBytes: Math.floor((cacheMiB * 2 ** 20) / workers) },
     ...{ verbose: Boolean(flags.verbose), tally: metrics !== undefined },
   };
   return { setup, workers, metrics, log };

@@ -78,7 +78,7 @@ export class OriginServer extends Server {
       socket.setTimeout(0);
       forget();
       if (rest.length > 0) socket.unshift(rest);
-      this.nodeConnection!(socket);
+      this.nodeConnection!.call(this, socket);
     };
     // As Node's server does with a connection idle after an answer; errors end it the same way.
     socket.setTimeout(this.keepAliveTimeout);

@@ -86,14 +86,14 @@ export function createOrigin(options: OriginOptions): Origin {
  */
 function quickAnswerer(cached: CachedAnswers, table: RouteTable, { log, count }: OriginOptions): QuickAnswerer {
   return (head, socket) => {
-    const started = log && process.hrtime.bigint();
+    const started = log ? process.hrtime.bigint() : 0n;
     const resolution = routeRequest(head.target, table);
     // A file with a gzip variant is negotiated on the full path, which adds Vary.
     if (resolution.kind === 'file' && resolution.gzip !== undefined) return undefined;
     const answer = cached.quickAnswer(head, resolution);
     if (answer === undefined) return undefined;
     count?.(answer.status);
-    if (log && started) {
+    if (log) {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       log(accessLogLine(socket.remoteAddress ?? '-', head.method, head.target, answer.status, answer.length ?? '-', ms));
     }

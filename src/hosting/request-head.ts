@@ -1,13 +1,13 @@
 /**
- * The head of an HTTP/1.1 request, read straight from a connection's bytes for the origin's front
- * (./origin-front.ts): only the plainest form a CDN or a client sends for a document.
+ * The head of an HTTP/1.1 request, read straight from a connection's bytes for the origin's quick
+ * path (./origin-server.ts): only the plainest form a CDN or a client sends for a document.
  *
  * Whatever this module is not sure Node's own HTTP server would read the same way is 'other', and
- * the front leaves the connection to that server: another method or version, a body, a target that
+ * the quick path leaves the connection to that server: another method or version, a body, a target that
  * is not plain, a header line with bytes beyond printable ASCII, a duplicate of a header that
  * matters, a missing Host, an Upgrade or Expect, a head longer than MAX_HEAD_BYTES. A head that
- * is not whole yet is 'partial'. The front only answers what it read here; the server answers the
- * rest as it always has.
+ * is not whole yet is 'partial'. The quick path only answers what it read here; the server answers
+ * the rest as it always has.
  */
 import { PLAIN_TARGET } from './request-target.js';
 

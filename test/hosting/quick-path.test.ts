@@ -4,7 +4,7 @@
  * Node's server whole, on the same connection, in order. Real sockets on 127.0.0.1, a real snapshot.
  */
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/origin.js';
 import { readHead } from '../../src/hosting/request-head.js';
@@ -161,6 +161,44 @@ describe('answers on the quick path', () => {
     expect(logged[1]).toMatch(/ "HEAD" "\/api\/v1\/users\/nobody" 404 \d+ /);
     // The third target is not plain: Node's path answered and logged it.
     expect(logged[2]).toMatch(/ "GET" "\/api\/v1\/users\/Alice\\"x" 404 /);
+  });
+
+  it('stops reading from a client that sends and does not read, until it has taken its answers', async () => {
+    const served: Socket[] = [];
+    const take = (socket: Socket) => served.push(socket);
+    servers.quick.origin.server.on('connection', take);
+    const requestsBefore = servers.quick.requests;
+    const client = connect(servers.quick.port, '127.0.0.1');
+    await once(client, 'connect');
+    client.pause();
+    // Whole heads in each write, each its own read: the quick path answers them all (a head split
+    // across reads would hand the connection to Node's server, which has backpressure of its own).
+    const batch = get('/api/v1/users/alice').repeat(1000);
+    let count = 0;
+    const server = () => served.at(-1)!;
+    for (let i = 0; i < 40 && !(served.length > 0 && server().isPaused()); i++) {
+      client.write(bytes(batch));
+      count += 1000;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect(server().isPaused(), 'the server stopped reading').toBe(true);
+    expect(servers.quick.requests, 'requests that reached Node`s request handling').toBe(requestsBefore);
+    const deadline = Date.now() + 5000;
+    // Reading now: every answer arrives, and the server reads again.
+    const mark = 'HTTP/1.1 200 OK';
+    let answered = 0;
+    let carry = '';
+    client.on('data', (d: Buffer) => {
+      // The carried tail is shorter than the mark: no match is counted twice.
+      const text = carry + d.toString('latin1');
+      answered += text.split(mark).length - 1;
+      carry = text.slice(-(mark.length - 1));
+    });
+    client.resume();
+    while (answered < count && Date.now() < deadline + 15_000) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(answered).toBe(count);
+    client.destroy();
+    servers.quick.origin.server.off('connection', take);
   });
 
   it('ends idle quick connections when closing, and drains', async () => {

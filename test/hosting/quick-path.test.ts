@@ -171,17 +171,21 @@ describe('answers on the quick path', () => {
     const client = connect(servers.quick.port, '127.0.0.1');
     await once(client, 'connect');
     client.pause();
-    // Whole heads in each write, each its own read: the quick path answers them all (a head split
-    // across reads would hand the connection to Node's server, which has backpressure of its own).
-    const batch = get('/api/v1/users/alice').repeat(1000);
+    // Whole heads in each write, each its own read: the server has read one batch before the next is
+    // sent, so the quick path answers them all (a head split across reads would hand the connection
+    // to Node's server, which has backpressure of its own).
+    const batch = bytes(get('/api/v1/users/alice').repeat(1000));
     let count = 0;
-    const server = () => served.at(-1)!;
-    for (let i = 0; i < 40 && !(served.length > 0 && server().isPaused()); i++) {
-      client.write(bytes(batch));
+    let written = 0;
+    const server = () => served.at(-1);
+    const sleep = () => new Promise((resolve) => setTimeout(resolve, 5));
+    for (let i = 0; i < 40 && !server()?.isPaused(); i++) {
+      client.write(batch);
+      written += batch.length;
       count += 1000;
-      await new Promise((resolve) => setTimeout(resolve, 25));
+      while (!server() || (server()!.bytesRead < written && !server()!.isPaused())) await sleep();
     }
-    expect(server().isPaused(), 'the server stopped reading').toBe(true);
+    expect(server()!.isPaused(), 'the server stopped reading').toBe(true);
     expect(servers.quick.requests, 'requests that reached Node`s request handling').toBe(requestsBefore);
     const deadline = Date.now() + 5000;
     // Reading now: every answer arrives, and the server reads again.

@@ -97,6 +97,12 @@ describe('answers on the quick path', () => {
       await new Promise((resolve) => setTimeout(resolve, gapMs));
     }
     await ended;
+    // Date is the one header the two paths may send apart (a second may turn between them): each
+    // must still be Node's form of the current time.
+    for (const [, date] of got.matchAll(/\r\nDate: ([^\r]*)\r\n/g)) {
+      expect(date).toBe(new Date(Date.parse(date!)).toUTCString());
+      expect(Math.abs(Date.parse(date!) - Date.now())).toBeLessThan(5000);
+    }
     return got.replace(/\r\nDate: [^\r]*\r\n/g, '\r\nDate: -\r\n');
   };
   const both = async (parts: string[]) => {
@@ -203,6 +209,26 @@ describe('answers on the quick path', () => {
     expect(answered).toBe(count);
     client.destroy();
     servers.quick.origin.server.off('connection', take);
+  });
+
+  it('closes a quick connection left idle for the keep-alive timeout, as Node does', async () => {
+    const origin = createOrigin({ out: snapshot.out });
+    origin.server.keepAliveTimeout = 300;
+    const { port } = await listen(origin.server, 0, '127.0.0.1');
+    try {
+      const socket = connect(port, '127.0.0.1');
+      let got = '';
+      socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      const closed = once(socket, 'close');
+      socket.write(bytes(get('/api/v1/users/alice')));
+      const started = Date.now();
+      await closed;
+      expect(got).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*Keep-Alive: timeout=0\r\n/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      expect(Date.now() - started).toBeLessThan(4000);
+    } finally {
+      await closeGracefully(origin.server, 1000);
+    }
   });
 
   it('ends idle quick connections when closing, and drains', async () => {

@@ -91,18 +91,18 @@ export class FileCache {
 
   /** The current version of the file at `path` (absolute, inside the out dir). */
   lookup(path: string): Lookup {
-    const cached = this.entries.get(path);
-    // Nothing to compare with: the read's own open and fstat decide (a miss, a symlink, a large file).
-    if (cached === undefined) return this.read(path);
     let stats: Stats | undefined;
     try {
+      // Looked at first even for a name never read: a name with no file (a miss, behind a CDN one
+      // request in several) is told without the error object a failed open would build.
       stats = lstatSync(path, { throwIfNoEntry: false });
     } catch {
       return undefined;
     }
     if (stats === undefined) return 'missing';
     if (!stats.isFile() || stats.size > this.options.maxFileBytes) return undefined;
-    return sameFile(cached, stats) ? cached : this.read(path);
+    const cached = this.entries.get(path);
+    return cached !== undefined && sameFile(cached, stats) ? cached : this.read(path);
   }
 
   /** Reads the file once through one descriptor, and keeps that version if admits() lets it in. */

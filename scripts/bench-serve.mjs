@@ -16,20 +16,23 @@
  * through one hash look-up, a miss finds nothing and gets the USER_NOT_FOUND document with 404, and
  * the query form is a `map` on `$arg_username`. Both servers are sent the very same requests.
  *
- * A warm-up for each server walks the whole mix `--warmup-walks` times (default 2): the rounds then see
+ * A warm-up for each server walks the whole mix `--warmup-walks` times (default 4): the rounds then see
  * each server as it runs for hours behind a CDN, its caches (nginx's: the kernel's page cache; serve's:
  * its own) as full as they get; the warm-up's own figures are printed, and the time to a first answer
- * is measured apart. The servers take turns: `--rounds` rounds of `--seconds` each, the order
- * alternating; medians count, and every figure is printed with its ratio to nginx's. Every answer's
- * status is checked against the one its request expects, with the contract headers; anything else
- * is counted as unexpected. Installs nginx-light with apt-get when nginx is missing (only here).
+ * is measured apart. Each of serve's workers keeps its own cache and sees only the requests of its
+ * connections: after k walks a worker of two has not yet seen about 1/2^k of the documents, so two
+ * walks would leave a quarter of each cache to be filled during the rounds (4 walks: 1/16). The
+ * servers take turns: `--rounds` rounds of `--seconds` each, the order alternating; medians count,
+ * and every figure is printed with its ratio to nginx's. Every answer's status is checked against
+ * the one its request expects, with the contract headers; anything else is counted as unexpected.
+ * Installs nginx-light with apt-get when nginx is missing (only here).
  *
  * Beside throughput and latency: each server's time to its first answer (from its start), and the
  * peak RSS of all its processes together (nginx's master and workers; serve's primary and workers),
  * sampled every 250 ms from /proc.
  *
  *   node scripts/bench-serve.mjs [--users 100000] [--store-dir .bench/stores] [--work-dir <dir>]
- *        [--connections 50] [--seconds 10] [--rounds 5] [--warmup-walks 2] [--report BENCHMARKS.md | --no-report]
+ *        [--connections 50] [--seconds 10] [--rounds 5] [--warmup-walks 4] [--report BENCHMARKS.md | --no-report]
  *        [--section serve] [--serve-workers <n>] (serve's --workers; default: its own, a worker per core)
  *        [--serve-script <file>]   (measures `node <file> <out dir>` in place of `serve`, for experiments)
  *
@@ -69,7 +72,7 @@ const DEFAULTS = {
   connections: 50,
   seconds: 10,
   rounds: 5,
-  warmupWalks: 2,
+  warmupWalks: 4,
   report: join(repo, 'BENCHMARKS.md'),
   section: 'serve',
   serveWorkers: undefined,
@@ -507,7 +510,7 @@ function reportSection(f, command, section) {
     '',
     `Measured by \`${command}\` on ${new Date().toISOString().slice(0, 10)} (${f.machine}; ${f.nginxVersion}, nginx-light, 2 worker processes): ` +
       `both servers on the same tree of ${f.users.toLocaleString('en-US')} profiles on tmpfs, autocannon in the same run with ${f.connections} connections over 127.0.0.1, ` +
-      `a warm-up each (${f.warmupWalks} walks through the whole mix, so that the rounds see each server as it runs behind a CDN for hours, its caches as full as they get), then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
+      `a warm-up each (${f.warmupWalks} walks through the whole mix, so that the rounds see each server as it runs behind a CDN for hours, its caches as full as they get; each of \`serve\`'s workers fills its own cache from its own connections' requests), then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
       `The mix (${f.mixSize.toLocaleString('en-US')} requests, shuffled): every published profile once, under either alias or the query form, lower or mixed case, and misses (404 USER_NOT_FOUND, 15%) in each form; all connections share one walk through it, carrying on from round to round, so neither server answers from a small hot set. ` +
       'nginx cannot lower-case a URL: its config maps every published name to itself with `map` (string keys match case-insensitively), so it answers the same requests as `serve`. ' +
       '`serve` runs with its defaults (a worker per core; a 512 MiB answer cache for the whole server, shared out among the workers) unless the table says otherwise. ' +
@@ -534,7 +537,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
   if (args.includes('--help')) {
     log(
-      'Usage: node scripts/bench-serve.mjs [--users 100000] [--store-dir <dir>] [--work-dir <dir>] [--connections 50] [--seconds 10] [--rounds 5] [--warmup-walks 2] [--report BENCHMARKS.md | --no-report] [--section serve] [--serve-workers <n>] [--serve-script <file>]',
+      'Usage: node scripts/bench-serve.mjs [--users 100000] [--store-dir <dir>] [--work-dir <dir>] [--connections 50] [--seconds 10] [--rounds 5] [--warmup-walks 4] [--report BENCHMARKS.md | --no-report] [--section serve] [--serve-workers <n>] [--serve-script <file>]',
     );
     process.exit(0);
   }

@@ -47,6 +47,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { SERVE_DEFAULTS } from '../build/cli/commands/serve.js';
 import { prng } from '../build/seed/synthetic.js';
 import { BENCH_ENV, machine, seededStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
@@ -513,7 +514,7 @@ function reportSection(f, command, section) {
       `a warm-up each (${f.warmupWalks} walks through the whole mix, so that the rounds see each server as it runs behind a CDN for hours, its caches as full as they get; each of \`serve\`'s workers fills its own cache from its own connections' requests), then ${f.rounds} rounds of ${f.seconds} s each, the servers taking turns; medians. ` +
       `The mix (${f.mixSize.toLocaleString('en-US')} requests, shuffled): every published profile once, under either alias or the query form, lower or mixed case, and misses (404 USER_NOT_FOUND, 15%) in each form; all connections share one walk through it, carrying on from round to round, so neither server answers from a small hot set. ` +
       'nginx cannot lower-case a URL: its config maps every published name to itself with `map` (string keys match case-insensitively), so it answers the same requests as `serve`. ' +
-      '`serve` runs with its defaults (a worker per core; a 512 MiB answer cache for the whole server, shared out among the workers) unless the table says otherwise. ' +
+      `\`serve\` runs with its defaults (a worker per core; a ${SERVE_DEFAULTS.cacheMiB} MiB answer cache for the whole server, shared out among the workers) unless the table says otherwise. ` +
       'autocannon runs in one thread on the same cores as the servers, and reports latency in whole milliseconds.',
     '',
     '| server | req/s | ratio | p50 ms | ratio | p99 ms | ratio | CPU µs/request | ratio | peak RSS, all processes | first answer | socket errors | unexpected answers |',

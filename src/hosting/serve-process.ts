@@ -7,10 +7,11 @@
 import { usageError } from '../core/errors.js';
 import { serveMetrics, type MetricsEndpoint } from '../core/metrics-endpoint.js';
 import { hostPort } from '../core/text.js';
-import { closeGracefully, createOrigin, listenOrRefuse } from './origin.js';
+import { closeGracefully, listenOrRefuse } from './origin.js';
 import { ServeCluster } from './serve-cluster.js';
 import { ServeMetrics } from './serve-metrics.js';
-import { countInto, noAnswers, type WorkerSetup } from './serve-messages.js';
+import type { WorkerSetup } from './serve-messages.js';
+import { originFor } from './serve-worker.js';
 
 type Address = { host: string; port: number };
 
@@ -79,13 +80,7 @@ async function startCluster(options: ServeOptions): Promise<Serving> {
 }
 
 async function startSingle({ setup, log }: ServeOptions): Promise<Serving> {
-  const totals = noAnswers();
-  const { server } = createOrigin({
-    out: setup.out,
-    cacheBytes: setup.cacheBytes,
-    log: setup.verbose ? log : undefined,
-    count: setup.tally ? countInto(totals) : undefined,
-  });
+  const { server, totals } = originFor(setup, log);
   const address = await listenOrRefuse(server, setup.port, setup.host);
   const metrics = new ServeMetrics(1, () => 1);
   return {

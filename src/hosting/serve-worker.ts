@@ -7,7 +7,8 @@
  */
 import { reportOf } from '../core/errors.js';
 import { closeGracefully, createOrigin, listenOrRefuse } from './origin.js';
-import { countInto, noAnswers, type PrimaryMessage, type WorkerMessage, type WorkerSetup } from './serve-messages.js';
+import type { OriginServer } from './origin-server.js';
+import { countInto, noAnswers, type AnswerTotals, type PrimaryMessage, type WorkerMessage, type WorkerSetup } from './serve-messages.js';
 
 /** How often a counting worker reports its totals. */
 const TALLY_EVERY_MS = 1000;
@@ -17,18 +18,28 @@ const tell = (message: WorkerMessage, then?: () => void) => {
   else then?.();
 };
 
+/**
+ * The origin server a process of `serve` runs for `setup` (a worker, or the single process), and the
+ * totals it counts its answers into when `setup` asks for them.
+ */
+export function originFor(setup: WorkerSetup, log: (line: string) => void): { server: OriginServer; totals: AnswerTotals } {
+  const totals = noAnswers();
+  const { server } = createOrigin({
+    out: setup.out,
+    cacheBytes: setup.cacheBytes,
+    log: setup.verbose ? log : undefined,
+    count: setup.tally ? countInto(totals) : undefined,
+  });
+  return { server, totals };
+}
+
 /** Serves until told to stop, then drains and lets the process end. */
 export async function runWorker(setup: WorkerSetup, log: (line: string) => void): Promise<void> {
   let server;
+  let totals;
   let address;
-  const totals = noAnswers();
   try {
-    ({ server } = createOrigin({
-      out: setup.out,
-      cacheBytes: setup.cacheBytes,
-      log: setup.verbose ? log : undefined,
-      count: setup.tally ? countInto(totals) : undefined,
-    }));
+    ({ server, totals } = originFor(setup, log));
     address = await listenOrRefuse(server, setup.port, setup.host);
   } catch (error) {
     const { kind, message, hint } = reportOf(error);

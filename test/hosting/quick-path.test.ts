@@ -131,6 +131,8 @@ describe('answers on the quick path', () => {
       get('/api/v1/users/alice', 'If-None-Match: "stale"\r\nAccept-Encoding: gzip\r\nRange: bytes=0-3\r\n'),
       get('/api/v1/users'),
       get('/api/v1/users?username='),
+      // Plain, with a dot segment: a traversal attempt, answered alike on both paths.
+      get('/api/v1/users/../users/alice'),
     ];
     const requestsBefore = servers.quick.requests;
     // Each on its own connection, then all pipelined in one write.

@@ -4,7 +4,7 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['build/', 'dist/', 'coverage/', '.bench/', 'node_modules/', 'netlify/edge-functions/', 'cloudflare/', 'aws/'] },
+  { ignores: ['build/', 'dist/', 'coverage/', '.bench/', 'node_modules/', '.runtimes/', 'netlify/edge-functions/', 'cloudflare/', 'aws/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -196,7 +196,7 @@ async function withWatcher(db, out, args, env, use) {
   try {
     return await use(watcher, status);
   } catch (error) {
-    throw new Error(`${error.message}\n${stderr}`);
+    throw new Error(`${error.message}\n${stderr}`, { cause: error });
   } finally {
     watcher.kill('SIGTERM');
     await new Promise((r) => watcher.once('exit', r));

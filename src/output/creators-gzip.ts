@@ -223,7 +223,7 @@ function assemble(
   const member = memberOffsets(layout);
   const written: Piece[] = [];
   const out = new MemberWriter(sink);
-  let onWorker = 0;
+  let onWorker: number;
   try {
     const arrayStart = member[0]!;
     out.deflate(list.read(0, arrayStart), undefined, false);

@@ -73,7 +73,7 @@ export class PublishThread {
 
   private constructor(private readonly worker: Worker) {
     worker.on('message', (message: FromPublishThread) => this.receive(message));
-    worker.on('error', (error) => this.stop(error));
+    worker.on('error', (error) => this.stop(error instanceof Error ? error : new Error(String(error))));
     worker.on('exit', (code) => this.stop(new Error(`the publish thread ended (exit code ${code}) in the middle of a publish`)));
     worker.unref(); // after the listeners, which would otherwise hold the process open
   }

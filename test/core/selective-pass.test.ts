@@ -242,11 +242,11 @@ describe('selective passes (a session reads only changed users)', () => {
     // Another writer rebuilt the tree (the manifest is not the one this session's pass wrote).
     write('UPDATE users SET views = 6 WHERE id = 1');
     buildTo(db, out);
-    report = passAfter('UPDATE users SET views = 7 WHERE id = 1', CANDIDATES);
+    passAfter('UPDATE users SET views = 7 WHERE id = 1', CANDIDATES);
     // A pass that fails (--strict with a warning) writes nothing; the next one reads every row.
     write("UPDATE users SET bio = x'41' WHERE id = 2");
     expect(() => pass({ strict: true })).toThrow(StrictWarningsError);
-    report = passAfter("UPDATE users SET bio = 'fine' WHERE id = 2", CANDIDATES);
+    passAfter("UPDATE users SET bio = 'fine' WHERE id = 2", CANDIDATES);
   });
 
   it('a pass whose output fails to commit, after its read transaction ended, leaves the next pass to read every row', () => {

@@ -58,7 +58,9 @@ function buildOnce(db: string, out: string): BuildReport {
     return build({ db, out, baseUrl: BASE, snapshotMs: SNAPSHOT_MS, reproducible: true });
   } catch (error) {
     // Bad data must never stop a build: no store of the contract's schema is an error, let alone a crash.
-    throw new Error(`build threw ${error instanceof SnapshotError ? `a ${error.kind} error` : 'a crash'}: ${String(error)}`);
+    throw new Error(`build threw ${error instanceof SnapshotError ? `a ${error.kind} error` : 'a crash'}: ${String(error)}`, {
+      cause: error,
+    });
   }
 }
 

@@ -256,8 +256,9 @@ function publishGauges(registers: Registry[]): PublishGauges {
       registers,
     ),
     objectsTotal: gauge(
-      'profile_snapshot_publish_objects_total',
-      'Objects in the current phase of the publish under way; 0 when none runs. done/total is its progress.',
+      // No _total suffix: a gauge that falls to 0 between publishes, and Prometheus keeps _total for counters.
+      'profile_snapshot_publish_objects',
+      'Objects in the current phase of the publish under way; 0 when none runs. profile_snapshot_publish_objects_done over this is its progress.',
       registers,
     ),
     bytesSent: gauge('profile_snapshot_publish_bytes_sent', 'Bytes the publish under way has uploaded; 0 when none runs.', registers),

@@ -95,7 +95,7 @@ const PUBLISH_METRICS = [
   'profile_snapshot_leader_info gauge',
   'profile_snapshot_publish_running gauge',
   'profile_snapshot_publish_objects_done gauge',
-  'profile_snapshot_publish_objects_total gauge',
+  'profile_snapshot_publish_objects gauge',
   'profile_snapshot_publish_bytes_sent gauge',
   'profile_snapshot_publish_eta_seconds gauge',
   'profile_snapshot_seconds_since_progress gauge',

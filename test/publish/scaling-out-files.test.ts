@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { Job } from 'kubernetes-models/batch/v1/Job';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
@@ -17,6 +18,11 @@ import { REPO } from '../helpers/store.js';
 
 const DOCS = join(REPO, 'docs/scaling-out');
 const WORKFLOW = join(DOCS, 'github-actions.yml');
+const IMAGE_WORKFLOW = join(REPO, '.github/workflows/image.yml');
+/** What the image workflow publishes, and so what the manifests must run (owner "example"). */
+const IMAGE = /^ghcr\.io\/example\/profile-snapshot:\d+\.\d+$/;
+/** The Dockerfile's user. */
+const IMAGE_UID = 10001;
 const SHARDS = 4;
 
 function actionValidator(file: string): { status: number | null; output: string } {
@@ -26,7 +32,7 @@ function actionValidator(file: string): { status: number | null; output: string 
 
 /** Each document of a manifest file, validated as its kind. */
 function validateManifests(text: string): { kind: string; object: any }[] {
-  const kinds: Record<string, new (data: any) => { validate(): void }> = { Job, StatefulSet, Service };
+  const kinds: Record<string, new (data: any) => { validate(): void }> = { Job, StatefulSet, Service, ConfigMap };
   return parseAllDocuments(text).map((document) => {
     const object = document.toJSON();
     const Model = kinds[object.kind];
@@ -49,6 +55,26 @@ describe('the GitHub Actions workflow', () => {
     expect(actionValidator(broken).status).not.toBe(0);
   });
 
+  it('passes action-validator for the image workflow too, which fails a broken copy of it', () => {
+    const valid = actionValidator(IMAGE_WORKFLOW);
+    expect(valid.status, valid.output).toBe(0);
+    const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-workflow-'));
+    const broken = join(dir, 'broken.yml');
+    writeFileSync(broken, readFileSync(IMAGE_WORKFLOW, 'utf8').replace('runs-on: ubuntu-latest', 'runs_on: ubuntu-latest'));
+    expect(actionValidator(broken).status).not.toBe(0);
+  });
+
+  it('publishes the image to ghcr.io on main and tags, and only builds it for pull requests', () => {
+    const workflow = parse(readFileSync(IMAGE_WORKFLOW, 'utf8'));
+    expect(workflow.on.push).toEqual({ branches: ['main'], tags: ['v*'] });
+    expect(workflow.permissions.packages).toBe('write');
+    const steps: any[] = workflow.jobs.image.steps;
+    const step = (action: string) => steps.find((s) => String(s.uses).startsWith(`docker/${action}@`));
+    expect(step('metadata-action').with.images).toBe('ghcr.io/${{ github.repository_owner }}/profile-snapshot');
+    expect(step('login-action').with.password).toBe('${{ secrets.GITHUB_TOKEN }}');
+    expect(step('build-push-action').with.push).toBe("${{ github.event_name != 'pull_request' }}");
+  });
+
   it('runs one job per shard of the same n, then the composing step after all of them', () => {
     const workflow = parse(readFileSync(WORKFLOW, 'utf8'));
     const shard = workflow.jobs.shard;
@@ -67,7 +93,7 @@ describe('the Kubernetes manifests', () => {
     const job = readFileSync(join(DOCS, 'kubernetes-job.yaml'), 'utf8');
     const watchers = readFileSync(join(DOCS, 'kubernetes-watchers.yaml'), 'utf8');
     expect(validateManifests(job).map((d) => d.kind)).toEqual(['Job']);
-    expect(validateManifests(watchers).map((d) => d.kind)).toEqual(['Service', 'StatefulSet', 'StatefulSet']);
+    expect(validateManifests(watchers).map((d) => d.kind)).toEqual(['ConfigMap', 'Service', 'StatefulSet', 'StatefulSet']);
     expect(() => validateManifests(job.replace(`completions: ${SHARDS}`, 'completions: four'))).toThrow();
     expect(() => validateManifests(watchers.replace('replicas: 4', 'replicas: four'))).toThrow();
   });
@@ -85,6 +111,8 @@ describe('the Kubernetes manifests', () => {
     expect(container.env.findIndex((e: any) => e.name === 'SHARD_INDEX')).toBeLessThan(
       container.env.findIndex((e: any) => e.name === 'PROFILE_SHARD'),
     );
+    expect(container.image).toMatch(IMAGE);
+    expect(job.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: IMAGE_UID });
   });
 
   it('give each watcher and its standby the pod ordinal of the same n as the shard', () => {
@@ -97,6 +125,14 @@ describe('the Kubernetes manifests', () => {
       expect(envOf(container, 'PROFILE_SHARD').value).toBe(`$(SHARD_INDEX)/${SHARDS}`);
       expect(container.args).toEqual(expect.arrayContaining(['watch', '--publish']));
       expect(container.readinessProbe.httpGet.path).toBe('/healthz');
+      // The repository's image, as its user; only the LiteFS sidecar (FUSE) is privileged.
+      expect(container.image).toMatch(IMAGE);
+      expect(object.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: IMAGE_UID });
+      expect(container.securityContext.privileged).toBeUndefined();
+      const litefs = object.spec.template.spec.initContainers.find((c: any) => c.name === 'litefs');
+      expect(litefs.restartPolicy).toBe('Always');
+      expect(litefs.volumeMounts.find((m: any) => m.mountPath === '/litefs').mountPropagation).toBe('Bidirectional');
+      expect(container.volumeMounts.find((m: any) => m.mountPath === '/litefs').mountPropagation).toBe('HostToContainer');
     }
   });
 });

@@ -2,6 +2,7 @@
  * Typed failures. Every expected failure is a SnapshotError carrying its exit code, so the CLI has
  * one exit point that maps errors to codes; anything else is a bug and exits 1.
  */
+import { nativeMismatchOf } from './runtime.js';
 import { plural } from './text.js';
 
 export const ExitCode = {
@@ -21,6 +22,7 @@ export const ExitCode = {
   stalled: 13,
   storeReadOnly: 14,
   clockFormat: 15,
+  runtime: 16,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -38,7 +40,8 @@ export type SnapshotErrorKind =
   | 'listBehind'
   | 'stalled'
   | 'storeReadOnly'
-  | 'clockFormat';
+  | 'clockFormat'
+  | 'runtime';
 
 export class SnapshotError extends Error {
   readonly kind: SnapshotErrorKind;
@@ -121,6 +124,9 @@ export function reportOf(error: unknown): ErrorReport {
   if (error instanceof SnapshotError) {
     return { kind: error.kind, exitCode: error.exitCode, message: messageWithCause(error), hint: error.hint ?? null };
   }
+  // Not a bug of ours: a native module installed for another Node than the one running (exit 16).
+  const mismatch = nativeMismatchOf(error);
+  if (mismatch !== undefined) return { kind: 'runtime', exitCode: ExitCode.runtime, message: mismatch.message, hint: mismatch.hint };
   return {
     kind: 'bug',
     exitCode: ExitCode.bug,

@@ -1,10 +1,11 @@
 /**
  * The package installs like a CLI. A clean copy of the repository (sources, tests, scripts and a
  * stray dist/, but no build/: prepack must compile it) is packed with `npm pack`; the tarball is
- * installed with `npm install -g` into an empty prefix, which builds better-sqlite3 from source as
- * a user's machine would (about a minute). The installed `profile-snapshot` must answer --help and
- * build the sample store, and the tarball must hold the compiled code, bin/, the contract and
- * data/'s SQL, never tests, scripts, sources, source maps or dist/.
+ * installed with `npm install -g` into an empty prefix under the Node running the test, as a user's
+ * machine would (better-sqlite3's N-API binary comes prebuilt inside its package). The installed
+ * `profile-snapshot` must answer --help and build the sample store, and the tarball must hold the
+ * compiled code, bin/, the contract and data/'s SQL, never tests, scripts, sources, source maps or
+ * dist/.
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';

@@ -9,19 +9,17 @@ ARG RUNTIME_BASE=node:26-bookworm-slim
 
 FROM ${BUILD_BASE} AS build
 WORKDIR /src
-# node-gyp builds better-sqlite3 against the headers the Node image ships, instead of downloading
-# them from nodejs.org (which a build behind a registry mirror cannot reach).
+# A native module that compiles (better-sqlite3's comes prebuilt) builds against the headers the
+# Node image ships, instead of downloading them from nodejs.org (unreachable behind a mirror).
 ENV npm_config_nodedir=/usr/local \
     npm_config_update_notifier=false \
     npm_config_fund=false \
     npm_config_audit=false
 COPY package.json package-lock.json ./
 # Registry settings (a mirror, its CA) come in as a build secret, so none of it is left in a layer.
-# --legacy-peer-deps: openapi-typescript (a dev tool) still names typescript 5 as its peer while the
-# project compiles with 6; npm 11 refuses that pair in `npm ci` otherwise.
 RUN --mount=type=secret,id=npmrc --mount=type=secret,id=npm-ca \
     if [ -s /run/secrets/npmrc ]; then export NPM_CONFIG_USERCONFIG=/run/secrets/npmrc; fi; \
-    npm ci --legacy-peer-deps
+    npm ci
 COPY tsconfig.json ./
 COPY scripts/copy-js.mjs scripts/
 COPY src/ src/
@@ -29,7 +27,7 @@ COPY bin/ bin/
 COPY contract/ contract/
 COPY data/schema.sql data/
 RUN npm run compile \
-    && npm prune --omit=dev --legacy-peer-deps \
+    && npm prune --omit=dev \
     && find build -name '*.map' -delete
 
 FROM ${RUNTIME_BASE}

@@ -3,7 +3,8 @@
  * two bases are made here (Debian bookworm by mmdebstrap from the machine's apt sources, Node from
  * the npm registry, ./container-base.sh) and passed as BUILD_BASE and RUNTIME_BASE, as an offline
  * builder would. The image builds the sample store into a mounted folder, serves it with the
- * contract's headers on a published port, runs as a non-root user and stops cleanly on SIGTERM.
+ * contract's headers on a published port, runs as a non-root user, keeps a store fresh with `watch`
+ * (its /healthz probed from outside), and stops cleanly on SIGTERM as PID 1, serve and watch alike.
  *
  * Needs podman and mmdebstrap (root, or rootless podman). Without them the suite skips and says
  * why, unless PROFILE_SNAPSHOT_REQUIRE_CONTAINER=1, which makes the skip a failure.
@@ -252,5 +253,48 @@ describe.skipIf(skipReason !== '')('the image', () => {
       }
     },
     10 * MINUTES,
+  );
+  it(
+    'watches the store with --metrics: /healthz answers 200, SIGTERM ends its cycle and exits 0',
+    async () => {
+      if (runError !== '') return; // said above, and the build test checked the image's files instead
+      const data = join(work.path, 'watch-data');
+      const out = join(work.path, 'watch-out');
+      mkdirSync(data);
+      mkdirSync(out);
+      sampleStore(join(data, 'store.db'));
+      // The store's folder too: SQLite makes the -shm and -wal files beside the store.
+      for (const path of [data, out]) chmodSync(path, 0o777);
+      chmodSync(join(data, 'store.db'), 0o666);
+      const port = await freePort();
+      const name = `profile-snapshot-watch-${process.pid}`;
+      const watch = podman([
+        ...['run', '--detach', '--name', name, ...LIMITS, '-p', `127.0.0.1:${port}:9464`],
+        ...['-v', `${data}:/data`, '-v', `${out}:/out`, IMAGE],
+        ...['watch', '--db', '/data/store.db', '--out', '/out/dist', '--interval', '1', '--metrics', '0.0.0.0:9464'],
+      ]);
+      try {
+        expect(watch.code, watch.stderr).toBe(0);
+        const started = Date.now();
+        let health: Answer | undefined;
+        while (health?.status !== 200 && Date.now() - started < 30_000) {
+          health = await fetchOnce(`http://127.0.0.1:${port}/healthz`).catch(() => undefined);
+          if (health?.status !== 200) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(health?.status, podman(['logs', name]).stderr).toBe(200);
+        expect(existsSync(join(out, 'dist/api/v1/users/alice'))).toBe(true);
+
+        const stopStarted = Date.now();
+        expect((await podmanAsync(['kill', '--signal', 'TERM', name])).code).toBe(0);
+        const waited = await podmanAsync(['wait', name], 30_000);
+        const stopMs = Date.now() - stopStarted;
+        figures.push(`watch: SIGTERM to exit ${stopMs} ms`);
+        expect(waited.stdout.trim(), podman(['logs', name]).stderr).toBe('0');
+        expect(stopMs).toBeLessThan(5_000);
+      } finally {
+        podman(['rm', '--force', name]);
+      }
+    },
+    5 * MINUTES,
   );
 });

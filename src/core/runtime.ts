@@ -21,7 +21,6 @@ const MAJOR_OF_ABI: Readonly<Record<number, number>> = {
 
 /** What a failure to load a native module built for another Node says, and how to fix it. */
 export interface NativeMismatch {
-  module: string;
   message: string;
   hint: string;
 }
@@ -38,7 +37,6 @@ export function nativeMismatchOf(error: unknown): NativeMismatch | undefined {
   const module = moduleNameOf(error.message);
   const builtNode = MAJOR_OF_ABI[builtFor] === undefined ? 'another Node.js' : `Node.js ${MAJOR_OF_ABI[builtFor]}`;
   return {
-    module,
     message:
       `the native module ${module} was built for ${builtNode} (NODE_MODULE_VERSION ${builtFor}), ` +
       `but this is Node.js ${process.versions.node} (NODE_MODULE_VERSION ${versions[2]})`,

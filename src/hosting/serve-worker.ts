@@ -43,7 +43,7 @@ export async function runWorker(setup: WorkerSetup, log: (line: string) => void)
     address = await listenOrRefuse(server, setup.port, setup.host);
   } catch (error) {
     const { kind, message, hint } = reportOf(error);
-    tell({ type: 'failed', report: { kind, message, hint } }, () => process.connected && process.disconnect?.());
+    tell({ type: 'failed', report: { kind, message, hint } }, leavePrimary);
     return;
   }
   const reporting = setup.tally ? setInterval(() => tell({ type: 'tally', totals }), TALLY_EVERY_MS) : undefined;
@@ -57,6 +57,11 @@ export async function runWorker(setup: WorkerSetup, log: (line: string) => void)
   });
   await closeGracefully(server);
   clearInterval(reporting);
-  if (setup.tally) tell({ type: 'tally', totals }, () => process.connected && process.disconnect?.());
-  else if (process.connected) process.disconnect?.();
+  if (setup.tally) tell({ type: 'tally', totals }, leavePrimary);
+  else leavePrimary();
+}
+
+/** Closes the channel to the primary while it is open (a process started without IPC has no disconnect). */
+function leavePrimary(): void {
+  if (process.connected) process.disconnect?.();
 }

@@ -5,13 +5,14 @@
  * process, so the CLI must not block it).
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { createServer as netServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
+import { toolsPresent } from './tools.js';
 
 export const BUCKET = 'profiles';
 export const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
@@ -43,13 +44,9 @@ export async function startS3rver(): Promise<S3Server> {
   };
 }
 
-export const hasMoto = spawnSync('moto_server', ['--help'], { stdio: 'ignore' }).status === 0;
-
 // CI's machines have moto_server: there, the tests that need a store honouring conditional writes
-// must run, never be skipped (.ci/run sets this).
-if (!hasMoto && process.env.PROFILE_SNAPSHOT_REQUIRE_MOTO === '1') {
-  throw new Error('moto_server is not installed, and PROFILE_SNAPSHOT_REQUIRE_MOTO=1 forbids skipping the tests that need it');
-}
+// must run, never be skipped (.ci/run sets PROFILE_SNAPSHOT_REQUIRE_MOTO).
+export const hasMoto = toolsPresent({ moto_server: ['--help'] }, 'PROFILE_SNAPSHOT_REQUIRE_MOTO', 'pip install "moto[server]"');
 
 export async function startMoto(): Promise<S3Server> {
   const port = await freePort();

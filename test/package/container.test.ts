@@ -13,11 +13,12 @@ import { execFile, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_HEADERS } from '../../src/hosting/routes.js';
+import { freePort } from '../helpers/s3.js';
 import { REPO, sampleStore, tempDir } from '../helpers/store.js';
+import { toolsPresent } from '../helpers/tools.js';
 
 const REQUIRED = process.env.PROFILE_SNAPSHOT_REQUIRE_CONTAINER === '1';
 const BASE_SCRIPT = join(REPO, 'test/package/container-base.sh');
@@ -44,17 +45,11 @@ function podmanAsync(args: string[], timeoutMs = 2 * MINUTES): Promise<{ code: n
     );
   });
 }
-const has = (tool: string) => sh('sh', ['-c', `command -v ${tool}`]).code === 0;
-
-const missing = ['podman', 'mmdebstrap', 'tar'].filter((tool) => !has(tool));
-const skipReason = missing.length > 0 ? `container test skipped: ${missing.join(', ')} not installed` : '';
-if (skipReason !== '') console.warn(skipReason);
-
-describe('tools', () => {
-  it.runIf(REQUIRED)('are installed, as PROFILE_SNAPSHOT_REQUIRE_CONTAINER=1 demands', () => {
-    expect(missing, skipReason).toEqual([]);
-  });
-});
+const hasTools = toolsPresent(
+  { podman: ['--version'], mmdebstrap: ['--version'], tar: ['--version'] },
+  'PROFILE_SNAPSHOT_REQUIRE_CONTAINER',
+  'apt-get install podman buildah mmdebstrap runc',
+);
 
 /** A base image named after a hash of its recipe: a rerun finds it and skips mmdebstrap's minutes. */
 function base(kind: 'build' | 'runtime', npmVersion: string): string {
@@ -85,15 +80,6 @@ function registrySecrets(dir: string): string[] {
   return secrets;
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolveListen) => server.listen(0, '127.0.0.1', resolveListen));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolveClose) => server.close(resolveClose));
-  return port;
-}
-
 interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -111,7 +97,49 @@ function fetchOnce(url: string): Promise<Answer> {
   });
 }
 
-describe.skipIf(skipReason !== '')('the image', () => {
+/** Asks `url` every 50 ms until an answer will do (`ready`) or 30 s pass: the last answer, if any. */
+async function answerWhen(url: string, ready: (answer: Answer) => boolean): Promise<Answer | undefined> {
+  const started = Date.now();
+  let answer: Answer | undefined;
+  while (Date.now() - started < 30_000) {
+    answer = await fetchOnce(url).catch(() => undefined);
+    if (answer !== undefined && ready(answer)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return answer;
+}
+
+/** The sample store's folder and a folder for the tree, both open to the container's user (not this one's). */
+function mountableFolders(parent: string, prefix: string): { data: string; out: string } {
+  const data = join(parent, `${prefix}data`);
+  const out = join(parent, `${prefix}out`);
+  mkdirSync(data);
+  mkdirSync(out);
+  sampleStore(join(data, 'store.db'));
+  // SQLite makes the -shm and -wal files beside the store, and the tree is written into out.
+  chmodSync(data, 0o777);
+  chmodSync(out, 0o777);
+  chmodSync(join(data, 'store.db'), 0o666);
+  return { data, out };
+}
+
+/**
+ * SIGTERM to a running container, then its exit, which must be 0 within 5 s: as PID 1 the CLI gets
+ * the signal only through a handler of its own. The waits are asynchronous: this process is the
+ * client whose kept-alive connection the server ends, and a client blocked in a synchronous wait
+ * would never close its side of it. Returns the time from the signal to the exit.
+ */
+async function expectCleanStop(name: string): Promise<number> {
+  const started = Date.now();
+  expect((await podmanAsync(['kill', '--signal', 'TERM', name])).code).toBe(0);
+  const waited = await podmanAsync(['wait', name], 30_000);
+  const stopMs = Date.now() - started;
+  expect(waited.stdout.trim(), podman(['logs', name]).stderr).toBe('0');
+  expect(stopMs).toBeLessThan(5_000);
+  return stopMs;
+}
+
+describe.skipIf(!hasTools)('the image', () => {
   let work: ReturnType<typeof tempDir>;
   let runError = '';
   const figures: string[] = [];
@@ -183,15 +211,7 @@ describe.skipIf(skipReason !== '')('the image', () => {
         }
         return;
       }
-      const data = join(work.path, 'data');
-      const out = join(work.path, 'out');
-      mkdirSync(data);
-      mkdirSync(out);
-      sampleStore(join(data, 'store.db'));
-      // The container's user is not this one: let it read the store (and its -shm) and write the tree.
-      chmodSync(data, 0o777);
-      chmodSync(out, 0o777);
-      chmodSync(join(data, 'store.db'), 0o666);
+      const { data, out } = mountableFolders(work.path, '');
 
       const build = podman(
         [
@@ -223,11 +243,7 @@ describe.skipIf(skipReason !== '')('the image', () => {
       ]);
       try {
         expect(serve.code, serve.stderr).toBe(0);
-        let answer: Answer | undefined;
-        while (answer === undefined && Date.now() - runStarted < 30_000) {
-          answer = await fetchOnce(`http://127.0.0.1:${port}/api/v1/users/alice`).catch(() => undefined);
-          if (answer === undefined) await new Promise((r) => setTimeout(r, 50));
-        }
+        const answer = await answerWhen(`http://127.0.0.1:${port}/api/v1/users/alice`, () => true);
         const firstAnswerMs = Date.now() - runStarted;
         expect(answer, podman(['logs', name]).stderr).toBeDefined();
         figures.push(`run to first answer of serve ${firstAnswerMs} ms`);
@@ -238,16 +254,8 @@ describe.skipIf(skipReason !== '')('the image', () => {
         const uid = podman(['exec', name, 'sh', '-c', 'id -u']);
         expect(uid.stdout.trim()).not.toBe('0');
 
-        // PID 1 gets SIGTERM only through a handler of its own: serve's must drain and exit 0. The
-        // waits are asynchronous: this process is the client whose kept-alive connection serve ends,
-        // and a client blocked in a synchronous wait would never close its side of it.
-        const stopStarted = Date.now();
-        expect((await podmanAsync(['kill', '--signal', 'TERM', name])).code).toBe(0);
-        const waited = await podmanAsync(['wait', name], 30_000);
-        const stopMs = Date.now() - stopStarted;
-        figures.push(`SIGTERM to exit ${stopMs} ms`);
-        expect(waited.stdout.trim(), podman(['logs', name]).stderr).toBe('0');
-        expect(stopMs).toBeLessThan(5_000);
+        // serve's handler drains its workers and exits 0.
+        figures.push(`SIGTERM to exit ${await expectCleanStop(name)} ms`);
       } finally {
         podman(['rm', '--force', name]);
       }
@@ -258,14 +266,7 @@ describe.skipIf(skipReason !== '')('the image', () => {
     'watches the store with --metrics: /healthz answers 200, SIGTERM ends its cycle and exits 0',
     async () => {
       if (runError !== '') return; // said above, and the build test checked the image's files instead
-      const data = join(work.path, 'watch-data');
-      const out = join(work.path, 'watch-out');
-      mkdirSync(data);
-      mkdirSync(out);
-      sampleStore(join(data, 'store.db'));
-      // The store's folder too: SQLite makes the -shm and -wal files beside the store.
-      for (const path of [data, out]) chmodSync(path, 0o777);
-      chmodSync(join(data, 'store.db'), 0o666);
+      const { data, out } = mountableFolders(work.path, 'watch-');
       const port = await freePort();
       const name = `profile-snapshot-watch-${process.pid}`;
       const watch = podman([
@@ -275,22 +276,12 @@ describe.skipIf(skipReason !== '')('the image', () => {
       ]);
       try {
         expect(watch.code, watch.stderr).toBe(0);
-        const started = Date.now();
-        let health: Answer | undefined;
-        while (health?.status !== 200 && Date.now() - started < 30_000) {
-          health = await fetchOnce(`http://127.0.0.1:${port}/healthz`).catch(() => undefined);
-          if (health?.status !== 200) await new Promise((r) => setTimeout(r, 100));
-        }
+        const health = await answerWhen(`http://127.0.0.1:${port}/healthz`, (answer) => answer.status === 200);
         expect(health?.status, podman(['logs', name]).stderr).toBe(200);
         expect(existsSync(join(out, 'dist/api/v1/users/alice'))).toBe(true);
 
-        const stopStarted = Date.now();
-        expect((await podmanAsync(['kill', '--signal', 'TERM', name])).code).toBe(0);
-        const waited = await podmanAsync(['wait', name], 30_000);
-        const stopMs = Date.now() - stopStarted;
-        figures.push(`watch: SIGTERM to exit ${stopMs} ms`);
-        expect(waited.stdout.trim(), podman(['logs', name]).stderr).toBe('0');
-        expect(stopMs).toBeLessThan(5_000);
+        // watch's handler ends its cycle and exits 0.
+        figures.push(`watch: SIGTERM to exit ${await expectCleanStop(name)} ms`);
       } finally {
         podman(['rm', '--force', name]);
       }

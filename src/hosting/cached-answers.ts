@@ -9,7 +9,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ErrorCode } from '../render/documents.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
-import type { QuickAnswer } from './origin-server.js';
+import type { QuickAnswer } from './quick-connection.js';
 import { Slabs } from './slabs.js';
 import type { RequestHead } from './request-head.js';
 import type { Resolution, RouteTable } from './routes.js';

@@ -23,7 +23,8 @@ import { hostPort } from '../core/text.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
-import { OriginServer, type QuickAnswerer } from './origin-server.js';
+import { OriginServer } from './origin-server.js';
+import type { QuickAnswerer } from './quick-connection.js';
 import { routePlainTarget, routeRequest } from './request-target.js';
 import {
   ALLOW_HEADER,

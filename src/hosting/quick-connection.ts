@@ -1,0 +1,208 @@
+/**
+ * One connection on the origin's quick path (./origin-server.ts): its bytes read, its plain heads
+ * answered from memory, and every decision about it made as Node's own server would make it.
+ *
+ * - Bounds: answers are written as pieces (no copy into one buffer), and once the bytes queued on
+ *   the socket reach its high-water mark, answering and reading stop until the client has taken
+ *   them ('drain'). What a connection holds is then the bytes of one read not yet answered, the
+ *   socket's buffers and the answers' pieces, which the cache already holds.
+ * - Order: the first head it cannot answer hands the connection to Node's server with every byte
+ *   not answered, in order, and never while reading is stopped, so Node's parser and its own
+ *   backpressure take over a connection in the state they expect.
+ * - Fate: the timeouts Node's server sets (server.timeout while a request is read, keepAliveTimeout
+ *   plus its buffer when idle), `Connection: close` ending it once the answer is out, a client's
+ *   half-close ending it once its answers are out.
+ * - Failures: an answer that throws (a failing disk under the cache) is left to Node's path, which
+ *   answers it, 500 if it fails there too: nothing escapes a socket listener.
+ */
+import type { Socket } from 'node:net';
+import { readHead, type RequestHead } from './request-head.js';
+
+/** An answer the quick path sends: the status line and headers in pieces (no blank line), and the body if any. */
+export interface QuickAnswer {
+  head: Buffer[];
+  body: Buffer | undefined;
+}
+
+/** Answers a request from memory, or returns undefined to leave it (and the connection) to Node's server. */
+export type QuickAnswerer = (head: RequestHead, socket: Socket) => QuickAnswer | undefined;
+
+/** What a quick connection needs of its server. */
+export interface QuickHost {
+  answer: QuickAnswerer;
+  /** Date, Connection and Keep-Alive as Node's server writes them after an answer's headers, and the blank line. */
+  connectionLines(close: boolean): Buffer;
+  /** Node's server.timeout: the socket's timeout while a request is being read (0: none). */
+  requestTimeout(): number;
+  /** The socket's timeout once every answer is out: keepAliveTimeout plus its buffer (0: none). */
+  idleTimeout(): number;
+  /** A socket timed out: Node's server emits 'timeout', and destroys the socket if nobody listens. */
+  timedOut(socket: Socket): void;
+  /** Node's own handling of a connection, from now on. */
+  handOver(socket: Socket): void;
+  forget(connection: QuickConnection): void;
+}
+
+const ignore = () => {};
+
+export class QuickConnection {
+  /** Bytes read and not answered yet, kept while the client has not taken the answers before them. */
+  private pending: Buffer | undefined;
+  private answered = 0;
+  /** The client half-closed: end the connection once its answers are out, as Node's server does. */
+  private peerEnded = false;
+  private idleTimerSet = false;
+  /** Still this path's: not handed to Node's server, not closed. */
+  private ours = true;
+  /** When it was accepted (performance.now()): Node's headers timeout counts from there. */
+  readonly since = performance.now();
+
+  constructor(
+    readonly socket: Socket,
+    private readonly host: QuickHost,
+  ) {
+    const timeout = host.requestTimeout();
+    if (timeout > 0) socket.setTimeout(timeout);
+    socket.on('data', this.onData).on('drain', this.onDrain).on('end', this.onEnd);
+    socket.on('timeout', this.onTimeout).on('error', ignore).on('close', this.onClose);
+  }
+
+  /** No request read yet: Node's server keeps such a connection only for its headers timeout. */
+  get fresh(): boolean {
+    return this.answered === 0 && this.pending === undefined;
+  }
+
+  /** Every request read is answered and every answer handed to the kernel: what Node's server calls idle. */
+  get idle(): boolean {
+    return this.answered > 0 && this.pending === undefined && this.socket.writableLength === 0;
+  }
+
+  private readonly onData = (bytes: Buffer): void => {
+    if (this.idleTimerSet) {
+      // A new request: from idle back to the timeout of a request being read, as Node's server does.
+      this.socket.setTimeout(this.host.requestTimeout());
+      this.idleTimerSet = false;
+    }
+    this.serve(bytes, 0);
+  };
+
+  private readonly onDrain = (): void => {
+    const pending = this.pending;
+    if (pending === undefined) return;
+    this.pending = undefined;
+    this.serve(pending, 0);
+    if (this.pending === undefined && this.ours) this.socket.resume();
+  };
+
+  private readonly onEnd = (): void => {
+    this.peerEnded = true;
+    if (this.pending === undefined) this.socket.end();
+  };
+
+  private readonly onTimeout = (): void => this.host.timedOut(this.socket);
+
+  private readonly onClose = (): void => {
+    this.pending = undefined;
+    this.ours = false;
+    this.host.forget(this);
+  };
+
+  /** Answers the heads in `bytes` from `offset` while the client takes them; then waits, hands over or ends. */
+  private serve(bytes: Buffer, offset: number): void {
+    if (this.socket.writableEnded) return;
+    const { stop, at } = this.answerFrom(bytes, offset);
+    if (stop === 'full') {
+      // The client is not taking its answers: stop reading until it has (as Node's server pauses).
+      this.pending = bytes.subarray(at);
+      this.socket.pause();
+    } else if (stop === 'other' && this.peerEnded) {
+      // Its stream has ended: Node's server could no longer be given these bytes. End it with the
+      // answers already sent (only a client that half-closed without reading its answers gets here).
+      this.socket.end();
+    } else if (stop === 'other') {
+      this.handOver(bytes.subarray(at));
+    } else if (stop === 'close') {
+      endOnceSent(this.socket);
+    } else if (this.peerEnded) {
+      this.socket.end();
+    }
+  }
+
+  /** Writes the answers of whole heads from `offset`, corked into one system call, until one of the stops. */
+  private answerFrom(bytes: Buffer, offset: number): { stop: 'done' | 'full' | 'other' | 'close'; at: number } {
+    const socket = this.socket;
+    socket.cork();
+    try {
+      while (offset < bytes.length) {
+        if (socket.writableLength >= socket.writableHighWaterMark) return { stop: 'full', at: offset };
+        const head = readHead(bytes, offset);
+        const answer = typeof head === 'object' ? this.answerOf(head) : undefined;
+        if (typeof head !== 'object' || answer === undefined) return { stop: 'other', at: offset };
+        this.write(answer, head.close);
+        offset = head.end;
+        if (head.close) return { stop: 'close', at: offset };
+      }
+      return { stop: 'done', at: offset };
+    } finally {
+      socket.uncork();
+    }
+  }
+
+  private answerOf(head: RequestHead): QuickAnswer | undefined {
+    try {
+      return this.host.answer(head, this.socket);
+    } catch {
+      // Nothing of it was written: Node's path answers it, with its own handling of the failure.
+      return undefined;
+    }
+  }
+
+  private write(answer: QuickAnswer, close: boolean): void {
+    const socket = this.socket;
+    for (const piece of answer.head) socket.write(piece);
+    const lines = this.host.connectionLines(close);
+    if (answer.body === undefined) socket.write(lines, this.onSent);
+    else {
+      socket.write(lines);
+      socket.write(answer.body, this.onSent);
+    }
+    this.answered++;
+  }
+
+  /** An answer reached the kernel: with nothing left to answer, the connection is idle from now. */
+  private readonly onSent = (): void => {
+    if (this.pending !== undefined || this.socket.writableLength > 0 || !this.ours) return;
+    const timeout = this.host.idleTimeout();
+    if (timeout > 0) {
+      this.socket.setTimeout(timeout);
+      this.idleTimerSet = true;
+    }
+  };
+
+  /** Node's server takes the connection from here: `rest` first, then what the socket reads next. */
+  private handOver(rest: Buffer): void {
+    const socket = this.socket;
+    socket.off('data', this.onData).off('drain', this.onDrain).off('end', this.onEnd);
+    socket.off('timeout', this.onTimeout).off('error', ignore).off('close', this.onClose);
+    socket.setTimeout(0);
+    this.ours = false;
+    this.host.forget(this);
+    if (rest.length > 0) socket.unshift(rest);
+    this.host.handOver(socket);
+    // Reading stopped by this path is not Node's to know of: its server expects a flowing socket.
+    if (socket.isPaused()) socket.resume();
+  }
+
+  /** Node's server's answer to a connection that sent no request within its headers timeout. */
+  timeOutFresh(response: Buffer): void {
+    if (this.socket.writable) this.socket.write(response);
+    this.socket.destroy();
+  }
+}
+
+/** Ends the connection once everything written is sent, then lets it go, as Node's server does after `Connection: close`. */
+function endOnceSent(socket: Socket): void {
+  socket.end();
+  if (socket.writableFinished) socket.destroy();
+  else socket.once('finish', () => socket.destroy());
+}

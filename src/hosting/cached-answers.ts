@@ -10,7 +10,6 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { ErrorCode } from '../render/documents.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
 import type { QuickAnswer } from './origin-server.js';
-import { Slabs } from './slabs.js';
 import type { RequestHead } from './request-head.js';
 import type { Resolution, RouteTable } from './routes.js';
 
@@ -20,8 +19,6 @@ export class CachedAnswers {
   private readonly cache: FileCache;
   /** By status: its status line and the contract's headers, as the quick path sends them. */
   private readonly statusHeads = new Map<number, Buffer>();
-  /** Room for each version's own header lines (see quickAnswer). */
-  private readonly slabs = new Slabs();
 
   constructor(
     /** The out dir, resolved. */
@@ -33,7 +30,9 @@ export class CachedAnswers {
     private readonly noteLength?: (res: ServerResponse, length: number) => void,
   ) {
     this.contractHeaders = Object.entries(table.headers).flat();
-    this.cache = new FileCache({ ...FILE_CACHE_DEFAULTS, maxBytes: cacheBytes ?? FILE_CACHE_DEFAULTS.maxBytes });
+    // Each version's own header lines, as the quick path sends them, are part of its cache entry.
+    const extraOf = (size: number, etag: string) => headerLines(ownHeaders(size, etag));
+    this.cache = new FileCache({ ...FILE_CACHE_DEFAULTS, maxBytes: cacheBytes ?? FILE_CACHE_DEFAULTS.maxBytes, extraOf });
   }
 
   /** Answers a GET or HEAD and returns true, or returns false having written nothing. */
@@ -46,7 +45,7 @@ export class CachedAnswers {
       res.end();
       return true;
     }
-    res.writeHead(status, this.headersOf(found));
+    res.writeHead(status, [...this.contractHeaders, ...ownHeaders(found.size, found.etag)]);
     res.end(req.method === 'HEAD' ? undefined : found.body);
     this.noteLength?.(res, found.size);
     return true;
@@ -55,16 +54,15 @@ export class CachedAnswers {
   /**
    * The same answer as bytes for the origin's quick path (./origin-server.ts), or undefined where
    * answer() would return false: the status line and the contract's headers (shared by every answer
-   * of that status), then the version's own (length, no ranges, ETag), built once per version.
+   * of that status), then the version's own (length, no ranges, ETag), kept with it in the cache.
    */
   quickAnswer(head: RequestHead, resolution: Resolution): QuickCachedAnswer | undefined {
     const decided = this.decide(head.ifNoneMatch, resolution);
     if (decided === undefined) return undefined;
     const { status, found } = decided;
     if (found === undefined) return { status, length: undefined, head: [this.statusHead(status)], body: undefined };
-    found.ownHeaders ??= this.slabs.latin1(headerLines(this.ownHeaders(found)));
     const body = head.method === 'HEAD' ? undefined : found.body;
-    return { status, length: found.size, head: [this.statusHead(status), found.ownHeaders], body };
+    return { status, length: found.size, head: [this.statusHead(status), found.extra], body };
   }
 
   private statusHead(status: number): Buffer {
@@ -107,16 +105,11 @@ export class CachedAnswers {
     if (typeof found !== 'object') return undefined;
     return { status, found };
   }
+}
 
-  /** serve-handler's headers: the contract's, then the version's own. */
-  private headersOf(found: CachedFile): string[] {
-    return [...this.contractHeaders, ...this.ownHeaders(found)];
-  }
-
-  /** What serve-handler sends after the contract's headers: length, no ranges, the ETag. */
-  private ownHeaders(found: CachedFile): string[] {
-    return ['Content-Length', String(found.size), 'Accept-Ranges', 'none', 'ETag', found.etag];
-  }
+/** What serve-handler sends after the contract's headers: length, no ranges, the ETag. */
+function ownHeaders(size: number, etag: string): string[] {
+  return ['Content-Length', String(size), 'Accept-Ranges', 'none', 'ETag', etag];
 }
 
 /** An answer from memory and its document, or none (a 304). */

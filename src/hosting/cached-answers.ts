@@ -8,6 +8,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ErrorCode } from '../render/documents.js';
+import { matchesIfNoneMatch } from './conditional.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
 import type { QuickAnswer } from './origin-server.js';
 import type { RequestHead } from './request-head.js';
@@ -40,8 +41,10 @@ export class CachedAnswers {
     const decided = this.decide(req.headers['if-none-match'], resolution);
     if (decided === undefined) return false;
     const { status, found } = decided;
-    if (found === undefined) {
-      res.writeHead(status, this.contractHeaders);
+    if (status === 304) {
+      // No representation metadata but the contract's (RFC 9110 15.4.5): the variant's encoding goes.
+      res.removeHeader('Content-Encoding');
+      res.writeHead(304, [...this.contractHeaders, 'ETag', found.etag]);
       res.end();
       return true;
     }
@@ -54,13 +57,14 @@ export class CachedAnswers {
   /**
    * The same answer as bytes for the origin's quick path (./origin-server.ts), or undefined where
    * answer() would return false: the status line and the contract's headers (shared by every answer
-   * of that status), then the version's own (length, no ranges, ETag), kept with it in the cache.
+   * of that status), then the version's own (length, no ranges, ETag), kept with it in the cache;
+   * a 304's, its ETag line alone.
    */
   quickAnswer(head: RequestHead, resolution: Resolution): QuickCachedAnswer | undefined {
     const decided = this.decide(head.ifNoneMatch, resolution);
     if (decided === undefined) return undefined;
     const { status, found } = decided;
-    if (found === undefined) return { status, length: undefined, head: [this.statusHead(status)], body: undefined };
+    if (status === 304) return { status, length: undefined, head: [this.statusHead(304), etagLine(found)], body: undefined };
     const body = head.method === 'HEAD' ? undefined : found.body;
     return { status, length: found.size, head: [this.statusHead(status), found.extra], body };
   }
@@ -74,7 +78,7 @@ export class CachedAnswers {
     return built;
   }
 
-  /** What the answer is: its status and document (none for a 304), or undefined for serve-handler's path. */
+  /** What the answer is: its status and document, or undefined for serve-handler's path. */
   private decide(ifNoneMatch: string | undefined, resolution: Resolution): Decided | undefined {
     switch (resolution.kind) {
       case 'error':
@@ -93,9 +97,8 @@ export class CachedAnswers {
     const found = this.cache.lookup(`${this.out}/${file}`);
     if (found === 'missing') return this.error(missing);
     if (found === undefined) return undefined;
-    // serve-handler compares the header as a whole string, and only for a 200 answer.
-    if (ifNoneMatch === found.etag) return { status: 304, found: undefined };
-    return { status: 200, found };
+    // Only a 200 may become a 304: a condition never turns an error into "not modified".
+    return { status: matchesIfNoneMatch(ifNoneMatch, found.etag) ? 304 : 200, found };
   }
 
   private error(code: ErrorCode): Decided | undefined {
@@ -107,15 +110,23 @@ export class CachedAnswers {
   }
 }
 
-/** What serve-handler sends after the contract's headers: length, no ranges, the ETag. */
+/**
+ * What serve-handler sends after the contract's headers: length, no ranges, the ETag. The ETag
+ * last: a 304 sends that line alone (etagLine).
+ */
 function ownHeaders(size: number, etag: string): string[] {
   return ['Content-Length', String(size), 'Accept-Ranges', 'none', 'ETag', etag];
 }
 
-/** An answer from memory and its document, or none (a 304). */
+/** The last of a version's own header lines, its ETag: what a 304 adds to the contract's headers. */
+function etagLine(found: CachedFile): Buffer {
+  return found.extra.subarray(found.extra.length - `ETag: ${found.etag}\r\n`.length);
+}
+
+/** An answer from memory and its document (a 304 takes only its ETag). */
 interface Decided {
   status: number;
-  found: CachedFile | undefined;
+  found: CachedFile;
 }
 
 /** A quick answer, with what the access log and the tally need to know of it. */

@@ -8,9 +8,9 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ErrorCode } from '../render/documents.js';
+import { matchesIfNoneMatch } from './conditional.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
 import type { QuickAnswer } from './quick-connection.js';
-import { Slabs } from './slabs.js';
 import type { RequestHead } from './request-head.js';
 import type { Resolution, RouteTable } from './routes.js';
 
@@ -20,8 +20,6 @@ export class CachedAnswers {
   private readonly cache: FileCache;
   /** By status: its status line and the contract's headers, as the quick path sends them. */
   private readonly statusHeads = new Map<number, Buffer>();
-  /** Room for each version's own header lines (see quickAnswer). */
-  private readonly slabs = new Slabs();
 
   constructor(
     /** The out dir, resolved. */
@@ -33,7 +31,9 @@ export class CachedAnswers {
     private readonly noteLength?: (res: ServerResponse, length: number) => void,
   ) {
     this.contractHeaders = Object.entries(table.headers).flat();
-    this.cache = new FileCache({ ...FILE_CACHE_DEFAULTS, maxBytes: cacheBytes ?? FILE_CACHE_DEFAULTS.maxBytes });
+    // Each version's own header lines, as the quick path sends them, are part of its cache entry.
+    const extraOf = (size: number, etag: string) => headerLines(ownHeaders(size, etag));
+    this.cache = new FileCache({ ...FILE_CACHE_DEFAULTS, maxBytes: cacheBytes ?? FILE_CACHE_DEFAULTS.maxBytes, extraOf });
   }
 
   /** Answers a GET or HEAD and returns true, or returns false having written nothing. */
@@ -41,12 +41,14 @@ export class CachedAnswers {
     const decided = this.decide(req.headers['if-none-match'], resolution);
     if (decided === undefined) return false;
     const { status, found } = decided;
-    if (found === undefined) {
-      res.writeHead(status, this.contractHeaders);
+    if (status === 304) {
+      // No representation metadata but the contract's (RFC 9110 15.4.5): the variant's encoding goes.
+      res.removeHeader('Content-Encoding');
+      res.writeHead(304, [...this.contractHeaders, 'ETag', found.etag]);
       res.end();
       return true;
     }
-    res.writeHead(status, this.headersOf(found));
+    res.writeHead(status, [...this.contractHeaders, ...ownHeaders(found.size, found.etag)]);
     res.end(req.method === 'HEAD' ? undefined : found.body);
     this.noteLength?.(res, found.size);
     return true;
@@ -55,16 +57,16 @@ export class CachedAnswers {
   /**
    * The same answer as bytes for the origin's quick path (./origin-server.ts), or undefined where
    * answer() would return false: the status line and the contract's headers (shared by every answer
-   * of that status), then the version's own (length, no ranges, ETag), built once per version.
+   * of that status), then the version's own (length, no ranges, ETag), kept with it in the cache;
+   * a 304's, its ETag line alone.
    */
   quickAnswer(head: RequestHead, resolution: Resolution): QuickCachedAnswer | undefined {
     const decided = this.decide(head.ifNoneMatch, resolution);
     if (decided === undefined) return undefined;
     const { status, found } = decided;
-    if (found === undefined) return { status, length: undefined, head: [this.statusHead(status)], body: undefined };
-    found.ownHeaders ??= this.slabs.latin1(headerLines(this.ownHeaders(found)));
+    if (status === 304) return { status, length: undefined, head: [this.statusHead(304), etagLine(found)], body: undefined };
     const body = head.method === 'HEAD' ? undefined : found.body;
-    return { status, length: found.size, head: [this.statusHead(status), found.ownHeaders], body };
+    return { status, length: found.size, head: [this.statusHead(status), found.extra], body };
   }
 
   private statusHead(status: number): Buffer {
@@ -76,7 +78,7 @@ export class CachedAnswers {
     return built;
   }
 
-  /** What the answer is: its status and document (none for a 304), or undefined for serve-handler's path. */
+  /** What the answer is: its status and document, or undefined for serve-handler's path. */
   private decide(ifNoneMatch: string | undefined, resolution: Resolution): Decided | undefined {
     switch (resolution.kind) {
       case 'error':
@@ -95,9 +97,8 @@ export class CachedAnswers {
     const found = this.cache.lookup(`${this.out}/${file}`);
     if (found === 'missing') return this.error(missing);
     if (found === undefined) return undefined;
-    // serve-handler compares the header as a whole string, and only for a 200 answer.
-    if (ifNoneMatch === found.etag) return { status: 304, found: undefined };
-    return { status: 200, found };
+    // Only a 200 may become a 304: a condition never turns an error into "not modified".
+    return { status: matchesIfNoneMatch(ifNoneMatch, found.etag) ? 304 : 200, found };
   }
 
   private error(code: ErrorCode): Decided | undefined {
@@ -107,22 +108,25 @@ export class CachedAnswers {
     if (typeof found !== 'object') return undefined;
     return { status, found };
   }
-
-  /** serve-handler's headers: the contract's, then the version's own. */
-  private headersOf(found: CachedFile): string[] {
-    return [...this.contractHeaders, ...this.ownHeaders(found)];
-  }
-
-  /** What serve-handler sends after the contract's headers: length, no ranges, the ETag. */
-  private ownHeaders(found: CachedFile): string[] {
-    return ['Content-Length', String(found.size), 'Accept-Ranges', 'none', 'ETag', found.etag];
-  }
 }
 
-/** An answer from memory and its document, or none (a 304). */
+/**
+ * What serve-handler sends after the contract's headers: length, no ranges, the ETag. The ETag
+ * last: a 304 sends that line alone (etagLine).
+ */
+function ownHeaders(size: number, etag: string): string[] {
+  return ['Content-Length', String(size), 'Accept-Ranges', 'none', 'ETag', etag];
+}
+
+/** The last of a version's own header lines, its ETag: what a 304 adds to the contract's headers. */
+function etagLine(found: CachedFile): Buffer {
+  return found.extra.subarray(found.extra.length - `ETag: ${found.etag}\r\n`.length);
+}
+
+/** An answer from memory and its document (a 304 takes only its ETag). */
 interface Decided {
   status: number;
-  found: CachedFile | undefined;
+  found: CachedFile;
 }
 
 /** A quick answer, with what the access log and the tally need to know of it. */

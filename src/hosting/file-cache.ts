@@ -30,8 +30,8 @@ export interface CachedFile {
   size: number;
   mtimeMs: number;
   ctimeMs: number;
-  /** The answer's own header lines (after the contract's) as the origin's quick path sends them, built on first use. */
-  ownHeaders?: Buffer;
+  /** The text FileCacheOptions.extraOf rendered for this version, as Latin-1 bytes (empty without one). */
+  extra: Buffer;
 }
 
 /** What a look-up found: the document, no file at all, or a case for serve-handler's path. */
@@ -42,6 +42,12 @@ export interface FileCacheOptions {
   maxBytes: number;
   /** Larger files are never read here. */
   maxFileBytes: number;
+  /**
+   * Text its user keeps with each version (the origin's own header lines), rendered when the version
+   * is read. It is cut right after the body and counted in maxBytes: dropped with the body, in the
+   * same turn, never held beyond the bound.
+   */
+  extraOf?: (size: number, etag: string) => string;
 }
 
 export const FILE_CACHE_DEFAULTS: FileCacheOptions = { maxBytes: 64 * 2 ** 20, maxFileBytes: 256 * 2 ** 10 };
@@ -61,10 +67,14 @@ const sameFile = (entry: CachedFile, stats: Stats) =>
 const ADMIT_ONE_IN = 8;
 
 /**
- * Counted per entry on top of its bytes (the entry, its name, its ETag, its own header lines, as
- * measured by the heap's and buffers' totals), so many tiny files stay bounded too.
+ * Counted per entry on top of its body and extra bytes: the entry object, its name, its ETag, the
+ * views onto its two pieces, its slots in the map and the queue, as measured by the heap's and
+ * buffers' totals. So many tiny files stay bounded too.
  */
-const ENTRY_OVERHEAD = 768;
+const ENTRY_OVERHEAD = 704;
+
+/** What a version counts against maxBytes. */
+const weight = (entry: CachedFile) => entry.size + entry.extra.length + ENTRY_OVERHEAD;
 
 export class FileCache {
   /** By absolute path. */
@@ -77,7 +87,7 @@ export class FileCache {
   private readonly order: ({ path: string; entry: CachedFile } | undefined)[] = [];
   private head = 0;
   private bytes = 0;
-  /** Room for the bodies kept. */
+  /** Room for the bodies kept and their extra bytes. */
   private readonly slabs = new Slabs();
   /** New documents turned away since the last one let in while full (see admits). */
   private missesWhileFull = 0;
@@ -124,13 +134,20 @@ export class FileCache {
       for (let n = -1; filled < body.length && n !== 0; filled += n) n = readSync(fd, body, filled, body.length - filled, filled);
       // Shorter than its stat said: being written in place, not by rename. Not a version to keep.
       if (filled !== body.length) return undefined;
-      const etag = `"${createHash('sha1').update(extname(path)).update('-').update(body).digest('hex')}"`;
-      const { dev, ino, size, mtimeMs, ctimeMs } = stats;
-      const entry = { body, etag, dev, ino, size, mtimeMs, ctimeMs };
+      const entry = this.version(path, body, stats, kept);
       return kept ? this.keep(path, entry) : entry;
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** A version read whole: its ETag, and its extra bytes, from the slabs right after its body if it is kept. */
+  private version(path: string, body: Buffer, stats: Stats, kept: boolean): CachedFile {
+    const etag = `"${createHash('sha1').update(extname(path)).update('-').update(body).digest('hex')}"`;
+    const text = this.options.extraOf?.(body.length, etag) ?? '';
+    const extra = kept ? this.slabs.latin1(text) : Buffer.from(text, 'latin1');
+    const { dev, ino, size, mtimeMs, ctimeMs } = stats;
+    return { body, etag, extra, dev, ino, size, mtimeMs, ctimeMs };
   }
 
   /**
@@ -138,7 +155,8 @@ export class FileCache {
    * document it holds (the old one is no use any more), and one new document in ADMIT_ONE_IN. The
    * misses of an origin behind a CDN walk the whole tree: a cache that let every miss in would drop
    * each document before the walk came back to it and answer nothing from memory, where letting
-   * few in keeps most of what it holds for the next pass.
+   * few in keeps most of what it holds for the next pass. (Its extra bytes are not rendered yet:
+   * keep() counts them, and holds the bound.)
    */
   private admits(path: string, size: number): boolean {
     if (this.bytes + size + ENTRY_OVERHEAD <= this.options.maxBytes || this.entries.has(path)) return true;
@@ -153,7 +171,7 @@ export class FileCache {
   private keep(path: string, entry: CachedFile): CachedFile {
     this.entries.set(path, entry);
     this.order.push({ path, entry });
-    this.bytes += entry.size + ENTRY_OVERHEAD;
+    this.bytes += weight(entry);
     while (this.bytes > this.options.maxBytes && this.head < this.order.length) this.dropOldest();
     return entry;
   }
@@ -162,7 +180,7 @@ export class FileCache {
   private dropOldest(): void {
     const { path, entry } = this.order[this.head]!;
     this.order[this.head++] = undefined;
-    this.bytes -= entry.size + ENTRY_OVERHEAD;
+    this.bytes -= weight(entry);
     if (this.entries.get(path) === entry) this.entries.delete(path);
     // Reclaim the dropped slots once they are half of the queue.
     if (this.head * 2 >= this.order.length) {

@@ -7,7 +7,7 @@
  * creators list, an error document): it never sees the request path itself, so dotfiles, the
  * bookkeeping folder, directories and anything outside the out dir cannot be reached, whatever the
  * encoding. It brings what a file server must get right: streaming, HEAD, Content-Length, strong
- * ETags and If-None-Match -> 304.
+ * ETags. If-None-Match -> 304 is decided here, as RFC 9110 says (./conditional.ts), on every path.
  *
  * GET and HEAD of the table's small files (profiles, error documents) are answered from memory first
  * (./cached-answers.ts, ./file-cache.ts), the same bytes serve-handler would send, checked against
@@ -15,7 +15,8 @@
  * requests are answered before Node's request handling sees them (./origin-server.ts).
  */
 import { existsSync, statSync } from 'node:fs';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import { resolve as resolvePath } from 'node:path';
 import handler from 'serve-handler';
 import { outputError, usageError } from '../core/errors.js';
@@ -23,6 +24,7 @@ import { hostPort } from '../core/text.js';
 import type { ErrorCode } from '../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
+import { matchesIfNoneMatch } from './conditional.js';
 import { OriginServer } from './origin-server.js';
 import type { QuickAnswerer } from './quick-connection.js';
 import { routePlainTarget, routeRequest } from './request-target.js';
@@ -211,8 +213,11 @@ class Responder {
   ): Promise<void> {
     // Ranges would split a JSON document (and serve-handler would answer 206/416): always send it whole.
     delete req.headers.range;
-    // A conditional request may only be answered 304 for a 200 resource, never in place of an error.
-    if (status !== 200) delete req.headers['if-none-match'];
+    // serve-handler's own 304 compares the header as one string, and would take an error's place:
+    // the condition is decided here, on a 200 only.
+    const condition = req.headers['if-none-match'];
+    delete req.headers['if-none-match'];
+    if (status === 200 && condition !== undefined) notModifiedOnMatch(res, condition);
     req.url = `/${file}`;
     res.statusCode = status;
     await handler(req, res, this.config, {
@@ -239,6 +244,27 @@ class Responder {
     res.writeHead(status, this.table.headers);
     res.end(errorAnswerBody(code, new Date().toISOString()));
   }
+}
+
+/**
+ * Turns serve-handler's 200 into a 304 when the ETag it computed matches `condition`: the status
+ * line, the headers already set (the contract's, Vary) and the ETag, without the representation's
+ * own (RFC 9110 15.4.5). serve-handler then pipes the file into the response; the stream is closed
+ * unread instead, so a large list is not read for nothing, and the answer ended.
+ */
+function notModifiedOnMatch(res: ServerResponse, condition: string): void {
+  const writeHead = res.writeHead.bind(res) as (status: number, headers?: OutgoingHttpHeaders) => ServerResponse;
+  const answer = (status: number, headers?: OutgoingHttpHeaders): ServerResponse => {
+    const etag = headers?.ETag;
+    if (status !== 200 || typeof etag !== 'string' || !matchesIfNoneMatch(condition, etag)) return writeHead(status, headers);
+    res.removeHeader('Content-Encoding');
+    res.once('pipe', (body: Readable) => {
+      body.destroy();
+      res.end();
+    });
+    return writeHead(304, { ETag: etag });
+  };
+  res.writeHead = answer as ServerResponse['writeHead'];
 }
 
 /** Logs the request once its connection closes ('close', not 'finish': a client that hung up is logged too). */

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileCache } from '../../src/hosting/file-cache.js';
+import { FileCache, type CachedFile } from '../../src/hosting/file-cache.js';
 import { createOrigin, listen } from '../../src/hosting/origin.js';
 import { routeParsed, routeRequest } from '../../src/hosting/request-target.js';
 import { ROUTES } from '../../src/hosting/routes.js';
@@ -62,9 +62,33 @@ describe('file cache', () => {
     expect(cache.held.versions).toBeLessThanOrEqual(2);
   });
 
+  it('keeps each version`s extra bytes beside its body and counts them in its bound', () => {
+    const extraOf = (size: number, etag: string) => `Length: ${size}\r\nTag: ${etag}\r\n`;
+    const paths = Array.from({ length: 200 }, (_, i) => join(dir, `tiny-${i}`));
+    paths.forEach((path, i) => writeFileSync(path, String(i % 10)));
+    const roomy = { maxBytes: 2 ** 20, maxFileBytes: 1024 };
+    const plain = new FileCache(roomy);
+    const cache = new FileCache({ ...roomy, extraOf });
+    for (const path of paths) [plain, cache].forEach((c) => c.lookup(path));
+    const found = cache.lookup(paths[0]!) as CachedFile;
+    const extra = extraOf(1, found.etag);
+    expect(found.extra.toString('latin1')).toBe(extra);
+    // Cut from the cache's own slab right after the body: dropped with it, in the same turn.
+    expect(found.extra.buffer).toBe(found.body.buffer);
+    expect(found.extra.byteOffset).toBe(found.body.byteOffset + found.body.length);
+    expect(cache.held.versions).toBe(paths.length);
+    expect(cache.held.bytes - plain.held.bytes).toBe(paths.length * extra.length);
+    // A small cache filled with many tiny files holds what its bound allows, extra bytes included.
+    const entry = cache.held.bytes / paths.length;
+    const small = new FileCache({ maxBytes: Math.floor(10.5 * entry), maxFileBytes: 1024, extraOf });
+    for (const path of paths) small.lookup(path);
+    expect(small.held.versions).toBe(10);
+    expect(small.held.bytes).toBe(10 * entry);
+  });
+
   it('answers about the share of a walk over the whole tree that it holds, from memory', () => {
     // A CDN's misses walk every document in turn: a cache that holds half of them.
-    const cache = new FileCache({ maxBytes: 100 * (1000 + 768), maxFileBytes: 1024 });
+    const cache = new FileCache({ maxBytes: 100 * (1000 + 704), maxFileBytes: 1024 });
     const paths = Array.from({ length: 200 }, (_, i) => join(dir, `walked-${i}`));
     paths.forEach((path, i) => writeFileSync(path, String(i % 10).repeat(1000)));
     const seen = new Map<string, object>();
@@ -78,7 +102,7 @@ describe('file cache', () => {
       }
     // Letting every miss in (dropping the oldest) would answer none of them from memory.
     expect(fromMemory / (5 * paths.length)).toBeGreaterThan(0.35);
-    expect(cache.held.bytes).toBeLessThanOrEqual(100 * (1000 + 768));
+    expect(cache.held.bytes).toBeLessThanOrEqual(100 * (1000 + 704));
     // A document it holds, replaced on disk, is read again and kept in place of the old version.
     const held = paths.find((path) => seen.get(path) === cache.lookup(path))!;
     replace(held, 'z'.repeat(1000));
@@ -196,7 +220,8 @@ describe('answers from memory', () => {
     const etag = /ETag: (.*)/.exec(ok)![1]!;
     const again = await head('/api/v1/users/alice', `If-None-Match: ${etag}\r\n`);
     expect(again).toMatch(/^HTTP\/1\.1 304 Not Modified/);
-    expect(names(again)).toEqual([...contract, 'Date', 'Connection']);
+    // A 304 carries the ETag it validated (RFC 9110 15.4.5), after the contract's headers.
+    expect(names(again)).toEqual([...contract, 'ETag', 'Date', 'Connection']);
   });
 
   it('never answers an older version than the file on disk, under load, while it is replaced', async () => {

@@ -3,13 +3,13 @@
  * served (directories, dotfiles, bookkeeping, anything outside --out), abuse, the access log.
  * Real serve-handler, real HTTP on 127.0.0.1, a real snapshot.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGracefully, createOrigin, listen } from '../../src/hosting/origin.js';
 import { createServer } from 'node:http';
-import { buildSampleSnapshot, type Snapshot } from './fixture.js';
+import { buildSampleSnapshot, growCreatorsList, type Snapshot } from './fixture.js';
 import { CONTRACT, gzipNegotiationFailures, send, type Answer } from './request-table.js';
 
 let snapshot: Snapshot;
@@ -153,6 +153,39 @@ describe('what is never served', () => {
       expect(a.body).toBe(whole.body);
       expect(a.headers['content-range']).toBeUndefined();
       expect(a.headers['accept-ranges']).toBe('none');
+    }
+  });
+});
+
+describe('symlinks inside --out', () => {
+  it('a folder symlink is followed on every path, wherever it points; a symlink in place of a document is missing', async () => {
+    const own = buildSampleSnapshot();
+    // The list beyond what the cache reads: serve-handler's path answers it.
+    const list = growCreatorsList(own.out);
+    const alice = readFileSync(join(own.out, 'service-api/v1/users/alice'));
+    // service-api/v1 moved out of --out, a symlink left in its place.
+    renameSync(join(own.out, 'service-api/v1'), join(own.root, 'elsewhere'));
+    symlinkSync(join(own.root, 'elsewhere'), join(own.out, 'service-api/v1'));
+    // A document replaced by a symlink to the same bytes.
+    renameSync(join(own.out, 'api/v1/users/bob'), join(own.root, 'bob'));
+    symlinkSync(join(own.root, 'bob'), join(own.out, 'api/v1/users/bob'));
+    try {
+      for (const quickPath of [true, false]) {
+        const served = createOrigin({ out: own.out, quickPath });
+        const { port } = await listen(served.server, 0, '127.0.0.1');
+        const at = `http://127.0.0.1:${port}`;
+        try {
+          expect((await send(at, 'GET', '/service-api/v1/users/Alice')).raw).toEqual(alice);
+          expect((await send(at, 'GET', '/service-api/v1/creators')).raw).toEqual(list);
+          expect((await send(at, 'GET', '/service-api/v1/users/bob')).status).toBe(200);
+          const bob = await send(at, 'GET', '/api/v1/users/bob');
+          expect([bob.status, errorCode(bob)]).toEqual([404, 'USER_NOT_FOUND']);
+        } finally {
+          await closeGracefully(served.server, 1000);
+        }
+      }
+    } finally {
+      own.cleanup();
     }
   });
 });

@@ -9,9 +9,9 @@
  * answered with pieces prepared once, byte for byte what Node's server would send for the same answer
  * (the status line, the answer's headers, then Date, Connection and Keep-Alive as Node writes them).
  *
- * The first request the quick path cannot answer (any other form, a head split across reads, a
- * document not in memory) hands the connection, with every byte not yet answered, to Node's own
- * connection handling, which keeps it from then on: request objects, timeouts, limits, errors.
+ * A read holding any other form (or a head split across reads), or a document not in memory, hands
+ * the connection, with every byte not yet answered, to Node's own connection handling, which keeps
+ * it from then on: request objects, timeouts, limits, errors.
  * Where the quick path keeps a connection, it keeps Node's bounds: it stops reading a client that
  * does not take its answers, and closes connections when and as Node's server would.
  */

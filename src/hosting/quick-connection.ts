@@ -6,9 +6,11 @@
  *   the socket reach its high-water mark, answering and reading stop until the client has taken
  *   them ('drain'). What a connection holds is then the bytes of one read not yet answered, the
  *   socket's buffers and the answers' pieces, which the cache already holds.
- * - Order: the first head it cannot answer hands the connection to Node's server with every byte
- *   not answered, in order, and never while reading is stopped, so Node's parser and its own
- *   backpressure take over a connection in the state they expect.
+ * - Order: a read holding anything but whole plain heads goes to Node's server whole, as its parser
+ *   would have read it (what Node's server does at a malformed request depends on the answers before
+ *   it in the same read); a head the answerer declines hands over the rest of its read. Either way
+ *   with every byte not answered, in order, and never while reading is stopped, so Node's parser
+ *   and its own backpressure take over a connection in the state they expect.
  * - Fate: the timeouts Node's server sets (server.timeout while a request is read, keepAliveTimeout
  *   plus its buffer when idle), `Connection: close` ending it once the answer is out, a client's
  *   half-close ending it once its answers are out.
@@ -16,7 +18,7 @@
  *   answers it, 500 if it fails there too: nothing escapes a socket listener.
  */
 import type { Socket } from 'node:net';
-import { readHead, type RequestHead } from './request-head.js';
+import { plainSoFar, readHead, type RequestHead } from './request-head.js';
 
 /** An answer the quick path sends: the status line and headers in pieces (no blank line), and the body if any. */
 export interface QuickAnswer {
@@ -45,9 +47,34 @@ export interface QuickHost {
 
 const ignore = () => {};
 
+/** One read's bytes, its heads (every one plain and whole) and the first not answered yet. */
+interface Read {
+  bytes: Buffer;
+  heads: RequestHead[];
+  next: number;
+}
+
+/**
+ * The whole heads of a read that holds nothing but plain heads, a `Connection: close` only as the
+ * last (Node's parser refuses bytes after one), and at its end perhaps the beginning of one more,
+ * plain so far (left to Node's server once the heads before it are answered); undefined for any
+ * other read.
+ */
+function plainHeads(bytes: Buffer): RequestHead[] | undefined {
+  const heads: RequestHead[] = [];
+  for (let offset = 0; offset < bytes.length;) {
+    const head = readHead(bytes, offset);
+    if (head === 'partial' && plainSoFar(bytes, offset)) return heads;
+    if (typeof head !== 'object' || (head.close && head.end !== bytes.length)) return undefined;
+    heads.push(head);
+    offset = head.end;
+  }
+  return heads;
+}
+
 export class QuickConnection {
-  /** Bytes read and not answered yet, kept while the client has not taken the answers before them. */
-  private pending: Buffer | undefined;
+  /** A read not answered whole yet, kept while the client has not taken the answers before them. */
+  private pending: Read | undefined;
   private answered = 0;
   /** The client half-closed: end the connection once its answers are out, as Node's server does. */
   private peerEnded = false;
@@ -83,14 +110,18 @@ export class QuickConnection {
       this.socket.setTimeout(this.host.requestTimeout());
       this.idleTimerSet = false;
     }
-    this.serve(bytes, 0);
+    const heads = plainHeads(bytes);
+    // A read with anything else in it goes to Node's server whole, as its parser would have read it:
+    // what it does at a malformed or unusual request depends on the answers before it in the read.
+    if (heads === undefined) this.leave({ bytes, heads: [], next: 0 });
+    else this.serve({ bytes, heads, next: 0 });
   };
 
   private readonly onDrain = (): void => {
     const pending = this.pending;
     if (pending === undefined) return;
     this.pending = undefined;
-    this.serve(pending, 0);
+    this.serve(pending);
     if (this.pending === undefined && this.ours) this.socket.resume();
   };
 
@@ -107,20 +138,16 @@ export class QuickConnection {
     this.host.forget(this);
   };
 
-  /** Answers the heads in `bytes` from `offset` while the client takes them; then waits, hands over or ends. */
-  private serve(bytes: Buffer, offset: number): void {
+  /** Answers a read's heads from `read.next` while the client takes them; then waits, hands over or ends. */
+  private serve(read: Read): void {
     if (this.socket.writableEnded) return;
-    const { stop, at } = this.answerFrom(bytes, offset);
+    const stop = this.answerFrom(read);
     if (stop === 'full') {
       // The client is not taking its answers: stop reading until it has (as Node's server pauses).
-      this.pending = bytes.subarray(at);
+      this.pending = read;
       this.socket.pause();
-    } else if (stop === 'other' && this.peerEnded) {
-      // Its stream has ended: Node's server could no longer be given these bytes. End it with the
-      // answers already sent (only a client that half-closed without reading its answers gets here).
-      this.socket.end();
     } else if (stop === 'other') {
-      this.handOver(bytes.subarray(at));
+      this.leave(read);
     } else if (stop === 'close') {
       endOnceSent(this.socket);
     } else if (this.peerEnded) {
@@ -128,23 +155,35 @@ export class QuickConnection {
     }
   }
 
-  /** Writes the answers of whole heads from `offset`, corked into one system call, until one of the stops. */
-  private answerFrom(bytes: Buffer, offset: number): { stop: 'done' | 'full' | 'other' | 'close'; at: number } {
+  /** Writes the answers of the read's heads from `read.next`, corked into one system call, until one of the stops. */
+  private answerFrom(read: Read): 'done' | 'full' | 'other' | 'close' {
     const socket = this.socket;
     socket.cork();
     try {
-      while (offset < bytes.length) {
-        if (socket.writableLength >= socket.writableHighWaterMark) return { stop: 'full', at: offset };
-        const head = readHead(bytes, offset);
-        const answer = typeof head === 'object' ? this.answerOf(head) : undefined;
-        if (typeof head !== 'object' || answer === undefined) return { stop: 'other', at: offset };
+      for (; read.next < read.heads.length; read.next++) {
+        if (socket.writableLength >= socket.writableHighWaterMark) return 'full';
+        const head = read.heads[read.next]!;
+        const answer = this.answerOf(head);
+        if (answer === undefined) return 'other';
         this.write(answer, head.close);
-        offset = head.end;
-        if (head.close) return { stop: 'close', at: offset };
+        if (head.close) return 'close';
       }
-      return { stop: 'done', at: offset };
+      // The beginning of a head after them: Node's server reads it whole.
+      return (read.heads.at(-1)?.end ?? 0) < read.bytes.length ? 'other' : 'done';
     } finally {
       socket.uncork();
+    }
+  }
+
+  /** Leaves the rest of a read, from its first head not answered, and the connection to Node's server. */
+  private leave(read: Read): void {
+    const from = read.next === 0 ? 0 : read.heads[read.next - 1]!.end;
+    if (this.peerEnded) {
+      // Its stream has ended: Node's server could no longer be given these bytes. End it with the
+      // answers already sent (only a client that half-closed without reading its answers gets here).
+      this.socket.end();
+    } else {
+      this.handOver(read.bytes.subarray(from));
     }
   }
 

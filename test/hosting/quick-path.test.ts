@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/origin.js';
-import { readHead } from '../../src/hosting/request-head.js';
+import { plainSoFar, readHead } from '../../src/hosting/request-head.js';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
 
 const bytes = (text: string) => Buffer.from(text, 'latin1');
@@ -58,6 +58,30 @@ describe('request heads', () => {
     for (const text of others) expect(read(text), JSON.stringify(text.slice(0, 120))).toBe('other');
     // No blank line within the limit: never whole, so it is Node's to refuse.
     expect(read(`GET /api/v1/users/alice HTTP/1.1\r\nX: ${'a'.repeat(9000)}`)).toBe('other');
+  });
+
+  it('tells the beginning of a plain head from the beginning of anything else', () => {
+    const soFar = (text: string) => plainSoFar(bytes(text), 0);
+    for (const text of [
+      'G',
+      'GET',
+      'HEAD /api/v1/us',
+      'GET /a HTTP/1.',
+      'GET /a HTTP/1.1\r',
+      'GET /a HTTP/1.1\r\nHo',
+      'GET /a HTTP/1.1\r\nHost: x\r\nIf-None-Match: "a',
+    ])
+      expect(soFar(text), JSON.stringify(text)).toBe(true);
+    for (const text of [
+      'g',
+      'POST',
+      'GET /a HTTP/1.0\r\n',
+      'GET /a HTTP/1.1\r\nX-Folded: a\r\n b',
+      'GET /a HTTP/1.1\r\nHost : x',
+      'GET /a HTTP/1.1\r\nContent-Length: 1\r\n',
+      'garbage',
+    ])
+      expect(soFar(text), JSON.stringify(text)).toBe(false);
   });
 });
 
@@ -152,8 +176,16 @@ describe('answers on the quick path', () => {
       'ice HTTP/1.1\r\nHost: x\r\n\r\n' + last('/api/v1/users/nobody'),
     ]);
     expect(answers.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 405', 'HTTP/1.1 204', 'HTTP/1.1 200', 'HTTP/1.1 404']);
-    // The first answer was quick; Node's server answered the rest.
-    expect(servers.quick.requests - requestsBefore).toBe(4);
+    // The first read holds a POST: Node's server read it whole, and answered the rest.
+    expect(servers.quick.requests - requestsBefore).toBe(5);
+    // Plain heads, then the beginning of one more: the heads are answered quick, Node's server reads the rest.
+    const before = servers.quick.requests;
+    const tail = await both([
+      get('/api/v1/users/alice') + get('/api/v1/users/bob') + 'GET /api/v1/us',
+      'ers/carol.dev HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+    ]);
+    expect(tail.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200', 'HTTP/1.1 200']);
+    expect(servers.quick.requests - before).toBe(1);
     // A head split across reads from the start: Node's from its first byte.
     const split = await both(['GET /api/v1/us', 'ers/alice HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n']);
     expect(split).toMatch(/^HTTP\/1\.1 200 OK\r\n/);

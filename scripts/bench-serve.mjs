@@ -37,35 +37,25 @@
  *        [--serve-script <file>]   (measures `node <file> <out dir>` in place of `serve`, for experiments)
  *
  * Also `import { benchServe } from './bench-serve.mjs'` (same options, camel-cased), which resolves
- * with the figures.
+ * with the figures. The servers, the tree and the /proc readings are ./bench-servers.mjs, shared with
+ * bench-serve-hold.mjs, which measures what hostile clients (pipelining, never reading) can make
+ * `serve` hold, against nginx on the same tree.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { performance } from 'node:perf_hooks';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { SERVE_DEFAULTS } from '../build/cli/commands/serve.js';
 import { prng } from '../build/seed/synthetic.js';
-import { BENCH_ENV, machine, seededStore } from './bench-common.mjs';
+import { machine, seededStore } from './bench-common.mjs';
+import { builtTree, ensureNginx, HEADERS, startNginx, startServe, treeCpuSeconds, treeRss } from './bench-servers.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const bin = join(repo, 'bin/profile-snapshot.js');
 const log = (line) => process.stdout.write(`${line}\n`);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const ratio = (a, b) => (b ? a / b : NaN);
 
-/** The contract's headers (spec 4.3) and nosniff: every answer of both servers must carry them. */
-const HEADERS = {
-  'content-type': 'application/json; charset=utf-8',
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'GET, OPTIONS',
-  'cache-control': 'public, s-maxage=30, stale-while-revalidate=60',
-  'x-content-type-options': 'nosniff',
-};
 const DEFAULTS = {
   users: 100_000,
   storeDir: join(repo, '.bench/stores'),
@@ -78,226 +68,6 @@ const DEFAULTS = {
   section: 'serve',
   serveWorkers: undefined,
 };
-
-/** `root` and all its descendants' pids, from /proc. */
-function treePids(root) {
-  const children = new Map();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const pids = [];
-  for (const queue = [root]; queue.length > 0;) {
-    const pid = queue.pop();
-    pids.push(pid);
-    queue.push(...(children.get(pid) ?? []));
-  }
-  return pids;
-}
-
-/** Sums `read(pid)` over the tree's processes, skipping those gone meanwhile. */
-function sumOverTree(root, read) {
-  let total = 0;
-  for (const pid of treePids(root)) {
-    try {
-      total += read(pid);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
-}
-
-/** The RSS of `root` and all its descendants, in bytes (0 once it is gone). */
-const treeRss = (root) =>
-  sumOverTree(root, (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024);
-
-/** The CPU time (user and system) `root` and all its descendants have used, in seconds. */
-const CLOCK_TICKS = 100;
-const treeCpuSeconds = (root) =>
-  sumOverTree(root, (pid) => {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  });
-
-/** The built tree for the store, reused while the store is the one it was built from (serving does not care how it was built). */
-function tree(workDir, seeded) {
-  const out = join(workDir, 'dist');
-  const stamp = join(workDir, 'built-from');
-  const { size, mtimeMs } = statSync(seeded);
-  const want = JSON.stringify({ seeded, size, mtimeMs });
-  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want && existsSync(out)) return out;
-  rmSync(workDir, { recursive: true, force: true });
-  mkdirSync(workDir, { recursive: true });
-  const db = join(workDir, 'profiles.db');
-  copyFileSync(seeded, db);
-  log(`bench-serve: building the tree of ${seeded} into ${out}`);
-  const r = spawnSync(process.execPath, [bin, 'build', '--db', db, '--out', out], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: BENCH_ENV,
-  });
-  if (r.status !== 0) throw new Error('build failed');
-  writeFileSync(stamp, want);
-  return out;
-}
-
-const nginxBinary = () => ['nginx', '/usr/sbin/nginx'].find((b) => spawnSync(b, ['-v'], { stdio: 'ignore' }).status === 0);
-
-/** nginx, installed from Debian (nginx-light) when missing. */
-function ensureNginx() {
-  let found = nginxBinary();
-  if (found) return found;
-  log("bench-serve: nginx is not installed: installing Debian's nginx-light (apt-get install -y nginx-light)");
-  const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'nginx-light'], { stdio: 'inherit' }).status;
-  if (install() !== 0) {
-    spawnSync('apt-get', ['update'], { stdio: 'inherit' });
-    install();
-  }
-  found = nginxBinary();
-  if (!found) throw new Error('nginx could not be installed (apt-get install nginx-light)');
-  return found;
-}
-
-/** A port that is free now (nginx needs a number in its config; the window until it binds is short). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** nginx's map keywords; a name spelled like one must be escaped to be a plain key. */
-const MAP_KEYWORDS = new Set(['default', 'hostnames', 'include', 'volatile']);
-
-/**
- * The nginx config: the tree as root, the contract's headers on every answer (`always`: errors too),
- * no ranges, the error documents with their statuses, published names through a case-insensitive map.
- */
-function nginxConfig(dir, out, port, names) {
-  writeFileSync(join(dir, 'names.map'), names.map((n) => `${MAP_KEYWORDS.has(n) ? '\\' : ''}${n} ${n};`).join('\n') + '\n');
-  const headers = Object.entries(HEADERS)
-    .filter(([name]) => name !== 'content-type')
-    .map(([name, value]) => `    add_header ${name} "${value}" always;`)
-    .join('\n');
-  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((t) => `  ${t}_temp_path ${join(dir, t)};`).join('\n');
-  return `${process.getuid?.() === 0 ? 'user root;\n' : ''}worker_processes 2;
-pid ${join(dir, 'nginx.pid')};
-error_log ${join(dir, 'error.log')} warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-${temp}
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  server_tokens off;
-  types { }
-  default_type "application/json; charset=utf-8";
-  max_ranges 0;
-  map_hash_max_size 1048576;
-  map_hash_bucket_size 128;
-  # String keys of a map are matched case-insensitively: any spelling finds the canonical name.
-  map $path_name $path_canonical { default ""; include ${join(dir, 'names.map')}; }
-  map $arg_username $query_canonical { default ""; include ${join(dir, 'names.map')}; }
-  server {
-    listen 127.0.0.1:${port};
-    root ${out};
-${headers}
-    error_page 404 /_errors/user-not-found.json;
-    error_page 400 /_errors/username-required.json;
-    location ~ ^/(?<alias>api|service-api)/v1/users/(?<path_name>[^/]+)$ {
-      if ($path_canonical = "") { return 404; }
-      try_files /$alias/v1/users/$path_canonical =404;
-    }
-    location = /api/v1/users {
-      if ($arg_username = "") { return 400; }
-      if ($query_canonical = "") { return 404; }
-      try_files /api/v1/users/$query_canonical =404;
-    }
-    location /_errors/ { internal; }
-    location / { return 404; }
-  }
-}
-`;
-}
-
-/** Runs a server process until stopped; `ready` resolves once it answers. */
-function startProcess(command, commandArgs, readyPattern) {
-  const child = spawn(command, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'], env: BENCH_ENV });
-  let stderr = '';
-  const ready = new Promise((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      const match = readyPattern?.exec(stderr);
-      if (match) resolve(match);
-    });
-    child.once('exit', (code) => reject(new Error(`${command} exited (${code}): ${stderr}`)));
-  });
-  const stop = () =>
-    new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
-  return { child, ready, stop, stderr: () => stderr };
-}
-
-async function waitUntilAnswering(base, path) {
-  for (let i = 0; i < 200; i++) {
-    try {
-      const answer = await fetch(`${base}${path}`);
-      await answer.arrayBuffer();
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  throw new Error(`${base} never answered`);
-}
-
-async function startNginx(nginx, out, names) {
-  const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-nginx-'));
-  const port = await freePort();
-  const conf = join(dir, 'nginx.conf');
-  writeFileSync(conf, nginxConfig(dir, out, port, names));
-  const test = spawnSync(nginx, ['-t', '-q', '-p', dir, '-c', conf], { encoding: 'utf8' });
-  if (test.status !== 0) throw new Error(`nginx refused its config: ${test.stderr}`);
-  const started = performance.now();
-  const server = startProcess(nginx, ['-p', dir, '-c', conf, '-g', 'daemon off;']);
-  const base = `http://127.0.0.1:${port}`;
-  await Promise.race([waitUntilAnswering(base, '/api/v1/users/x'), server.ready]);
-  const firstAnswerMs = performance.now() - started;
-  const version = spawnSync(nginx, ['-v'], { encoding: 'utf8' })
-    .stderr.trim()
-    .replace(/^nginx version: /, '');
-  return {
-    ...{ base, version, firstAnswerMs, pid: server.child.pid },
-    stop: async () => (await server.stop(), rmSync(dir, { recursive: true, force: true })),
-  };
-}
-
-/** `serve` on a free port; or `script <out>`, another server to measure in its place, printing the same line. */
-async function startServe(out, script, workers) {
-  const workerArgs = workers === undefined ? [] : ['--workers', String(workers)];
-  const command = script ? [script, out] : [bin, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1', ...workerArgs];
-  const started = performance.now();
-  const server = startProcess(process.execPath, command, /on http:\/\/127\.0\.0\.1:(\d+)/);
-  const [, port] = await server.ready;
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntilAnswering(base, '/api/v1/users/x');
-  return { base, firstAnswerMs: performance.now() - started, pid: server.child.pid, stop: server.stop };
-}
 
 /** The forms of a request for a published profile, with their shares of those requests. */
 const HIT_FORMS = [
@@ -414,12 +184,15 @@ function summarize(runs) {
 /** Measures `serve` against nginx; resolves with both servers' medians and serve's ratios to nginx. */
 export async function benchServe(options = {}) {
   const o = { ...DEFAULTS, ...options };
-  const out = tree(o.workDir, seededStore(o.storeDir, o.users));
+  const out = builtTree(o.workDir, seededStore(o.storeDir, o.users));
   const nginx = ensureNginx();
   const names = readdirSync(join(out, 'api/v1/users'));
   const mix = requestMix(names);
   log(`bench-serve: ${names.length} published profiles; a mix of ${mix.length} requests; ${machine()}`);
-  const servers = { nginx: await startNginx(nginx, out, names), serve: await startServe(out, o.serveScript, o.serveWorkers) };
+  const servers = {
+    nginx: await startNginx(nginx, out, names),
+    serve: await startServe(out, { script: o.serveScript, workers: o.serveWorkers }),
+  };
   const runs = { nginx: [], serve: [] };
   const peakRss = { nginx: 0, serve: 0 };
   const sampling = setInterval(() => {

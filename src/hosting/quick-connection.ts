@@ -47,29 +47,36 @@ export interface QuickHost {
 
 const ignore = () => {};
 
-/** One read's bytes, its heads (every one plain and whole) and the first not answered yet. */
+/**
+ * One read whose heads are all plain: its bytes, where each whole head starts (a head is read again
+ * when its turn comes: a read of 64 KiB can hold 1,400 of them, and a client that does not read its
+ * answers keeps the read waiting), where the last one ends, and the first head not answered yet.
+ */
 interface Read {
   bytes: Buffer;
-  heads: RequestHead[];
+  starts: number[];
+  end: number;
+  /** The first head, as read when checking the read (most reads hold one). */
+  first: RequestHead | undefined;
   next: number;
 }
 
 /**
- * The whole heads of a read that holds nothing but plain heads, a `Connection: close` only as the
- * last (Node's parser refuses bytes after one), and at its end perhaps the beginning of one more,
- * plain so far (left to Node's server once the heads before it are answered); undefined for any
- * other read.
+ * A read that holds nothing but whole plain heads, a `Connection: close` only as the last (Node's
+ * parser refuses bytes after one), and at its end perhaps the beginning of one more, plain so far
+ * (left to Node's server once the heads before it are answered); undefined for any other read.
  */
-function plainHeads(bytes: Buffer): RequestHead[] | undefined {
-  const heads: RequestHead[] = [];
-  for (let offset = 0; offset < bytes.length;) {
-    const head = readHead(bytes, offset);
-    if (head === 'partial' && plainSoFar(bytes, offset)) return heads;
+function plainRead(bytes: Buffer): Read | undefined {
+  const read: Read = { bytes, starts: [], end: 0, first: undefined, next: 0 };
+  while (read.end < bytes.length) {
+    const head = readHead(bytes, read.end);
+    if (head === 'partial' && plainSoFar(bytes, read.end)) break;
     if (typeof head !== 'object' || (head.close && head.end !== bytes.length)) return undefined;
-    heads.push(head);
-    offset = head.end;
+    read.first ??= head;
+    read.starts.push(read.end);
+    read.end = head.end;
   }
-  return heads;
+  return read;
 }
 
 export class QuickConnection {
@@ -110,11 +117,11 @@ export class QuickConnection {
       this.socket.setTimeout(this.host.requestTimeout());
       this.idleTimerSet = false;
     }
-    const heads = plainHeads(bytes);
+    const read = plainRead(bytes);
     // A read with anything else in it goes to Node's server whole, as its parser would have read it:
     // what it does at a malformed or unusual request depends on the answers before it in the read.
-    if (heads === undefined) this.leave({ bytes, heads: [], next: 0 });
-    else this.serve({ bytes, heads, next: 0 });
+    if (read === undefined) this.handOver(bytes);
+    else this.serve(read);
   };
 
   private readonly onDrain = (): void => {
@@ -160,16 +167,16 @@ export class QuickConnection {
     const socket = this.socket;
     socket.cork();
     try {
-      for (; read.next < read.heads.length; read.next++) {
+      for (; read.next < read.starts.length; read.next++) {
         if (socket.writableLength >= socket.writableHighWaterMark) return 'full';
-        const head = read.heads[read.next]!;
+        const head = read.next === 0 ? read.first! : (readHead(read.bytes, read.starts[read.next]!) as RequestHead);
         const answer = this.answerOf(head);
         if (answer === undefined) return 'other';
         this.write(answer, head.close);
         if (head.close) return 'close';
       }
       // The beginning of a head after them: Node's server reads it whole.
-      return (read.heads.at(-1)?.end ?? 0) < read.bytes.length ? 'other' : 'done';
+      return read.end < read.bytes.length ? 'other' : 'done';
     } finally {
       socket.uncork();
     }
@@ -177,7 +184,7 @@ export class QuickConnection {
 
   /** Leaves the rest of a read, from its first head not answered, and the connection to Node's server. */
   private leave(read: Read): void {
-    const from = read.next === 0 ? 0 : read.heads[read.next - 1]!.end;
+    const from = read.starts[read.next] ?? read.end;
     if (this.peerEnded) {
       // Its stream has ended: Node's server could no longer be given these bytes. End it with the
       // answers already sent (only a client that half-closed without reading its answers gets here).

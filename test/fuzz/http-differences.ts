@@ -4,7 +4,7 @@
  * reported once with its smallest case, a replay command and the first differing bytes.
  */
 import type { Conversation } from './http-wire.js';
-import { describeForms, streamBytes, type HttpCase } from './http-streams.js';
+import { describeForms, endsEarly, streamBytes, type HttpCase } from './http-streams.js';
 
 /** How far a Date header may be from the comparison's own clock (a late reader's case takes a while). */
 const DATE_SLACK_MS = 30_000;
@@ -41,11 +41,35 @@ export function maskDates(received: Buffer, now = Date.now()): { masked: Buffer;
  * sent yet, and how much that is depends on timing, on Node's path too (the control run shows it:
  * a 400 after a pipeline to a client that reads late): when both sides were reset, only the bytes
  * both received are compared, so one side's must be a prefix of the other's.
+ *
+ * A stream that Node's server ends before its last request (endsEarly) is taken the same way, its
+ * 400 aside: where Node's server meets the request it refuses, answers to earlier requests of the
+ * same read that are still queued are dropped (reset or closed), and it writes its 400 only if no
+ * answer is in flight. Which answers those are depends on how the bytes reached its parser: read
+ * from the socket by its own parser, event-loop turns run between the requests of one read and let
+ * answers finish; handed over by the quick path, the same read is parsed in one turn. So the
+ * answers must agree as far as both go, and the connection must end on both sides.
  */
-function comparable(quick: Conversation, node: Conversation): [Buffer, Buffer] {
-  if (quick.fate !== 'reset' || node.fate !== 'reset') return [quick.received, node.received];
-  const length = Math.min(quick.received.length, node.received.length);
-  return [quick.received.subarray(0, length), node.received.subarray(0, length)];
+function comparable(httpCase: HttpCase, quick: Conversation, node: Conversation): [Buffer, Buffer] {
+  const early = endsEarly(httpCase.requests) && quick.fate !== 'open' && node.fate !== 'open';
+  if (!early && (quick.fate !== 'reset' || node.fate !== 'reset')) return [quick.received, node.received];
+  const [q, n] = early ? [withoutRefusal(quick.received), withoutRefusal(node.received)] : [quick.received, node.received];
+  const length = Math.min(q.length, n.length);
+  return [q.subarray(0, length), n.subarray(0, length)];
+}
+
+/** What Node's server writes to a request it refuses, when no answer is in flight. */
+const REFUSAL = Buffer.from('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n', 'latin1');
+
+/** The bytes without a refusal at their end. */
+function withoutRefusal(bytes: Buffer): Buffer {
+  const end = bytes.length - REFUSAL.length;
+  return end >= 0 && bytes.subarray(end).equals(REFUSAL) ? bytes.subarray(0, end) : bytes;
+}
+
+/** The connection's fate as compared: a stream Node's server ends early may end closed or reset (see comparable). */
+function fateOf(httpCase: HttpCase, conversation: Conversation): string {
+  return endsEarly(httpCase.requests) && conversation.fate === 'reset' ? 'closed' : conversation.fate;
 }
 
 export interface Difference {
@@ -102,7 +126,7 @@ function clientTraits(plan: HttpCase['plan']): string {
 /** The difference between the two conversations of `httpCase`, or undefined if they agree. */
 export function compare(httpCase: HttpCase, quick: Conversation, node: Conversation): Difference | undefined {
   const now = Date.now();
-  const [quickBytes, nodeBytes] = comparable(quick, node);
+  const [quickBytes, nodeBytes] = comparable(httpCase, quick, node);
   const [q, n] = [maskDates(quickBytes, now), maskDates(nodeBytes, now)];
   const problems: string[] = [];
   let offset: number | undefined;
@@ -110,7 +134,8 @@ export function compare(httpCase: HttpCase, quick: Conversation, node: Conversat
     offset = firstDifference(q.masked, n.masked);
     problems.push(bytesShape(q.masked, n.masked, offset));
   }
-  if (quick.fate !== node.fate) problems.push(`the quick path's connection ends ${quick.fate}, Node's ${node.fate}`);
+  if (fateOf(httpCase, quick) !== fateOf(httpCase, node))
+    problems.push(`the quick path's connection ends ${quick.fate}, Node's ${node.fate}`);
   if (q.badDates.length + n.badDates.length > 0) problems.push('a Date header is not the time now in IMF-fixdate');
   if (problems.length === 0) return undefined;
   return {

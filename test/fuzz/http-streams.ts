@@ -261,6 +261,20 @@ const FINAL_FORMS: Record<string, Mutation> = {
   'a head over 16 KiB': (p, dice) => p.headers.push(`X-Pad: ${filler(dice.int(16_400, 20_000))}`),
 };
 
+/**
+ * Whether Node's server ends the connection before the stream's last request: at a form it reads no
+ * more after, at garbage, or at bytes after a `Connection: close`. What it sends before ending it is
+ * then a matter of timing (./http-differences.ts says how the comparison takes it).
+ */
+export function endsEarly(requests: readonly Request[]): boolean {
+  return requests.some(
+    ({ form }, i) =>
+      form === 'garbage' ||
+      Object.keys(FINAL_FORMS).some((final) => form.startsWith(final)) ||
+      (form.endsWith(', close') && i < requests.length - 1),
+  );
+}
+
 /** Bytes that are no request at all: Node answers 400 and closes. */
 const GARBAGE = [
   'garbage\r\n\r\n',

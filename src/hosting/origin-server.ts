@@ -102,11 +102,10 @@ export class OriginServer extends Server {
     };
   }
 
-  /** The margin Node's server adds to keepAliveTimeout before closing an idle connection (its own default when unset). */
+  /** The margin Node's server adds to keepAliveTimeout before closing an idle connection, read as it reads it. */
   private keepAliveBuffer(): number {
     const buffer = this.options.keepAliveTimeoutBuffer;
-    if (buffer === undefined) return 0;
-    return Number.isFinite(buffer) && buffer >= 0 ? buffer : 1000;
+    return buffer !== undefined && Number.isFinite(buffer) && buffer >= 0 ? buffer : 1000;
   }
 
   /**

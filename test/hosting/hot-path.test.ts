@@ -15,6 +15,7 @@ import { FileCache, type CachedFile } from '../../src/hosting/file-cache.js';
 import { createOrigin, listen } from '../../src/hosting/origin.js';
 import { routeParsed, routeRequest } from '../../src/hosting/request-target.js';
 import { ROUTES } from '../../src/hosting/routes.js';
+import { CONTRACT_NAMES } from './request-table.js';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-cache-'));
@@ -204,24 +205,17 @@ describe('answers from memory', () => {
         .split('\r\n')
         .slice(1)
         .map((line) => line.slice(0, line.indexOf(':')));
-    const contract = [
-      'Content-Type',
-      'Access-Control-Allow-Origin',
-      'Access-Control-Allow-Methods',
-      'Cache-Control',
-      'X-Content-Type-Options',
-    ];
     const ok = await head('/api/v1/users/ALICE');
     expect(ok).toMatch(/^HTTP\/1\.1 200 OK/);
-    expect(names(ok)).toEqual([...contract, 'Content-Length', 'Accept-Ranges', 'ETag', 'Date', 'Connection']);
+    expect(names(ok)).toEqual([...CONTRACT_NAMES, 'Content-Length', 'Accept-Ranges', 'ETag', 'Date', 'Connection']);
     const miss = await head('/api/v1/users/nobody');
     expect(miss).toMatch(/^HTTP\/1\.1 404 Not Found/);
-    expect(names(miss)).toEqual([...contract, 'Content-Length', 'Accept-Ranges', 'ETag', 'Date', 'Connection']);
+    expect(names(miss)).toEqual([...CONTRACT_NAMES, 'Content-Length', 'Accept-Ranges', 'ETag', 'Date', 'Connection']);
     const etag = /ETag: (.*)/.exec(ok)![1]!;
     const again = await head('/api/v1/users/alice', `If-None-Match: ${etag}\r\n`);
     expect(again).toMatch(/^HTTP\/1\.1 304 Not Modified/);
     // A 304 carries the ETag it validated (RFC 9110 15.4.5), after the contract's headers.
-    expect(names(again)).toEqual([...contract, 'ETag', 'Date', 'Connection']);
+    expect(names(again)).toEqual([...CONTRACT_NAMES, 'ETag', 'Date', 'Connection']);
   });
 
   it('never answers an older version than the file on disk, under load, while it is replaced', async () => {

@@ -184,6 +184,15 @@ export async function fromResponse(response: Response): Promise<Answer> {
   return { status: response.status, headers, body: response.body === null ? '' : await response.text() };
 }
 
+/** The contract's headers, named as the origin sends them, in its order. */
+export const CONTRACT_NAMES = [
+  'Content-Type',
+  'Access-Control-Allow-Origin',
+  'Access-Control-Allow-Methods',
+  'Cache-Control',
+  'X-Content-Type-Options',
+];
+
 export const CONTRACT = {
   'content-type': 'application/json; charset=utf-8',
   'access-control-allow-origin': '*',

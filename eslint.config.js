@@ -19,12 +19,12 @@ export default tseslint.config(
   },
   {
     // Emitted into hosts that run ES 5.1 (the CloudFront Function runtime), so `var` it is.
-    files: ['src/hosting/routing.js', 'src/hosting/cloudfront-handler.js'],
+    files: ['src/hosting/routes/routing.js', 'src/hosting/hosts/cloudfront-handler.js'],
     rules: { 'no-var': 'off' },
   },
   {
     // Host code reads the Workers runtime's globals (Response, caches...).
-    files: ['src/hosting/*-handler.js'],
+    files: ['src/hosting/hosts/*-handler.js'],
     languageOptions: { globals: { ...globals.serviceworker } },
   },
 );

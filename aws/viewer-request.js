@@ -1,4 +1,4 @@
-// GENERATED from the route table (src/hosting/routes.ts) by `profile-snapshot aws config`. Do not edit:
+// GENERATED from the route table (src/hosting/routes/routes.ts) by `profile-snapshot aws config`. Do not edit:
 // a test fails when this file differs from what the table renders; regenerate it instead.
 //
 // CloudFront Function, viewer request, runtime cloudfront-js-2.0 (see docs/hosting.md). ES 5.1 only.

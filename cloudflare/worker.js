@@ -1,4 +1,4 @@
-// GENERATED from the route table (src/hosting/routes.ts) by `profile-snapshot cloudflare config`. Do not edit:
+// GENERATED from the route table (src/hosting/routes/routes.ts) by `profile-snapshot cloudflare config`. Do not edit:
 // a test fails when this file differs from what the table renders; regenerate it instead.
 //
 // The public profile API from an R2 bucket filled by `profile-snapshot publish` (see docs/hosting.md).

@@ -8,7 +8,7 @@
 // Listens on a free port of 127.0.0.1 and prints serve's line ("... on http://127.0.0.1:<port>") on
 // stderr; exits on SIGTERM or SIGINT.
 import { SERVE_DEFAULTS } from '../build/cli/commands/serve.js';
-import { createOrigin, listen } from '../build/hosting/origin.js';
+import { createOrigin, listen } from '../build/hosting/serve/origin.js';
 
 const [out, ...args] = process.argv.slice(2);
 const mode = args.includes('--quick-path') ? args[args.indexOf('--quick-path') + 1] : 'on';

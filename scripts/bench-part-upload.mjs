@@ -34,8 +34,8 @@ const REPORT = value('--report', undefined);
 
 /** Runs in the child process: one part upload through the library, timed around the call. */
 async function uploadAsPublishDoes(port, file) {
-  const { Remote } = await import(join(repo, 'build/publish/client.js'));
-  const { putPieces } = await import(join(repo, 'build/publish/upload.js'));
+  const { Remote } = await import(join(repo, 'build/publish/bucket/client.js'));
+  const { putPieces } = await import(join(repo, 'build/publish/bucket/upload.js'));
   const { openSync: open, fstatSync } = await import('node:fs');
   const remote = new Remote(
     { bucket: 'bench', prefix: 'p', endpoint: `http://127.0.0.1:${port}`, pathStyle: true, concurrency: 64 },

@@ -1,7 +1,7 @@
 /**
  * What one small PutObject costs the publisher's CPU, by the way it is sent: the AWS SDK's S3Client
- * set up as src/publish/client.ts does, the same with `cacheMiddleware: true`, and the path publish
- * ships (src/publish/fast-put.ts through Remote, from build/: the client's signer, endpoint rules,
+ * set up as src/publish/bucket/client.ts does, the same with `cacheMiddleware: true`, and the path publish
+ * ships (src/publish/bucket/fast-put.ts through Remote, from build/: the client's signer, endpoint rules,
  * retry strategy and counting handler, without the middleware stack). Each sends --count PUTs of a
  * ~2 KB body (a profile's size) at --concurrency into bench-s3-memory.mjs (25 ms per answer), in this
  * process, and reports wall seconds, PUTs/s and CPU microseconds per PUT (medians of --repeats
@@ -57,9 +57,9 @@ function viaSdk(extra) {
   };
 }
 
-/** The shipped path: Remote (src/publish/client.ts) and its FastPut, from build/ (npm run compile first). */
+/** The shipped path: Remote (src/publish/bucket/client.ts) and its FastPut, from build/ (npm run compile first). */
 async function viaFastPut() {
-  const { Remote } = await import(join(repo, 'build/publish/client.js'));
+  const { Remote } = await import(join(repo, 'build/publish/bucket/client.js'));
   process.env.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
   const remote = new Remote({ bucket: 'bench', prefix: '', endpoint, concurrency: CONCURRENCY }, 'us-east-1');

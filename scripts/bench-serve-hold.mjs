@@ -53,7 +53,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { ROUTES } from '../build/hosting/routes.js';
+import { ROUTES } from '../build/hosting/routes/routes.js';
 import { machine, median, seededStore } from './bench-common.mjs';
 import { builtTree, ensureNginx, killTree, startNginx, startServe, treeCpuSeconds, treeRss } from './bench-servers.mjs';
 import { writeSection } from './report-section.mjs';

@@ -30,9 +30,9 @@ import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Miniflare } from 'miniflare';
 import ts from 'typescript';
-import { TEMPLATE_FILE } from '../build/hosting/aws-config.js';
-import { BUCKET_BINDING, COMPATIBILITY_DATE, WORKER_MODULE } from '../build/hosting/cloudflare-config.js';
-import { ROUTES } from '../build/hosting/routes.js';
+import { TEMPLATE_FILE } from '../build/hosting/hosts/aws-config.js';
+import { BUCKET_BINDING, COMPATIBILITY_DATE, WORKER_MODULE } from '../build/hosting/hosts/cloudflare-config.js';
+import { ROUTES } from '../build/hosting/routes/routes.js';
 import { BENCH_ENV, machine, seededStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 

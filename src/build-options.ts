@@ -9,7 +9,7 @@ import { normalizeBaseUrl } from './core/config.js';
 import { DEFAULT_OUT_DIR, resolveOutDir } from './core/layout.js';
 import { renderKeyOf, type RenderKey } from './core/render-key.js';
 import { ALL_USERS, checkShard, type Slice } from './core/slice.js';
-import { BUILD_NOTICE_PROFILES_PER_DIR } from './hosting/limits.js';
+import { BUILD_NOTICE_PROFILES_PER_DIR } from './hosting/hosts/netlify-limits.js';
 import type { StoreSession } from './incremental/session.js';
 import { DEFAULT_LOCK_WAIT_MS, type OutDirLock } from './output/lock.js';
 import { DEFAULT_THREADS } from './pass/threads.js';

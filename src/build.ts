@@ -9,7 +9,7 @@ import { resolveBuildOptions, type BuildOptions, type BuildRun, type ResolvedBui
 import { StrictWarningsError } from './core/errors.js';
 import { keepYoungGenerationSmall } from './core/memory.js';
 import { PROFILE_DIRS } from './core/layout.js';
-import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/limits.js';
+import { NETLIFY_MAX_FILES_PER_DIR } from './hosting/hosts/netlify-limits.js';
 import type { LastPass } from './incremental/last-pass.js';
 import type { ChangeSource } from './incremental/session.js';
 import { PassPlan } from './incremental/plan.js';

@@ -6,10 +6,10 @@
 import { Command, Option } from 'commander';
 import { seconds, wholeNumber } from './numbers.js';
 import { usageError } from '../core/errors.js';
-import type { RemoteOptions } from '../publish/client.js';
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from '../publish/lease-times.js';
+import type { RemoteOptions } from '../publish/bucket/client.js';
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from '../publish/lease/defaults.js';
 import type { PublishOptions } from '../publish/publish.js';
-import { parseTarget } from '../publish/target.js';
+import { parseTarget } from '../publish/bucket/target.js';
 import type { Io } from './io.js';
 
 /**
@@ -113,7 +113,7 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
   };
 }
 
-/** PROFILE_PUBLISH_CHECKPOINT_EVERY: profiles a publish sends between two checkpoints of its record (publish/checkpoint.ts). */
+/** PROFILE_PUBLISH_CHECKPOINT_EVERY: profiles a publish sends between two checkpoints of its record (publish/record/checkpoint.ts). */
 function checkpointEvery(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
   const every = wholeNumber(value, 'PROFILE_PUBLISH_CHECKPOINT_EVERY');

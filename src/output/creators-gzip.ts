@@ -56,7 +56,7 @@ export interface ListLayout {
    */
   pieceMarks?: Uint8Array;
   /**
-   * The list is a shard's part of a list joined in the bucket (publish/parts.ts): its first piece
+   * The list is a shard's part of a list joined in the bucket (publish/shards/part.ts): its first piece
    * is deflated without the head as its dictionary, so the pieces decode after any other bytes.
    */
   partOfJoined: boolean;

@@ -19,7 +19,7 @@
  *
  * The digest line (fixed width, filled in once the rest is written) holds the SHA-256 of every byte
  * after it and the file's size: a publish compares it with the digest its last state recorded, from
- * the header alone, instead of reading a million entries (publish/quiet.ts). Appended claims change
+ * the header alone, instead of reading a million entries (publish/record/quiet.ts). Appended claims change
  * the size, which voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
  */
 import { closeSync, copyFileSync, fstatSync, lstatSync, openSync, readSync, statSync, writeSync, type BigIntStats } from 'node:fs';

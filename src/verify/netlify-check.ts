@@ -4,8 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { classifyFolders, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../hosting/limits.js';
-import { NETLIFY_TOML, renderNetlifyToml } from '../hosting/netlify-config.js';
+import { classifyFolders, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../hosting/hosts/netlify-limits.js';
+import { NETLIFY_TOML, renderNetlifyToml } from '../hosting/hosts/netlify-config.js';
 import type { Findings } from './defects.js';
 import { fileExists } from './documents-check.js';
 import { count } from '../core/text.js';
@@ -39,7 +39,7 @@ function checkNetlifyToml(root: string, findings: Findings): void {
     findings.defect(
       'netlify-config',
       NETLIFY_TOML,
-      "differs from what the route table (src/hosting/routes.ts) renders: the deployed rules or headers would not be the contract's; run profile-snapshot netlify config and commit the result",
+      "differs from what the route table (src/hosting/routes/routes.ts) renders: the deployed rules or headers would not be the contract's; run profile-snapshot netlify config and commit the result",
     );
   }
 }

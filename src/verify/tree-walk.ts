@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { describeCause, outputError } from '../core/errors.js';
 import { plural } from '../core/text.js';
 import { ERRORS_DIR, LOCK_FILE, MANIFEST_FILE, PROFILE_DIRS, STAGING_DIR, STATE_DIR, STATUS_FILE } from '../core/layout.js';
-import { ROUTES } from '../hosting/routes.js';
+import { ROUTES } from '../hosting/routes/routes.js';
 import { API_DOCUMENTS, ERROR_FILES } from './documents-check.js';
 import type { Findings } from './defects.js';
 

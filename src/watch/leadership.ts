@@ -1,15 +1,15 @@
 /**
  * Which of several `watch --publish` processes on one prefix publishes: the holder of the prefix's
- * leadership lease (publish/lease.ts, `leader`). The others stand by: they keep building their own
+ * leadership lease (publish/lease/lease.ts, `leader`). The others stand by: they keep building their own
  * trees, look at the lease once a cycle, and take it when its holder releases it (SIGTERM) or it
  * expires (kill -9, a lost network). A standby also looks the moment the lease it saw would expire,
  * so it leads one TTL after the last renewal it saw, whatever its cycle. The leader renews the lease
- * every quarter TTL from a thread of its own (publish/lease-keeper.ts), so a long build never costs it
+ * every quarter TTL from a thread of its own (publish/lease/keeper.ts), so a long build never costs it
  * the lead; a leader whose lease lapsed all the same (a lost network) finds it still its own at the next
  * look and retakes it, unless another watcher took over meanwhile.
  */
-import type { Remote, RemoteOptions } from '../publish/client.js';
-import type { Lease, LeaseHolder, LeaseView, Sightings } from '../publish/lease.js';
+import type { Remote, RemoteOptions } from '../publish/bucket/client.js';
+import type { Lease, LeaseHolder, LeaseView, Sightings } from '../publish/lease/lease.js';
 import type { Slice } from '../core/slice.js';
 import type { LeaseHolderStatus, PublishStatus } from './status.js';
 
@@ -71,10 +71,10 @@ export class Leadership {
 
   private async look(): Promise<Role> {
     // Loaded on first use: the AWS SDK is only for watchers that publish.
-    const { Lease, Sightings, thisHolder } = await import('../publish/lease.js');
-    const { scopeOf } = await import('../publish/shards.js');
+    const { Lease, Sightings, thisHolder } = await import('../publish/lease/lease.js');
+    const { scopeOf } = await import('../publish/shards/layout.js');
     const scope = scopeOf(this.options.shard);
-    this.remote ??= await (await import('../publish/client.js')).Remote.open(this.options.remote);
+    this.remote ??= await (await import('../publish/bucket/client.js')).Remote.open(this.options.remote);
     this.holder ??= thisHolder();
     this.sightings ??= { leader: new Sightings(), lock: new Sightings() };
     const options = { ttlMs: this.options.ttlMs, singleWriter: this.options.singleWriter, holder: this.holder };

@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { TreePin } from '../output/pin.js';
 import type { PublishOptions, PublishReport } from '../publish/publish.js';
-import { DEFAULT_LEASE_TTL_MS } from '../publish/lease-times.js';
+import { DEFAULT_LEASE_TTL_MS } from '../publish/lease/defaults.js';
 import { reportOf } from '../core/errors.js';
 import { Leadership, type Role } from './leadership.js';
 import { PublishPace } from './publish-progress.js';

@@ -1,6 +1,6 @@
 /**
  * A shard's watcher (`watch --shard i/n --publish`): which shard it is, and what its publishes found
- * of the creators list joined from every shard (publish/join.ts). Fed by the publishes' reports;
+ * of the creators list joined from every shard (publish/shards/join.ts). Fed by the publishes' reports;
  * one series each (the shard label is fixed for the process).
  */
 import { Counter, Gauge, type Registry } from 'prom-client';

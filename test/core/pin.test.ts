@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import { OutDirLock } from '../../src/output/lock.js';
 import { TreePin } from '../../src/output/pin.js';
-import { readLocalTree } from '../../src/publish/local.js';
+import { readLocalTree } from '../../src/publish/plan/local.js';
 import { SNAPSHOT_MS } from '../helpers/build.js';
 import { execSql, tempDir, TestStore, userName } from '../helpers/store.js';
 

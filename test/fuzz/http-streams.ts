@@ -1,7 +1,7 @@
 /**
  * Request streams for the quick path's differential fuzz (./http.test.ts): seeded pipelines of
  * HTTP/1.x requests that mix the plain forms the quick path answers from memory
- * (src/hosting/request-head.ts) with every form it leaves to Node's own server, and the plans by
+ * (src/hosting/serve/request-head.ts) with every form it leaves to Node's own server, and the plans by
  * which a client delivers one: how its bytes are cut into writes, whether it reads its answers late,
  * whether it half-closes after its last write.
  *

@@ -14,7 +14,7 @@
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/origin.js';
+import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/serve/origin.js';
 import type { Plan } from './http-streams.js';
 
 /** How a connection ended: the server closed it cleanly (FIN), it was reset, or it was still open when the client gave up. */

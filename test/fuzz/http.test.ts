@@ -1,5 +1,5 @@
 /**
- * The quick path (src/hosting/origin-server.ts), fuzzed against Node's own request handling (issue
+ * The quick path (src/hosting/serve/origin-server.ts), fuzzed against Node's own request handling (issue
  * 60): seeded streams of pipelined requests (./http-streams.ts), every plain form the quick path
  * answers mixed with every form it leaves to Node, delivered in one write, cut at every byte
  * boundary, cut at random, to a client that reads late or half-closes. Each case runs on two

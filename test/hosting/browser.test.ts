@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { createOrigin, listen } from '../../src/hosting/serve/origin.js';
 import { launchBrowser } from './browser.js';
 import { publishSample, startWorker, type PublishedSample, type WorkerHost } from './cdn-fixture.js';
 

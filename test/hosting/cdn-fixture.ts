@@ -7,7 +7,7 @@
 import { Miniflare } from 'miniflare';
 import { dirname, join } from 'node:path';
 import { publish } from '../../src/publish/publish.js';
-import { BUCKET_BINDING, COMPATIBILITY_DATE, WORKER_MODULE } from '../../src/hosting/cloudflare-config.js';
+import { BUCKET_BINDING, COMPATIBILITY_DATE, WORKER_MODULE } from '../../src/hosting/hosts/cloudflare-config.js';
 import { CREDENTIALS, readBucket, startS3rver, type S3Server, type StoredObject } from '../helpers/s3.js';
 import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 

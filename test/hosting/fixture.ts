@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { build } from '../../src/build.js';
-import { FILE_CACHE_DEFAULTS } from '../../src/hosting/file-cache.js';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { FILE_CACHE_DEFAULTS } from '../../src/hosting/serve/file-cache.js';
+import { createOrigin, listen } from '../../src/hosting/serve/origin.js';
 import { REPO } from '../helpers/paths.js';
 
 export { REPO };

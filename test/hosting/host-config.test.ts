@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import TOML from '@iarna/toml';
 import { describe, expect, it } from 'vitest';
-import { FUNCTION_FILE, HEADERS_POLICY_FILE, TEMPLATE_FILE } from '../../src/hosting/aws-config.js';
-import { WORKER_MODULE, WRANGLER_TOML } from '../../src/hosting/cloudflare-config.js';
+import { FUNCTION_FILE, HEADERS_POLICY_FILE, TEMPLATE_FILE } from '../../src/hosting/hosts/aws-config.js';
+import { WORKER_MODULE, WRANGLER_TOML } from '../../src/hosting/hosts/cloudflare-config.js';
 import { runCli } from '../helpers/process.js';
 import { REPO } from './fixture.js';
 

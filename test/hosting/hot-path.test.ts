@@ -1,5 +1,5 @@
 /**
- * The origin's hot path (src/hosting/file-cache.ts, cached-answers.ts, request-target.ts): documents
+ * The origin's hot path (src/hosting/serve/file-cache.ts, cached-answers.ts, request-target.ts): documents
  * answered from memory must be exactly what serve-handler's path answers, never an older version
  * than the file on disk, and plain targets must route exactly as parsed ones.
  */
@@ -11,10 +11,10 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileCache, type CachedFile } from '../../src/hosting/file-cache.js';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
-import { routeParsed, routeRequest } from '../../src/hosting/request-target.js';
-import { ROUTES } from '../../src/hosting/routes.js';
+import { FileCache, type CachedFile } from '../../src/hosting/serve/file-cache.js';
+import { createOrigin, listen } from '../../src/hosting/serve/origin.js';
+import { routeParsed, routeRequest } from '../../src/hosting/serve/request-target.js';
+import { ROUTES } from '../../src/hosting/routes/routes.js';
 import { CONTRACT_NAMES } from './request-table.js';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
 

@@ -7,7 +7,7 @@ import { readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeGracefully, createOrigin, listen } from '../../src/hosting/origin.js';
+import { closeGracefully, createOrigin, listen } from '../../src/hosting/serve/origin.js';
 import { createServer } from 'node:http';
 import { buildSampleSnapshot, growCreatorsList, type Snapshot } from './fixture.js';
 import { CONTRACT, gzipNegotiationFailures, send, type Answer } from './request-table.js';

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { text } from 'node:stream/consumers';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
-import { pinnedFiles } from '../../src/hosting/pinned-files.js';
+import { createOrigin, listen } from '../../src/hosting/serve/origin.js';
+import { pinnedFiles } from '../../src/hosting/serve/pinned-files.js';
 import { buildSampleSnapshot } from './fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-pinned-'));

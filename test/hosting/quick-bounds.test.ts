@@ -1,6 +1,6 @@
 /**
  * What a client can make the origin's quick path hold, and how it leaves a connection: the same
- * bounds, order and fate as Node's own server (src/hosting/quick-connection.ts). Real sockets on
+ * bounds, order and fate as Node's own server (src/hosting/serve/quick-connection.ts). Real sockets on
  * 127.0.0.1, a real snapshot, the server as a whole process where its memory is what is measured.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/origin.js';
+import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/serve/origin.js';
 import { canMount, sh } from '../helpers/mount.js';
 import { buildSampleSnapshot, REPO, type Snapshot } from './fixture.js';
 
@@ -61,7 +61,7 @@ const withoutDates = (text: string) => text.replace(/\r\nDate: [^\r]*\r\n/g, '\r
 describe('memory per connection', () => {
   /** An origin as a whole process (the built library), so that its RSS is the server's own figure. */
   async function originProcess(quickPath: boolean): Promise<{ child: ChildProcess; port: number }> {
-    const origin = pathToFileURL(join(REPO, 'build/hosting/origin.js')).href;
+    const origin = pathToFileURL(join(REPO, 'build/hosting/serve/origin.js')).href;
     const code = `const { createOrigin, listen } = await import(${JSON.stringify(origin)});
       const { server } = createOrigin({ out: ${JSON.stringify(snapshot.out)}, quickPath: ${quickPath} });
       const { port } = await listen(server, 0, '127.0.0.1');

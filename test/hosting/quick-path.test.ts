@@ -1,13 +1,13 @@
 /**
- * The origin's quick path (src/hosting/origin-server.ts, request-head.ts): what it answers must be
+ * The origin's quick path (src/hosting/serve/origin-server.ts, request-head.ts): what it answers must be
  * byte for byte what Node's request handling answers (Date aside), and whatever it leaves must reach
  * Node's server whole, on the same connection, in order. Real sockets on 127.0.0.1, a real snapshot.
  */
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/origin.js';
-import { plainSoFar, readHead } from '../../src/hosting/request-head.js';
+import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/serve/origin.js';
+import { plainSoFar, readHead } from '../../src/hosting/serve/request-head.js';
 import { buildSampleSnapshot, type Snapshot } from './fixture.js';
 
 const bytes = (text: string) => Buffer.from(text, 'latin1');

@@ -1,5 +1,5 @@
 /**
- * `serve` with several worker processes sharing its port (hosting/serve-cluster.ts), as a real process
+ * `serve` with several worker processes sharing its port (hosting/serve/cluster.ts), as a real process
  * through the compiled CLI: every worker answers and sees a rebuild at once; a worker killed under
  * load is replaced, failing no request but those it held; SIGTERM drains every worker; /metrics and
  * /healthz speak for the whole server; a busy port is one clear line.

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorAnswerBody } from '../../src/hosting/routing.js';
+import { errorAnswerBody } from '../../src/hosting/routes/routing.js';
 import { serveSnapshot } from './fixture.js';
 import {
   BOOKKEEPING_ATTEMPTS,

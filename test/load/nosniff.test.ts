@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import profileApi from '../../netlify/edge-functions/profile-api/index.js';
-import { createOrigin, listen } from '../../src/hosting/origin.js';
+import { createOrigin, listen } from '../../src/hosting/serve/origin.js';
 import { buildSampleSnapshot, REPO, type Snapshot } from '../hosting/fixture.js';
 import { startNetlifySim, type NetlifySim } from '../hosting/netlify-sim.js';
 import { fromResponse, requestTable, send, type Answer } from '../hosting/request-table.js';

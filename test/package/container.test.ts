@@ -15,7 +15,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { get } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONTRACT_HEADERS } from '../../src/hosting/routes.js';
+import { CONTRACT_HEADERS } from '../../src/hosting/routes/routes.js';
 import { freePort } from '../helpers/s3.js';
 import { REPO, sampleStore, tempDir } from '../helpers/store.js';
 import { toolsPresent } from '../helpers/tools.js';

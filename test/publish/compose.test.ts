@@ -1,14 +1,14 @@
 /**
- * Joining objects in the bucket (publish/compose.ts): the plan meets S3's and R2's part rules, and
+ * Joining objects in the bucket (publish/bucket/compose.ts): the plan meets S3's and R2's part rules, and
  * on moto_server (which enforces S3's minimum part size and honours UploadPartCopy with ranges) the
  * joined object is exactly the sources' bytes, by copies alone where the layout allows it.
  */
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Remote } from '../../src/publish/client.js';
-import { composeObject, prepareComposition, versionOf } from '../../src/publish/compose.js';
-import { unchangedSince } from '../../src/publish/objects.js';
+import { Remote } from '../../src/publish/bucket/client.js';
+import { composeObject, prepareComposition, versionOf } from '../../src/publish/bucket/compose.js';
+import { unchangedSince } from '../../src/publish/bucket/objects.js';
 import {
   planParts,
   r2PartRules,
@@ -17,7 +17,7 @@ import {
   type ComposeSource,
   type PartRules,
   type PlannedPart,
-} from '../../src/publish/compose-plan.js';
+} from '../../src/publish/bucket/compose-plan.js';
 import { clientFor, CREDENTIALS, hasMoto, startMoto, startProxy, type S3Server } from '../helpers/s3.js';
 import { limitTo } from '../../src/core/limit.js';
 

@@ -1,5 +1,5 @@
 /**
- * The lean PutObject path (src/publish/fast-put.ts) puts on the wire exactly what the SDK's
+ * The lean PutObject path (src/publish/bucket/fast-put.ts) puts on the wire exactly what the SDK's
  * PutObjectCommand puts there: for the same key, body, headers, credentials, region and clock, the
  * same URL, Host, and SigV4 signature, byte for byte. Both requests go through the same Remote (its
  * counting, fencing handler) to a local HTTP server that records them as they arrived. The SDK's
@@ -12,7 +12,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Remote, type RemoteOptions } from '../../src/publish/client.js';
+import { Remote, type RemoteOptions } from '../../src/publish/bucket/client.js';
 import { SnapshotError } from '../../src/core/errors.js';
 
 interface Recorded {

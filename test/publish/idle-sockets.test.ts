@@ -8,7 +8,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Remote } from '../../src/publish/client.js';
+import { Remote } from '../../src/publish/bucket/client.js';
 import { REPO } from '../helpers/paths.js';
 
 const CONCURRENCY = 32;

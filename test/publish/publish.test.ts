@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { buildTo } from '../helpers/build.js';
 import { clientFor, hasMoto, readBucket, startMoto, startS3rver, type S3Server } from '../helpers/s3.js';
-import { DeletionGuardError } from '../../src/publish/plan.js';
+import { DeletionGuardError } from '../../src/publish/plan/plan.js';
 import type { PublishOptions } from '../../src/publish/publish.js';
 import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql, totalRequests } from './helpers.js';
 

@@ -1,5 +1,5 @@
 /**
- * The quiet check (src/publish/quiet.ts): a publish of the tree the bucket already holds reads the
+ * The quiet check (src/publish/record/quiet.ts): a publish of the tree the bucket already holds reads the
  * manifest's header and the first bytes of the record, nothing more; anything that leaves a doubt
  * (another tree, an unresolved intent, an older state, claims pending in the manifest) goes the full
  * way. Against s3rver, and moto_server when installed (both honour ranged GETs).
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MANIFEST_FILE } from '../../src/core/layout.js';
 import { readManifest, readManifestDigest, writeClaims } from '../../src/output/manifest.js';
-import { parseState, parseStateHead, serializeIntent, serializeState } from '../../src/publish/state.js';
+import { parseState, parseStateHead, serializeIntent, serializeState } from '../../src/publish/record/format.js';
 import { makeStore } from '../faults/helpers.js';
 import { buildTo } from '../helpers/build.js';
 import { clientFor, hasMoto, startMoto, startS3rver, type S3Server } from '../helpers/s3.js';

@@ -1,12 +1,12 @@
 /**
- * The rules by which a publish trusts the record it finds in the bucket (src/publish/record.ts), on
+ * The rules by which a publish trusts the record it finds in the bucket (src/publish/record/record.ts), on
  * the objects' bytes as the tool writes them: what is trusted, what is re-checked, and when nothing
  * is (the prefix is then listed).
  */
 import { describe, expect, it } from 'vitest';
-import { judge } from '../../src/publish/record.js';
-import { NO_BASE, serializeIntent, serializeState, UNKNOWN, type RemoteIntent } from '../../src/publish/state.js';
-import type { StoredObject } from '../../src/publish/objects.js';
+import { judge } from '../../src/publish/record/record.js';
+import { NO_BASE, serializeIntent, serializeState, UNKNOWN, type RemoteIntent } from '../../src/publish/record/format.js';
+import type { StoredObject } from '../../src/publish/bucket/objects.js';
 
 const stored = (bytes: Buffer, etag: string): StoredObject => ({ bytes, etag, modifiedMs: 0 });
 const state = (id: string) =>

@@ -1,5 +1,5 @@
 /**
- * Large uploads in parts (publish/upload.ts), on moto_server, which enforces S3's 5 MiB part minimum
+ * Large uploads in parts (publish/bucket/upload.ts), on moto_server, which enforces S3's 5 MiB part minimum
  * and keeps multipart uploads until they are completed or aborted: a body joined from bytes and a
  * file's range arrives exactly, cut where the publish's ETag arithmetic expects; a body that cannot be
  * read leaves no object and no upload behind.
@@ -10,8 +10,8 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Remote } from '../../src/publish/client.js';
-import { putFile, putPieces } from '../../src/publish/upload.js';
+import { Remote } from '../../src/publish/bucket/client.js';
+import { putFile, putPieces } from '../../src/publish/bucket/upload.js';
 import { clientFor, CREDENTIALS, hasMoto, startMoto, type S3Server } from '../helpers/s3.js';
 
 const MiB = 2 ** 20;

@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { renderNetlifyToml } from '../../src/hosting/netlify-config.js';
+import { renderNetlifyToml } from '../../src/hosting/hosts/netlify-config.js';
 import { OutDirLock } from '../../src/output/lock.js';
 import { verify, type Defect, type DefectKind } from '../../src/verify/index.js';
 import { validateTree } from '../helpers/schemas.js';

@@ -3,7 +3,7 @@
  * CloudFormation template into aws/ from the route table; `--check` only compares, for CI.
  */
 import { Command } from 'commander';
-import { syncAwsFiles } from '../../hosting/aws-config.js';
+import { syncAwsFiles } from '../../hosting/hosts/aws-config.js';
 import type { CliState, Io } from '../io.js';
 import { hostConfigCommand } from './host-config.js';
 
@@ -14,7 +14,7 @@ export function awsCommand(io: Io, _state: CliState): Command {
       command: 'aws',
       host: 'AWS',
       description:
-        'Write aws/viewer-request.js (a CloudFront Function), aws/response-headers-policy.json and aws/cloudformation.json from the route table (src/hosting/routes.ts).',
+        'Write aws/viewer-request.js (a CloudFront Function), aws/response-headers-policy.json and aws/cloudformation.json from the route table (src/hosting/routes/routes.ts).',
       sync: (root, flags) => syncAwsFiles(root, flags),
     }),
   );

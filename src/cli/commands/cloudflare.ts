@@ -3,7 +3,7 @@
  * wrangler.toml from the route table; `--check` only compares, for CI.
  */
 import { Command, Option } from 'commander';
-import { CLOUDFLARE_DEFAULTS, syncCloudflareFiles, type CloudflareOptions } from '../../hosting/cloudflare-config.js';
+import { CLOUDFLARE_DEFAULTS, syncCloudflareFiles, type CloudflareOptions } from '../../hosting/hosts/cloudflare-config.js';
 import type { CliState, Io } from '../io.js';
 import { hostConfigCommand } from './host-config.js';
 
@@ -16,7 +16,7 @@ export function cloudflareCommand(io: Io, _state: CliState): Command {
     hostConfigCommand<Partial<CloudflareOptions>>(io, {
       command: 'cloudflare',
       host: 'Cloudflare',
-      description: 'Write cloudflare/worker.js and cloudflare/wrangler.toml from the route table (src/hosting/routes.ts).',
+      description: 'Write cloudflare/worker.js and cloudflare/wrangler.toml from the route table (src/hosting/routes/routes.ts).',
       options: [
         new Option('--name <name>', `Worker name (default: "${d.name}")`),
         new Option('--host <host>', `the API's host name, routed /api/v1/* and /service-api/v1/* (default: "${d.host}")`),

@@ -5,8 +5,8 @@
  */
 import { Command } from 'commander';
 import { outputError } from '../../core/errors.js';
-import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../../hosting/limits.js';
-import { syncNetlifyFiles } from '../../hosting/netlify-config.js';
+import { checkNetlifyLimits, NETLIFY_MAX_FILES_PER_DIR, nearLimitMessage } from '../../hosting/hosts/netlify-limits.js';
+import { syncNetlifyFiles } from '../../hosting/hosts/netlify-config.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption } from '../options.js';
 import { hostConfigCommand } from './host-config.js';
@@ -23,7 +23,8 @@ export function netlifyCommand(io: Io, _state: CliState): Command {
     hostConfigCommand(io, {
       command: 'netlify',
       host: 'Netlify',
-      description: 'Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes.ts).',
+      description:
+        'Write netlify.toml and netlify/edge-functions/profile-api/routes.js from the route table (src/hosting/routes/routes.ts).',
       sync: (root, flags) => syncNetlifyFiles(root, flags),
     }),
   );

@@ -3,8 +3,8 @@ import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { Command, Option } from 'commander';
 import { hostPort } from '../../core/text.js';
-import { WORKER_SETUP_ENV, type WorkerSetup } from '../../hosting/serve-messages.js';
-import type { ServeOptions } from '../../hosting/serve-process.js';
+import { WORKER_SETUP_ENV, type WorkerSetup } from '../../hosting/serve/messages.js';
+import type { ServeOptions } from '../../hosting/serve/process.js';
 import { listenAddress } from '../address.js';
 import type { CliState, Io } from '../io.js';
 import { parseNumber } from '../numbers.js';
@@ -59,9 +59,9 @@ export function serveCommand(io: Io, _state: CliState): Command {
       const fromPrimary = io.env[WORKER_SETUP_ENV];
       // Each side loads only its own modules: a worker never loads the primary's metrics.
       if (cluster.isWorker && fromPrimary !== undefined)
-        return (await import('../../hosting/serve-worker.js')).runWorker(JSON.parse(fromPrimary) as WorkerSetup, log);
+        return (await import('../../hosting/serve/worker.js')).runWorker(JSON.parse(fromPrimary) as WorkerSetup, log);
       const options = serveOptions(flags, io.env, log);
-      const server = await (await import('../../hosting/serve-process.js')).startServer(options);
+      const server = await (await import('../../hosting/serve/process.js')).startServer(options);
       const workers = options.workers === 1 ? '' : ` with ${options.workers} workers`;
       io.stderr.write(`profile-snapshot: serving ${options.setup.out} on http://${hostPort(server.address)}${workers} (Ctrl-C to stop)\n`);
       if (server.metricsAddress) io.stderr.write(`profile-snapshot: metrics on http://${hostPort(server.metricsAddress)}/metrics\n`);

@@ -1,0 +1,84 @@
+/**
+ * Sending again later in the same publish. A request that failed after the SDK's own attempts (a
+ * dropped connection, throttling, a 5xx) is set aside and sent again once the rest are done, in a
+ * few more rounds with a pause before each, so one reset among a million uploads costs one upload
+ * again, not the publish. A failure that is not transient (a lost lease, a refusal, the tree's)
+ * stops everything at once, as before. A round in which nothing passes any more (the bucket is out
+ * of reach) ends early: its remaining items wait for the next round's pause with the failed ones.
+ */
+import { remoteError, SnapshotError } from '../../core/errors.js';
+import { plural } from '../../core/text.js';
+import { Remote } from './client.js';
+
+/** The pauses before each later round: a blip, a restart, a short outage. */
+export const LATER_PAUSES_MS: readonly number[] = [1_000, 5_000, 15_000];
+
+/** Runs `task` for every item, at most `concurrency` at once, sending transient failures again later. */
+export async function inPoolRetryingLater<T>(
+  remote: Remote,
+  items: readonly T[],
+  concurrency: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  const pauses = remote.options.laterPausesMs ?? LATER_PAUSES_MS;
+  let pending = items;
+  for (let round = 0; ; round++) {
+    const aside = await roundOf(pending, concurrency, task);
+    if (aside.items.length === 0) return;
+    if (round === pauses.length) throw gaveUp(aside, pauses.length);
+    remote.sentLater += aside.items.length;
+    await new Promise((resolve) => setTimeout(resolve, pauses[round]));
+    pending = aside.items;
+  }
+}
+
+/** One task, sent again later as the pool's items are. */
+export function retryingLater(remote: Remote, task: () => Promise<void>): Promise<void> {
+  return inPoolRetryingLater(remote, [undefined], 1, task);
+}
+
+interface SetAside<T> {
+  items: T[];
+  /** The last transient failure among them. */
+  lastError: unknown;
+}
+
+/** One round: items whose task failed transiently, or were not started because nothing passed any more. */
+async function roundOf<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<SetAside<T>> {
+  const aside: SetAside<T> = { items: [], lastError: undefined };
+  // Twice the pool failing in a row, nothing passing between: the bucket is out of reach for now.
+  const stallAfter = 2 * concurrency;
+  let failuresInRow = 0,
+    next = 0;
+  let failure: { error: unknown } | undefined;
+  const stalled = () => failuresInRow >= stallAfter;
+  const worker = async () => {
+    while (failure === undefined && !stalled() && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await task(item);
+        failuresInRow = 0;
+      } catch (error) {
+        if (!Remote.transient(error)) failure ??= { error };
+        else {
+          aside.items.push(item);
+          aside.lastError = error;
+          failuresInRow++;
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  if (failure !== undefined) throw failure.error;
+  for (let i = next; i < items.length; i++) aside.items.push(items[i]!);
+  return aside;
+}
+
+function gaveUp<T>(aside: SetAside<T>, rounds: number): SnapshotError {
+  const last = aside.lastError as SnapshotError;
+  return remoteError(
+    `${last.message}; ${plural(aside.items.length, 'request')} still failed after ${rounds} more rounds`,
+    `${last.hint ?? 'check the bucket and the network'} (what this publish already sent stays sent)`,
+    last.cause,
+  );
+}

@@ -1,0 +1,94 @@
+/**
+ * A long publish records its progress in the bucket as it goes, so that a publisher taking over after
+ * a crash re-sends only what was in flight, not the whole tree. Every `checkpointProfiles` profiles
+ * uploaded (and only then: a short publish writes no checkpoint):
+ *
+ *   1. the uploads in flight finish (the profiles are sent in chunks);
+ *   2. a state is written with the publish's current id, so it resolves the intent written before the
+ *      chunk: what was live before, with every profile sent so far live as the tree has it;
+ *   3. a new intent, with a new id, over that state, names what is left: the profiles not sent yet,
+ *      the documents, the list, and the deletions.
+ *
+ * A crash at any moment leaves a record record.ts trusts: before 2, the last checkpoint's state and an
+ * intent naming at most what was left then; between 2 and 3, a settled state (nothing was sent since);
+ * after 3, the new state and intent. A first publish killed half-way thus no longer leaves a prefix
+ * with no trusted record, which the next publisher would list and send again whole (the documents'
+ * `meta` differs between two machines' trees, so their ETags never match).
+ */
+import type { Remote } from '../bucket/client.js';
+import { entryHash } from '../../output/manifest.js';
+import type { LocalTree } from '../plan/local.js';
+import type { PublishPlan } from '../plan/plan.js';
+import { writeIntent, writeState, type RemoteRecord } from './record.js';
+import { newPublishId, type LiveSet, type RemoteIntent } from './format.js';
+
+/** Profiles sent between two checkpoints, unless the remote's options say otherwise. */
+export const DEFAULT_CHECKPOINT_PROFILES = 100_000;
+
+export class Checkpoints {
+  /** The profiles sent so far: the plan's first `sent` (chunks are sent in the plan's order). */
+  private sent = 0;
+  /** Those of them that were live before (changed, not new): the rest of `before` stays as it was. */
+  private readonly replaced = new Set<string>();
+
+  private constructor(
+    private readonly remote: Remote,
+    private readonly tree: LocalTree,
+    private readonly plan: PublishPlan,
+    /** What was live before this publish (the record's, or a listing's); undefined when nothing was. */
+    private readonly before: LiveSet | undefined,
+    /** The record as this publish last wrote it, and the id its last intent has. */
+    public record: RemoteRecord,
+    public id: string,
+  ) {}
+
+  /** Writes the publish's first intent (naming the whole plan, over `base`), and starts counting. */
+  static async begin(remote: Remote, tree: LocalTree, plan: PublishPlan, before: LiveSet | undefined, record: RemoteRecord, base: string) {
+    const id = newPublishId();
+    const written = await writeIntent(remote, record, intentOf(id, base, plan));
+    return new Checkpoints(remote, tree, plan, before, written, id);
+  }
+
+  /** How many profiles to send between two checkpoints. */
+  get every(): number {
+    return this.remote.options.checkpointProfiles ?? DEFAULT_CHECKPOINT_PROFILES;
+  }
+
+  /** After a chunk of profiles was sent (none in flight): the state with them live, then the intent of what is left. */
+  async after(chunk: readonly string[]): Promise<void> {
+    if (this.plan.profiles[this.sent] !== chunk[0]) throw new Error('bug: checkpoints must follow the plan in order');
+    this.sent += chunk.length;
+    for (const name of chunk) if (this.before?.profiles.has(name)) this.replaced.add(name);
+    const files = this.before?.files ?? new Map<string, string>();
+    const profiles = (this.before?.profiles.size ?? 0) - this.replaced.size + this.sent;
+    const stateEtag = await writeState(this.remote, this.record, this.id, this.liveProfiles(), files, {
+      tree: undefined,
+      profiles,
+      files: files.size,
+    });
+    const base = this.id;
+    this.id = newPublishId();
+    const left = { ...this.plan, profiles: this.plan.profiles.slice(this.sent) };
+    this.record = await writeIntent(this.remote, { ...this.record, stateEtag }, intentOf(this.id, base, left));
+  }
+
+  /** What was live before, with every profile sent so far as the tree has it. */
+  private *liveProfiles(): Iterable<[string, string]> {
+    for (const [name, hash] of this.before?.profiles ?? []) if (!this.replaced.has(name)) yield [name, hash];
+    for (let i = 0; i < this.sent; i++) {
+      const name = this.plan.profiles[i]!;
+      yield [name, entryHash(this.tree.profiles.get(name)!)];
+    }
+  }
+}
+
+/** The intent of a publish of `plan`, planned over the state `base`: every key it may touch. */
+export function intentOf(id: string, base: string, plan: PublishPlan): RemoteIntent {
+  return {
+    id,
+    base,
+    profiles: new Set([...plan.profiles, ...plan.deleteProfiles]),
+    files: new Set([...plan.files, ...plan.listFiles]),
+    strays: new Set(plan.deleteKeys),
+  };
+}

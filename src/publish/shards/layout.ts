@@ -1,0 +1,117 @@
+/**
+ * Which users a publish brings to the bucket, and where it keeps its own objects for them: the
+ * publish's scope. A whole tree keeps its record and lock at the top of `<prefix>/.profile-snapshot/`,
+ * as it always has. A shard's tree (`--shard i/n`) keeps them in its own folder,
+ * `.profile-snapshot/shards/<i>-of-<n>/`, so the publishers of different shards never wait for each
+ * other, and writes only its own users' profiles; the creators list is joined from every shard's
+ * part (parts.ts, join.ts).
+ *
+ * A prefix is either sharded or not, and sharded in one way: the first shard published into it
+ * creates `.profile-snapshot/shards/layout` (a conditional create, so two first publishers agree),
+ * and every publish checks it before it writes anything.
+ */
+import { shardCountError, shardLayoutError, usageError } from '../../core/errors.js';
+import { STATE_DIR } from '../../core/layout.js';
+import { formatSlice, type Slice } from '../../core/slice.js';
+import type { Remote } from '../bucket/client.js';
+import type { LeaseName } from '../lease/lease.js';
+import { readObject, writeObject } from '../bucket/objects.js';
+import { REMOTE_INTENT, REMOTE_STATE } from '../record/format.js';
+
+/** Where a publish of a whole tree, or of one shard, keeps its record and takes its lock. */
+export interface PublishScope {
+  /** The shard the publish brings; undefined: a whole tree. */
+  shard: Slice | undefined;
+  /** The record's objects (state.ts), relative to the prefix. */
+  state: string;
+  intent: string;
+  /** The lease publishers of this scope take turns through. */
+  lock: LeaseName;
+  /** The lease watchers publishing this scope take turns to lead through (watch/leadership.ts). */
+  leader: LeaseName;
+}
+
+/**
+ * A shard is never published with --single-writer (exit 2): a sharded prefix has a writer per shard
+ * by design, and a store that ignores conditional writes cannot keep their joins of the list apart.
+ */
+export function assertShardWriters(shard: Slice | undefined, singleWriter: boolean | undefined): void {
+  if (shard === undefined || !singleWriter) return;
+  throw usageError(
+    `--single-writer cannot publish shard ${formatSlice(shard)}: a sharded prefix has ${shard.count} writers, and a store that ignores conditional writes cannot keep their joins of the creators list apart`,
+    'publish shards to a store that honours conditional writes (AWS S3, R2, MinIO) without --single-writer, or build and publish a whole tree',
+  );
+}
+
+/** Below STATE_DIR: the shards' folders, the layout and the composition's record. */
+const SHARDS = 'shards';
+export const SHARD_LAYOUT = `${STATE_DIR}/${SHARDS}/layout`;
+
+/** A shard's folder below STATE_DIR: `shards/<i>-of-<n>`. */
+export const shardFolder = ({ index, count }: Slice): `shards/${string}` => `${SHARDS}/${index}-of-${count}`;
+
+/** The scope of a publish of `shard` (undefined: of a whole tree). */
+export function scopeOf(shard: Slice | undefined): PublishScope {
+  if (shard === undefined) return { shard, state: REMOTE_STATE, intent: REMOTE_INTENT, lock: 'lock', leader: 'leader' };
+  const folder = shardFolder(shard);
+  const state = `${STATE_DIR}/${folder}/remote-state`;
+  return { shard, state, intent: `${STATE_DIR}/${folder}/remote-intent`, lock: `${folder}/lock`, leader: `${folder}/leader` };
+}
+
+export const WHOLE_TREE: PublishScope = Object.freeze(scopeOf(undefined));
+
+/** The shard count a sharded prefix was laid out with, or undefined when it is not sharded. */
+export async function readShardCount(remote: Remote): Promise<number | undefined> {
+  const stored = await readObject(remote, SHARD_LAYOUT);
+  if (stored === undefined || stored === 'unchanged') return undefined;
+  const body = JSON.parse(Buffer.from(stored.bytes).toString('utf8')) as { shards?: unknown };
+  if (typeof body.shards !== 'number' || !Number.isSafeInteger(body.shards) || body.shards < 1) {
+    throw shardLayoutError(
+      `${remote.where}: ${SHARD_LAYOUT} is not a layout this version wrote`,
+      'remove it only if no shard publishes there',
+    );
+  }
+  return body.shards;
+}
+
+/**
+ * Refuses (before anything is written) a whole tree published into a sharded prefix: exit 10. Asked
+ * only when the prefix holds no record of whole trees, so an unsharded prefix pays no request for it.
+ */
+export async function assertNotSharded(remote: Remote): Promise<void> {
+  const count = await readShardCount(remote);
+  if (count === undefined) return;
+  throw shardLayoutError(
+    `${remote.where} holds the API as ${count} shards; a tree built without --shard would replace every shard's list and profiles`,
+    `build and publish each shard with --shard i/${count}, or publish the whole tree to another prefix`,
+  );
+}
+
+/**
+ * Checks that the prefix is sharded as `shard` says, laying it out on its first shard's publish:
+ * exit 9 when its shard count differs (the message names it), 10 when it holds whole trees.
+ */
+export async function claimShardLayout(remote: Remote, shard: Slice): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const count = await readShardCount(remote);
+    if (count !== undefined) return assertSameCount(remote, shard, count);
+    if ((await readObject(remote, WHOLE_TREE.state, undefined, 1)) !== undefined) {
+      throw shardLayoutError(
+        `${remote.where} holds the API built without shards; shard ${formatSlice(shard)} would replace its creators list with a joined one`,
+        'publish shards to a prefix of their own, or publish the whole tree without --shard',
+      );
+    }
+    const body = `${JSON.stringify({ tool: 'profile-snapshot', shards: shard.count })}\n`;
+    if ((await writeObject(remote, SHARD_LAYOUT, body, 'application/json', { ifNoneMatch: '*' })) !== 'refused') return;
+    // Another shard's first publish laid it out meanwhile: check against what it wrote.
+  }
+  throw shardLayoutError(`${remote.where}: ${SHARD_LAYOUT} kept changing while it was read`, 'publish again');
+}
+
+function assertSameCount(remote: Remote, shard: Slice, count: number): void {
+  if (count === shard.count) return;
+  throw shardCountError(
+    `${remote.where} is split into ${count} shards, not ${shard.count}: shard ${formatSlice(shard)} does not fit it`,
+    `build and publish with --shard i/${count}, or publish ${shard.count} shards to another prefix`,
+  );
+}

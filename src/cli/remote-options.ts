@@ -8,7 +8,7 @@ import { seconds, wholeNumber } from './numbers.js';
 import { usageError } from '../core/errors.js';
 import type { RemoteOptions } from '../publish/bucket/client.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from '../publish/lease/defaults.js';
-import type { PublishOptions } from '../publish/publish.js';
+import type { PublishOptions } from '../publish/report.js';
 import { parseTarget } from '../publish/bucket/target.js';
 import type { Io } from './io.js';
 

@@ -8,6 +8,7 @@
  * the lead; a leader whose lease lapsed all the same (a lost network) finds it still its own at the next
  * look and retakes it, unless another watcher took over meanwhile.
  */
+import { scopeOf } from '../publish/keys.js';
 import type { Remote, RemoteOptions } from '../publish/bucket/client.js';
 import type { Lease, LeaseHolder, LeaseView, Sightings } from '../publish/lease/lease.js';
 import type { Slice } from '../core/slice.js';
@@ -72,7 +73,6 @@ export class Leadership {
   private async look(): Promise<Role> {
     // Loaded on first use: the AWS SDK is only for watchers that publish.
     const { Lease, Sightings, thisHolder } = await import('../publish/lease/lease.js');
-    const { scopeOf } = await import('../publish/shards/layout.js');
     const scope = scopeOf(this.options.shard);
     this.remote ??= await (await import('../publish/bucket/client.js')).Remote.open(this.options.remote);
     this.holder ??= thisHolder();

@@ -22,7 +22,7 @@ import { OutDirLock } from '../output/lock.js';
 import { StoreSession } from '../incremental/session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
 import { PublishRunner, type PublishResult } from './publisher.js';
-import type { PublishOptions } from '../publish/publish.js';
+import type { PublishOptions } from '../publish/report.js';
 import type { Heartbeat } from '../publish/lease/heartbeat.js';
 import { reportOf, type ErrorReport, type SnapshotError } from '../core/errors.js';
 import { formatCycle } from './format.js';
@@ -38,7 +38,7 @@ export interface WatchOptions {
   /** `--publish`: the bucket to publish to after each changing cycle (`to` as shown: no credentials). */
   publish?: { to: string; options: Omit<PublishOptions, 'out' | 'onProgress' | 'dryRun' | 'full' | 'waitMs'> };
   /**
-   * `--stall-timeout`: the main thread's heartbeat (publish/lease/heartbeat.ts), beaten at every sign of
+   * `--stall-timeout`: the main thread's heartbeat (publish/lease/heartbeat.ts, watch/stall-guard.ts), beaten at every sign of
    * progress; the process's leases are renewed only while it beats.
    */
   stall?: { heartbeat: Heartbeat; timeoutMs: number };
@@ -288,7 +288,7 @@ export class Watcher {
         reproducible: time.reproducible,
         lock: this.lock,
         session: this.session,
-        // Every 10,000 rows read: the build's progress, which keeps the leases renewed (publish/lease/heartbeat.ts).
+        // Every 10,000 rows read: the build's progress, which keeps the leases renewed (publish/lease/heartbeat.ts, watch/stall-guard.ts).
         onProgress: () => this.beat(),
       });
       if (full) rmSync(fullRequest, { force: true });

@@ -2,7 +2,7 @@
  * How far the publish under way got, for status.json, the metrics and the cycle line: a large tree's
  * first publish runs for minutes, and an operator must be able to tell it working from stuck.
  */
-import type { PublishProgress } from '../publish/publish.js';
+import type { PublishProgress } from '../publish/report.js';
 import type { PublishProgressStatus } from './status.js';
 
 /** Fed every progress event of one publish; estimates the time left from the current phase's pace. */

@@ -7,7 +7,8 @@ import { parentPort } from 'node:worker_threads';
 import { messageWithCause, SnapshotError } from '../core/errors.js';
 import { TreePin } from '../output/pin.js';
 import { Sightings } from '../publish/lease/lease.js';
-import { publish, type PublishProgress } from '../publish/publish.js';
+import { publish } from '../publish/publish.js';
+import type { PublishProgress } from '../publish/report.js';
 import type { FromPublishThread, PublishRequest, ThreadFailure, ToPublishThread } from './publish-thread.js';
 
 /** The watcher saves its status every 2 s: more often than this would only cost messages. */

@@ -10,7 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { TreePin } from '../output/pin.js';
-import type { PublishOptions, PublishReport } from '../publish/publish.js';
+import type { PublishOptions, PublishReport } from '../publish/report.js';
 import { DEFAULT_LEASE_TTL_MS } from '../publish/lease/defaults.js';
 import { reportOf } from '../core/errors.js';
 import { Leadership, type Role } from './leadership.js';

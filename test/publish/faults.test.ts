@@ -20,7 +20,7 @@ import {
   sql,
 } from './helpers.js';
 import { prng } from '../../src/seed/synthetic.js';
-import type { PublishOptions } from '../../src/publish/publish.js';
+import type { PublishOptions } from '../../src/publish/report.js';
 
 describe('publish under faults', () => {
   // moto stores an object only once its whole body arrived, as S3 does; s3rver writes in place,

@@ -7,7 +7,7 @@ import { DeleteObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { buildTo } from '../helpers/build.js';
 import { clientFor, hasMoto, readBucket, startMoto, startS3rver, type S3Server } from '../helpers/s3.js';
 import { DeletionGuardError } from '../../src/publish/plan/plan.js';
-import type { PublishOptions } from '../../src/publish/publish.js';
+import type { PublishOptions } from '../../src/publish/report.js';
 import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql, totalRequests } from './helpers.js';
 
 const servers: [string, () => Promise<S3Server>][] = [['s3rver', startS3rver]];

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { judge } from '../../src/publish/record/record.js';
-import { NO_BASE, serializeIntent, serializeState, UNKNOWN, type RemoteIntent } from '../../src/publish/record/format.js';
+import { NO_BASE, serializeIntent, serializeState, type RemoteIntent } from '../../src/publish/record/format.js';
+import { UNKNOWN } from '../../src/publish/plan/live-set.js';
 import type { StoredObject } from '../../src/publish/bucket/objects.js';
 
 const stored = (bytes: Buffer, etag: string): StoredObject => ({ bytes, etag, modifiedMs: 0 });

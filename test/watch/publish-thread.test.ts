@@ -17,7 +17,7 @@ import { ensureCompiled, REPO } from './helpers.js';
 
 type ThreadModule = typeof import('../../src/watch/publish-thread.js');
 type PinModule = typeof import('../../src/output/pin.js');
-type PublishProgress = import('../../src/publish/publish.js').PublishProgress;
+type PublishProgress = import('../../src/publish/report.js').PublishProgress;
 
 const USERS = 300;
 /** How long the held main thread waits for the tree before it calls the publish stuck. */

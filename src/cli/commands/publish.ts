@@ -7,7 +7,8 @@ import { wholeNumber } from '../numbers.js';
 import { listBehindError, usageError } from '../../core/errors.js';
 import { count } from '../../core/text.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../../output/settled.js';
-import { publish, type PublishReport } from '../../publish/publish.js';
+import { publish } from '../../publish/publish.js';
+import type { PublishReport } from '../../publish/report.js';
 import type { CliState, Io } from '../io.js';
 import { outDirOption, outOption, shardFromFlags, shardOption } from '../options.js';
 import {

@@ -26,7 +26,7 @@ import { retried } from './publish.js';
 import { count } from '../../core/text.js';
 import { usageError } from '../../core/errors.js';
 import { WatchMetrics } from '../../watch/metrics.js';
-import { guardAgainstStalls } from '../../publish/lease/heartbeat.js';
+import { guardAgainstStalls } from '../../watch/stall-guard.js';
 import { hostPort } from '../../core/text.js';
 import { listenAddress, type ListenAddress } from '../address.js';
 
@@ -42,7 +42,7 @@ interface WatchFlags extends BuildFlags, RemoteFlags {
 
 /**
  * The longest a publishing watcher's main thread may go without progress before it lets its leases
- * go and exits 13 (publish/lease/heartbeat.ts). Far above the longest gap between progress marks of a cold
+ * go and exits 13 (publish/lease/heartbeat.ts, watch/stall-guard.ts). Far above the longest gap between progress marks of a cold
  * first cycle of a million users on two cores (the figure is in docs/publish.md), so that no healthy
  * build ever reaches it, and short enough that a hung leader is replaced within minutes.
  */

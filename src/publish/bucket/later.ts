@@ -9,6 +9,7 @@
 import { remoteError, SnapshotError } from '../../core/errors.js';
 import { plural } from '../../core/text.js';
 import { Remote } from './client.js';
+import { runPool } from './pool.js';
 
 /** The pauses before each later round: a blip, a restart, a short outage. */
 export const LATER_PAUSES_MS: readonly number[] = [1_000, 5_000, 15_000];
@@ -48,29 +49,22 @@ async function roundOf<T>(items: readonly T[], concurrency: number, task: (item:
   const aside: SetAside<T> = { items: [], lastError: undefined };
   // Twice the pool failing in a row, nothing passing between: the bucket is out of reach for now.
   const stallAfter = 2 * concurrency;
-  let failuresInRow = 0,
-    next = 0;
-  let failure: { error: unknown } | undefined;
-  const stalled = () => failuresInRow >= stallAfter;
-  const worker = async () => {
-    while (failure === undefined && !stalled() && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await task(item);
-        failuresInRow = 0;
-      } catch (error) {
-        if (!Remote.transient(error)) failure ??= { error };
-        else {
-          aside.items.push(item);
-          aside.lastError = error;
-          failuresInRow++;
-        }
-      }
-    }
+  let failuresInRow = 0;
+  const passed = async (item: T) => {
+    await task(item);
+    failuresInRow = 0;
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  if (failure !== undefined) throw failure.error;
-  for (let i = next; i < items.length; i++) aside.items.push(items[i]!);
+  const notStarted = await runPool(items, concurrency, passed, {
+    setAside(item, error) {
+      if (!Remote.transient(error)) return false;
+      aside.items.push(item);
+      aside.lastError = error;
+      failuresInRow++;
+      return true;
+    },
+    stop: () => failuresInRow >= stallAfter,
+  });
+  aside.items.push(...notStarted);
   return aside;
 }
 

@@ -15,6 +15,7 @@ import { closeSync, fstatSync, readSync } from 'node:fs';
 import { CONTRACT_HEADERS } from '../../hosting/routes/routes.js';
 import { Remote } from './client.js';
 import { inPoolRetryingLater } from './later.js';
+import { inPool } from './pool.js';
 import { objectKey } from './target.js';
 
 /** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
@@ -38,24 +39,6 @@ export type StoredEncoding = 'gzip' | undefined;
 
 const headersFor = (encoding: StoredEncoding) =>
   encoding === undefined ? OBJECT_HEADERS : { ...OBJECT_HEADERS, ContentEncoding: encoding };
-
-/** Runs `task` for every item, at most `concurrency` at once; the first failure stops the rest. */
-export async function inPool<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: { error: unknown } | undefined;
-  const worker = async () => {
-    while (failure === undefined && next < items.length) {
-      const item = items[next++]!;
-      try {
-        await task(item);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-  if (failure !== undefined) throw failure.error;
-}
 
 /** The same headers as the wire carries them (fast-put.ts sends them as they are). */
 const WIRE_HEADERS = { 'content-type': OBJECT_HEADERS.ContentType, 'cache-control': OBJECT_HEADERS.CacheControl } as const;

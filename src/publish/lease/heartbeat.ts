@@ -1,5 +1,6 @@
 /**
- * A process whose main thread stalls lets its leases go (`watch --stall-timeout`). The renewal thread
+ * The renewal thread's half of the stall guard (the watcher's half, which installs it, is
+ * watch/stall-guard.ts). A process whose main thread stalls lets its leases go (`watch --stall-timeout`). The renewal thread
  * (lease-keeper.ts) renews leases whatever the main thread does, so that a long build never loses
  * one; alone, it would keep a hung leader's lease as long as the process lives, and a supervisor
  * restarts only processes that end.
@@ -18,15 +19,15 @@
  *   3. a main thread stuck where no JavaScript runs (a native call that never returns) serves no
  *      interrupt: after a grace period the renewal thread kills the process (SIGKILL).
  */
-import { closeSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { ExitCode, stalledError, type SnapshotError } from '../../core/errors.js';
-import { monotonicMs, RenewalThread, type StallHandoff } from './keeper.js';
+import { monotonicMs, type StallHandoff } from './keeper.js';
 
 /** How long the main thread has to answer the stall hook before the process is killed. */
 const EXIT_GRACE_MS = 5_000;
 /** The stall hook on the main thread's global object, where the inspector's evaluation finds it. */
-const HOOK = 'profile-snapshot.stalled';
+export const STALL_HOOK = 'profile-snapshot.stalled';
 
 /** The main thread's progress, in shared memory: its last progress (monotonicMs) and the cycle it was in. */
 export class Heartbeat {
@@ -64,38 +65,6 @@ export class Heartbeat {
   }
 }
 
-export interface StallGuardOptions {
-  timeoutMs: number;
-  /** Runs on the main thread as the process exits 13 for a stall: record it (it was said on stderr already). */
-  onStall(error: SnapshotError): void;
-}
-
-/**
- * On the main thread: from now on this process's leases are renewed only while the returned
- * heartbeat beats at least every `timeoutMs`; past that the process ends (exit 13). For the CLI's
- * watcher only: it ends the process.
- */
-export function guardAgainstStalls(options: StallGuardOptions): Heartbeat {
-  const heartbeat = new Heartbeat();
-  heartbeat.beat();
-  (globalThis as Record<symbol, unknown>)[Symbol.for(HOOK)] = (message: string, hint: string) => {
-    try {
-      options.onStall(stalledError(message, hint));
-    } finally {
-      // Node's inspector prints "Waiting for the debugger to disconnect..." at exit while the renewal
-      // thread's session is open: the stall's reason, already written, stays the log's last line.
-      try {
-        closeSync(2);
-      } catch {
-        // Closed already: nothing to keep quiet.
-      }
-      process.exit(ExitCode.stalled);
-    }
-  };
-  RenewalThread.guardAgainstStalls({ heartbeat: heartbeat.buffer, timeoutMs: options.timeoutMs });
-  return heartbeat;
-}
-
 /** In the renewal thread: the main thread's heartbeat, asked before each renewal. */
 export class StallWatch {
   private readonly heartbeat: Heartbeat;
@@ -126,7 +95,7 @@ export class StallWatch {
 function endProcess(error: SnapshotError): void {
   // The watcher's log line, as the main thread would have written it.
   writeSync(2, `${new Date().toISOString()} profile-snapshot watch: STALLED: ${error.message}. Fix: ${error.hint}.\n`);
-  const hook = `globalThis[Symbol.for(${JSON.stringify(HOOK)})]?.(${JSON.stringify(error.message)}, ${JSON.stringify(error.hint)})`;
+  const hook = `globalThis[Symbol.for(${JSON.stringify(STALL_HOOK)})]?.(${JSON.stringify(error.message)}, ${JSON.stringify(error.hint)})`;
   try {
     const session = new Session();
     session.connectToMainThread();

@@ -19,17 +19,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { prefixHeldError, remoteError, SnapshotError } from '../../core/errors.js';
-import { STATE_DIR } from '../../core/layout.js';
+import { leaseKey, type LeaseName } from '../keys.js';
 import type { Remote } from '../bucket/client.js';
 import { monotonicMs, RenewalThread, Validity, type LeaseHandoff } from './keeper.js';
 import { readObject, writeObject, type WriteCondition } from '../bucket/objects.js';
 import { provePreconditions } from '../bucket/preconditions.js';
-
-/**
- * A lease's object below `.profile-snapshot/`: the prefix's lock and leader, a shard's own
- * (`shards/<i>-of-<n>/lock`, shards.ts), and the composition's (join.ts).
- */
-export type LeaseName = 'lock' | 'leader' | 'compose' | `shards/${string}/${'lock' | 'leader'}`;
 
 /** Who holds a lease: enough for an operator to find it, never a credential. */
 export interface LeaseHolder {
@@ -79,8 +73,6 @@ export interface LeaseOptions {
  */
 const DATE_SLACK_MS = 1000;
 
-const leasePath = (name: LeaseName) => `${STATE_DIR}/${name}`;
-
 /** This process as a lease holder, under `id`. */
 export function thisHolder(id: string = randomBytes(6).toString('base64url')): LeaseHolder {
   return { host: hostname(), pid: process.pid, id, startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString() };
@@ -127,7 +119,7 @@ export class Lease {
 
   /** The lease's current holder, or undefined when there is no lease object. */
   static async look(remote: Remote, name: LeaseName): Promise<LeaseView | undefined> {
-    const stored = await readObject(remote, leasePath(name));
+    const stored = await readObject(remote, leaseKey(name));
     if (stored === undefined || stored === 'unchanged') return undefined;
     const now = remote.serverNow();
     const ageMs = now === undefined || stored.modifiedMs === undefined ? undefined : Math.max(0, now - stored.modifiedMs);
@@ -152,7 +144,7 @@ export class Lease {
       RenewalThread.shared();
       const sentAt = monotonicMs();
       const body = newBody(name, options, view);
-      const etag = await writeObject(remote, leasePath(name), JSON.stringify(body), 'application/json', takeCondition(view));
+      const etag = await writeObject(remote, leaseKey(name), JSON.stringify(body), 'application/json', takeCondition(view));
       if (etag !== 'refused') {
         const lease = Lease.taken(remote, name, etag, body, options, sentAt);
         await lease.checkPreconditions(view);
@@ -299,7 +291,7 @@ export class Lease {
     let etag: string | 'refused';
     try {
       this.writes++;
-      etag = await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
+      etag = await writeObject(this.remote, leaseKey(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
     } catch (error) {
       if (monotonicMs() > this.validity.untilMs) this.assertHeld();
       throw error; // a failed renewal is tried again at the next tick, while the lease is still valid
@@ -331,7 +323,7 @@ export class Lease {
     this.lost = prefixHeldError(`the ${this.name} lease on ${this.remote.where} was released`);
     const body: LeaseBody = { ...this.body, released: true, renewedAt: new Date().toISOString() };
     this.writes++;
-    await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag }).catch(
+    await writeObject(this.remote, leaseKey(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag }).catch(
       () => undefined,
     );
   }
@@ -359,7 +351,7 @@ export class Lease {
   private async checkPreconditions(previous: LeaseView | undefined): Promise<void> {
     const known = previous?.body.preconditions;
     if (known === 'proven' || (known === 'ignored' && this.options.singleWriter)) return;
-    const proven = await provePreconditions(this.remote, `${leasePath(this.name)}.probe`);
+    const proven = await provePreconditions(this.remote, `${leaseKey(this.name)}.probe`);
     if (proven || this.options.singleWriter) {
       await this.record({ ...this.body, preconditions: proven ? 'proven' : 'ignored' });
       return;
@@ -372,7 +364,7 @@ export class Lease {
   }
 
   private async record(body: LeaseBody): Promise<void> {
-    const etag = await writeObject(this.remote, leasePath(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
+    const etag = await writeObject(this.remote, leaseKey(this.name), JSON.stringify(body), 'application/json', { ifMatch: this.etag });
     if (etag === 'refused') throw (this.lost = await this.takenOver());
     this.etag = etag;
     this.body = body;

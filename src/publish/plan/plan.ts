@@ -5,7 +5,7 @@
 import { SnapshotError } from '../../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import { fileHash, type LocalTree } from './local.js';
-import type { LiveSet } from '../record/format.js';
+import type { LiveSet } from './live-set.js';
 import { count } from '../../core/text.js';
 
 export interface PublishPlan {

@@ -13,7 +13,7 @@ import { inSlice, type Slice } from '../../core/slice.js';
 import type { Remote } from '../bucket/client.js';
 import type { TreeReader } from '../../output/pin.js';
 import { profileDocument, profileHash, fileHash, type LocalTree } from './local.js';
-import { emptyLive, UNKNOWN, type LiveSet } from '../record/format.js';
+import { emptyLive, UNKNOWN, type LiveSet } from './live-set.js';
 import { MULTIPART_PART_BYTES } from '../bucket/upload.js';
 
 interface Listed {

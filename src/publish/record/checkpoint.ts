@@ -20,7 +20,8 @@ import { entryHash } from '../../output/manifest.js';
 import type { LocalTree } from '../plan/local.js';
 import type { PublishPlan } from '../plan/plan.js';
 import { writeIntent, writeState, type RemoteRecord } from './record.js';
-import { newPublishId, type LiveSet, type RemoteIntent } from './format.js';
+import { newPublishId, type RemoteIntent } from './format.js';
+import type { LiveSet } from '../plan/live-set.js';
 
 /** Profiles sent between two checkpoints, unless the remote's options say otherwise. */
 export const DEFAULT_CHECKPOINT_PROFILES = 100_000;

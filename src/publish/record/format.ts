@@ -21,10 +21,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
-import { STATE_DIR } from '../../core/layout.js';
+import { emptyLive, UNKNOWN, type LiveSet } from '../plan/live-set.js';
 
-export const REMOTE_STATE = `${STATE_DIR}/remote-state`;
-export const REMOTE_INTENT = `${STATE_DIR}/remote-intent`;
 const STATE_HEADER = 'profile-snapshot remote state 1';
 const INTENT_HEADER = 'profile-snapshot remote intent 2';
 
@@ -33,17 +31,6 @@ export const NO_BASE = '-';
 
 /** The tree digest of a state made from a manifest without one. */
 const NO_TREE = '-';
-
-/** The hash of an object whose content is not known (an unresolved intent, a mismatching listing). */
-export const UNKNOWN = '?';
-
-/** What is in the bucket: profile name or file path -> data hash (or UNKNOWN). */
-export interface LiveSet {
-  profiles: Map<string, string>;
-  files: Map<string, string>;
-  /** Keys (relative to the prefix) that are not part of any tree's layout: deleted by the next publish. */
-  strays: Set<string>;
-}
 
 export interface RemoteState {
   /** The publish that wrote it. */
@@ -74,8 +61,6 @@ export interface RemoteIntent {
   files: Set<string>;
   strays: Set<string>;
 }
-
-export const emptyLive = (): LiveSet => ({ profiles: new Map(), files: new Map(), strays: new Set() });
 
 export const newPublishId = (): string => randomBytes(9).toString('base64url');
 

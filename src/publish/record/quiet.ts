@@ -14,7 +14,7 @@ import type { TreeReader } from '../../output/pin.js';
 import type { Remote } from '../bucket/client.js';
 import { assertRequiredFiles } from '../plan/local.js';
 import { readObject, type StoredObject } from '../bucket/objects.js';
-import type { PublishScope } from '../shards/layout.js';
+import type { PublishScope } from '../keys.js';
 import { parseIntentHead, parseStateHead } from './format.js';
 
 /** Enough of a gzipped record to inflate its header line. */

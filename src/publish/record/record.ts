@@ -14,7 +14,7 @@
  */
 import { prefixHeldError } from '../../core/errors.js';
 import type { Remote } from '../bucket/client.js';
-import type { PublishScope } from '../shards/layout.js';
+import type { PublishScope } from '../keys.js';
 import { readObject, unchangedSince, writeObject, type StoredObject } from '../bucket/objects.js';
 import {
   applyIntent,
@@ -23,11 +23,11 @@ import {
   parseState,
   serializeIntent,
   serializeState,
-  type LiveSet,
   type RemoteIntent,
   type RemoteState,
   type StateSummary,
 } from './format.js';
+import type { LiveSet } from '../plan/live-set.js';
 
 export interface RemoteRecord {
   /** What is live as the record says, unknowns marked; undefined when the record is not trusted (list instead). */

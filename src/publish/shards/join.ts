@@ -17,7 +17,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { partMissingError, remoteError, shardCountError, shardLayoutError } from '../../core/errors.js';
-import { CREATORS_FILE, CREATORS_GZIP_FILE, STATE_DIR } from '../../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../core/layout.js';
+import { JOINED } from '../keys.js';
 import { plural } from '../../core/text.js';
 import { crc32, crc32Combine, deflatePiece, gzipTrailer } from '../../output/gzip-member.js';
 import { API_VERSION, envelopeTail } from '../../render/documents.js';
@@ -33,9 +34,6 @@ import { readObject, unchangedSince, writeObject } from '../bucket/objects.js';
 import { brokenObjects, LEAD_CRC, readPartIndex, removeOldParts, type PartIndex } from './part.js';
 import type { Slice } from '../../core/slice.js';
 import { objectKey } from '../bucket/target.js';
-
-/** The last joined list: which part of each shard it holds. */
-const JOINED = `${STATE_DIR}/shards/joined`;
 
 export interface JoinOptions {
   /** The prefix's shard count. */

@@ -1,35 +1,17 @@
 /**
- * Which users a publish brings to the bucket, and where it keeps its own objects for them: the
- * publish's scope. A whole tree keeps its record and lock at the top of `<prefix>/.profile-snapshot/`,
- * as it always has. A shard's tree (`--shard i/n`) keeps them in its own folder,
- * `.profile-snapshot/shards/<i>-of-<n>/`, so the publishers of different shards never wait for each
- * other, and writes only its own users' profiles; the creators list is joined from every shard's
- * part (parts.ts, join.ts).
+ * A sharded prefix's layout. A shard's publish (`--shard i/n`) keeps its record and leases in its
+ * own folder (keys.ts) and writes only its own users' profiles; the creators list is joined from
+ * every shard's part (part.ts, join.ts).
  *
  * A prefix is either sharded or not, and sharded in one way: the first shard published into it
  * creates `.profile-snapshot/shards/layout` (a conditional create, so two first publishers agree),
  * and every publish checks it before it writes anything.
  */
 import { shardCountError, shardLayoutError, usageError } from '../../core/errors.js';
-import { STATE_DIR } from '../../core/layout.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
 import type { Remote } from '../bucket/client.js';
-import type { LeaseName } from '../lease/lease.js';
 import { readObject, writeObject } from '../bucket/objects.js';
-import { REMOTE_INTENT, REMOTE_STATE } from '../record/format.js';
-
-/** Where a publish of a whole tree, or of one shard, keeps its record and takes its lock. */
-export interface PublishScope {
-  /** The shard the publish brings; undefined: a whole tree. */
-  shard: Slice | undefined;
-  /** The record's objects (state.ts), relative to the prefix. */
-  state: string;
-  intent: string;
-  /** The lease publishers of this scope take turns through. */
-  lock: LeaseName;
-  /** The lease watchers publishing this scope take turns to lead through (watch/leadership.ts). */
-  leader: LeaseName;
-}
+import { SHARD_LAYOUT, WHOLE_TREE } from '../keys.js';
 
 /**
  * A shard is never published with --single-writer (exit 2): a sharded prefix has a writer per shard
@@ -42,23 +24,6 @@ export function assertShardWriters(shard: Slice | undefined, singleWriter: boole
     'publish shards to a store that honours conditional writes (AWS S3, R2, MinIO) without --single-writer, or build and publish a whole tree',
   );
 }
-
-/** Below STATE_DIR: the shards' folders, the layout and the composition's record. */
-const SHARDS = 'shards';
-export const SHARD_LAYOUT = `${STATE_DIR}/${SHARDS}/layout`;
-
-/** A shard's folder below STATE_DIR: `shards/<i>-of-<n>`. */
-export const shardFolder = ({ index, count }: Slice): `shards/${string}` => `${SHARDS}/${index}-of-${count}`;
-
-/** The scope of a publish of `shard` (undefined: of a whole tree). */
-export function scopeOf(shard: Slice | undefined): PublishScope {
-  if (shard === undefined) return { shard, state: REMOTE_STATE, intent: REMOTE_INTENT, lock: 'lock', leader: 'leader' };
-  const folder = shardFolder(shard);
-  const state = `${STATE_DIR}/${folder}/remote-state`;
-  return { shard, state, intent: `${STATE_DIR}/${folder}/remote-intent`, lock: `${folder}/lock`, leader: `${folder}/leader` };
-}
-
-export const WHOLE_TREE: PublishScope = Object.freeze(scopeOf(undefined));
 
 /** The shard count a sharded prefix was laid out with, or undefined when it is not sharded. */
 export async function readShardCount(remote: Remote): Promise<number | undefined> {

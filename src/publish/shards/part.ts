@@ -17,7 +17,7 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import { outputError } from '../../core/errors.js';
-import { CREATORS_FILE, CREATORS_GZIP_FILE, STATE_DIR } from '../../core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../core/layout.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
 import { joinablePieces } from '../../output/creators-gzip.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER } from '../../output/gzip-member.js';
@@ -27,7 +27,7 @@ import type { Remote } from '../bucket/client.js';
 import { fileStampOf, type LocalTree } from '../plan/local.js';
 import { versionOf } from '../bucket/compose.js';
 import { readObject, writeObject } from '../bucket/objects.js';
-import { shardFolder } from './layout.js';
+import { partIndexKey, partsFolder } from '../keys.js';
 import { objectKey } from '../bucket/target.js';
 import { deleteObjects, putPieces, type BodyPiece } from '../bucket/upload.js';
 
@@ -67,9 +67,6 @@ export const LEAD_CRC = crc32(LEAD);
 const META_AT = '],"meta":'.length;
 /** More than the tail of any list. */
 const TAIL_WINDOW = 1024;
-
-export const partIndexKey = (shard: Slice) => `${STATE_DIR}/${shardFolder(shard)}/part`;
-const partsFolder = (shard: Slice) => `${STATE_DIR}/${shardFolder(shard)}/parts/`;
 
 /** The two open files a part is cut from, and what the part index will say. */
 interface LocalParts {

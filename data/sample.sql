@@ -1,5 +1,5 @@
 -- The hand-written sample store: about 25 profiles exercising every state, badge, social,
--- decoration, ban and warning of spec/profile-store.md. `npm run build` turns it (after schema.sql)
+-- decoration, ban and warning of docs/store.md. `npm run build` turns it (after schema.sql)
 -- into data/profiles.db. Private columns hold obviously fake values; they must never be published.
 
 INSERT INTO decorations (id, name, file) VALUES

@@ -1,4 +1,4 @@
--- The profile store, exactly as ../shared/spec/profile-store.md describes it.
+-- The profile store, exactly as docs/store.md describes it.
 -- The platform owns this schema; profile-snapshot only reads it.
 -- Foreign keys are declared but, as in SQLite by default, not enforced: the generator must cope
 -- with dangling references (the sample has one).

@@ -15,7 +15,7 @@ const bin = fileURLToPath(new URL('../bin/profile-snapshot.js', import.meta.url)
 /** Messages are prefixed with the running script's name (bench-serve, bench-serve-hold, bench...). */
 const log = (line) => process.stdout.write(`${basename(process.argv[1] ?? 'bench', '.mjs')}: ${line}\n`);
 
-/** The contract's headers (spec 4.3) and nosniff: every answer of both servers must carry them. */
+/** The contract's headers (docs/api.md, "Headers") and nosniff: every answer of both servers must carry them. */
 export const HEADERS = {
   'content-type': 'application/json; charset=utf-8',
   'access-control-allow-origin': '*',

@@ -14,7 +14,7 @@ export function resolveOutDir(out: string): string {
 export const DEFAULT_OUT_DIR = 'dist';
 
 /**
- * A profile's file name: a publishable username (spec/profile-store.md: 1-64 of A-Z a-z 0-9 . _ -,
+ * A profile's file name: a publishable username (docs/store.md: 1-64 of A-Z a-z 0-9 . _ -,
  * not starting with ".") in lower case. The route table and the output tree both rely on it: it can
  * never be a path other than one file in a users folder.
  */

@@ -1,5 +1,5 @@
 /**
- * Store dates are UTC in one of two shapes (spec/profile-store.md): SQLite's `YYYY-MM-DD HH:MM:SS`
+ * Store dates are UTC in one of two shapes (docs/store.md): SQLite's `YYYY-MM-DD HH:MM:SS`
  * or ISO 8601 `YYYY-MM-DDTHH:MM:SS[.fff]Z`. Anything else, or an impossible calendar date, is
  * rejected rather than guessed, so `Date`'s lenient parser never decides what we publish.
  */

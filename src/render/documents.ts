@@ -29,7 +29,7 @@ export function envelopeTail(m: Meta): string {
   return `,"meta":${JSON.stringify(m)}}`;
 }
 
-/** The success envelope (spec 2.1) around data that is already JSON. */
+/** The success envelope (docs/api.md, "The envelope") around data that is already JSON. */
 export function successDocument(dataJson: string, m: Meta): string {
   return SUCCESS_HEAD + dataJson + envelopeTail(m);
 }
@@ -70,7 +70,7 @@ export interface ErrorSpec {
 }
 
 /**
- * The error answers (DESIGN.md). Static files, so they never echo the request. The file name is the
+ * The error answers (docs/api.md, "Errors"). Static files, so they never echo the request. The file name is the
  * code in kebab case; hosting config points at these names.
  */
 export const ERRORS = {

@@ -1,5 +1,5 @@
 /**
- * Store row -> User object (spec/public-profile-api.md 2.3), exactly as spec/profile-store.md maps
+ * Store row -> User object (docs/api.md, "The User object"), exactly as docs/store.md maps
  * each field. Pure: same row, base URL and snapshot time give the same object.
  */
 import { Col, type StoreRow } from '../store/read.js';
@@ -68,7 +68,7 @@ export type RenderResult =
 /** Known badges, in the order `badges.list` holds them. */
 const KNOWN_BADGES = ['official', 'verified', 'helper'] as const;
 
-/** 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot (spec/profile-store.md). */
+/** 1-64 of A-Z a-z 0-9 . _ -, not starting with a dot (docs/store.md). */
 const PUBLISHABLE_USERNAME = /^(?!\.)[A-Za-z0-9._-]{1,64}$/;
 
 export function isPublishableUsername(value: unknown): value is string {

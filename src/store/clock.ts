@@ -1,5 +1,5 @@
 /**
- * The change clock (../shared/spec/profile-store.md, "The change clock"): what it is in the store, and
+ * The change clock (docs/store.md, "The change clock"): what it is in the store, and
  * how a reader follows it. Installing and removing it is clock-install.ts's; this module only reads.
  *
  * In the store it is one row of `profile_snapshot_clock` (format, epoch and the number of triggers
@@ -16,7 +16,7 @@ export const CLOCK_FORMAT = 1;
 export const CLOCK_TABLE = 'profile_snapshot_clock';
 export const USERS_CHANGED = 'profile_snapshot_users_changed';
 export const DECORATIONS_CHANGED = 'profile_snapshot_decorations_changed';
-/** Every object of the clock is named so (the spec reserves the prefix). */
+/** Every object of the clock is named so (docs/store.md reserves the prefix). */
 export const CLOCK_GLOB = 'profile_snapshot_*';
 
 /**

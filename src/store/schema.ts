@@ -1,5 +1,5 @@
 /**
- * The tables and columns ../shared/spec/profile-store.md names. A store missing any of them is not
+ * The tables and columns docs/store.md names. A store missing any of them is not
  * the store the contract describes, so we refuse it (exit 3) and name what is missing rather than
  * publish something subtly wrong. Private columns are checked for presence only (PRAGMA table_xinfo
  * never reads a value); no query ever selects them.
@@ -49,7 +49,7 @@ export function checkSchema(db: Database.Database, file: string): void {
   if (missing.length > 0) {
     throw storeError(
       `schema drift in ${file}: missing ${missing.join(', ')}`,
-      "point --db at a profile store that follows spec/profile-store.md, or update the store's schema",
+      "point --db at a profile store that follows profile-snapshot's docs/store.md, or update the store's schema",
     );
   }
 }

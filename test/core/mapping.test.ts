@@ -1,5 +1,5 @@
 /**
- * One test per mapping rule and per warning of spec/profile-store.md, each on a real SQLite store
+ * One test per mapping rule and per warning of docs/store.md, each on a real SQLite store
  * built to the contract's schema in a temp folder, read back from the files the build wrote.
  */
 import { existsSync, readFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Random profile stores within the contract's schema (spec/profile-store.md), with adversarial values,
+ * Random profile stores within the contract's schema (docs/store.md), with adversarial values,
  * written to real SQLite files. The generator labels what it cannot be asked back from SQLite (whether
  * a date is valid, and the ISO form it must be published as), so the oracle never reuses product code.
  */

@@ -1,7 +1,7 @@
 /**
  * What the contract says a build of a store must publish, computed independently of the product: the
  * rows are read back from the SQLite file (so SQLite's own conversions count), dates are judged by
- * the generator's labels, and every rule is restated from spec/profile-store.md. `checkBuild` returns
+ * the generator's labels, and every rule is restated from docs/store.md. `checkBuild` returns
  * every difference between a built tree and that expectation.
  */
 import Database from 'better-sqlite3';
@@ -15,7 +15,7 @@ import type { LabelledDate, ModelStore } from './model.js';
 export const BASE = 'https://profiles.example.com';
 const DAY = 86_400_000;
 const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
-/** spec/profile-store.md: 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with a dot. */
+/** docs/store.md: 1 to 64 characters of A-Z a-z 0-9 . _ -, not starting with a dot. */
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 const publishable = (name: unknown): name is string => typeof name === 'string' && NAME.test(name) && !name.startsWith('.');
 

@@ -1,7 +1,7 @@
 /**
  * The request table: every public path form x letter case x user state, the query form's missing and
  * empty usernames, the creators list, unknown paths and paths other services own, each with the
- * answer the contract (and DESIGN.md) requires. Run against the three targets: Netlify (simulated on
+ * answer the contract (docs/api.md) requires. Run against the three targets: Netlify (simulated on
  * its own rule engine), the edge function called directly, and the origin server.
  */
 import { request as httpRequest } from 'node:http';

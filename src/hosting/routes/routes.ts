@@ -16,7 +16,7 @@
 import { CANONICAL_USERNAME, CREATORS_FILE, CREATORS_GZIP_FILE, errorFile, OPENAPI_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import { ERRORS, errorBody, type ErrorCode } from '../../render/documents.js';
 
-/** The four headers of the contract (spec 4.3), on every answer, errors included, plus nosniff. */
+/** The four headers of the contract (docs/api.md, "Headers"), on every answer, errors included, plus nosniff. */
 export const CONTRACT_HEADERS = {
   'Content-Type': 'application/json; charset=utf-8',
   'Access-Control-Allow-Origin': '*',

@@ -1,6 +1,9 @@
 /**
  * Import rules for src/, checked by `npm run check:imports` (part of `npm test`): no cycles, and no
  * module imports from a layer above its own. Layers, bottom to top, as docs/architecture.md lists them.
+ * publish/'s folders are layers of their own, so none imports one beside it: the bucket at the bottom,
+ * then the tool's keys, the leases, the plan, the record and the shards, and publish/'s own files
+ * (publish.ts running the steps, the compose command, the report types) above them all.
  */
 const LAYERS = [
   ['src/core/'],
@@ -8,7 +11,13 @@ const LAYERS = [
   ['src/render/', 'src/seed/'],
   ['src/hosting/routes/'],
   ['src/output/'],
-  ['src/incremental/', 'src/hosting/serve/', 'src/hosting/hosts/', 'src/publish/'],
+  ['src/publish/bucket/'],
+  ['src/publish/keys\\.ts$'],
+  ['src/publish/lease/'],
+  ['src/publish/plan/'],
+  ['src/publish/record/'],
+  ['src/publish/shards/'],
+  ['src/incremental/', 'src/hosting/serve/', 'src/hosting/hosts/', 'src/publish/(?!keys\\.ts$)[^/]+\\.ts$'],
   ['src/pass/'],
   ['src/build\\.ts$', 'src/build-options\\.ts$'],
   ['src/verify/'],
@@ -20,7 +29,10 @@ const LAYERS = [
 const pattern = (paths) => `^(${paths.map((p) => p.replaceAll('/', '\\/')).join('|')})`;
 
 const upward = LAYERS.slice(0, -1).map((layer, i) => ({
-  name: `no-upward-from-${layer[0].replace(/^src\//, '').replace(/[\\/$]|\.ts/g, '')}`,
+  name: `no-upward-from-${layer[0]
+    .replace(/^src\//, '')
+    .replace(/\\\.ts\$|\/$/g, '')
+    .replaceAll('/', '-')}`,
   comment: `${layer.join(', ')} may import only from its own layer or the layers below it`,
   severity: 'error',
   from: { path: pattern(layer) },
@@ -37,6 +49,27 @@ module.exports = {
       to: { circular: true },
     },
     ...upward,
+    {
+      name: 'bucket-is-object-storage-alone',
+      comment: 'publish/bucket/ knows no tree, record or lease: only core/ and the contract its objects are stored with',
+      severity: 'error',
+      from: { path: '^src/publish/bucket/' },
+      to: { path: '^src/', pathNot: '^src/(core/|hosting/routes/|publish/bucket/)' },
+    },
+    {
+      name: 'serve-and-hosts-apart',
+      comment: "the origin server and the vendors' configs share the route table, nothing else",
+      severity: 'error',
+      from: { path: '^src/hosting/(serve|hosts)/' },
+      to: { path: '^src/hosting/', pathNot: '^src/hosting/($1|routes)/' },
+    },
+    {
+      name: 'publish-report-is-types-only',
+      comment: 'the CLI and the watcher import the report types without loading the AWS SDK',
+      severity: 'error',
+      from: { path: '^src/publish/report\\.ts$' },
+      to: { dependencyTypesNot: ['type-only'] },
+    },
     {
       name: 'v8-only-in-memory-upkeep',
       comment: "the process's V8 is the host's: only core/memory.ts touches it, and only once the process opted in",

@@ -107,18 +107,18 @@ export function resolveRemoteOptions(to: string, toSource: string, flags: Remote
     pathStyle: Boolean(flags.pathStyle),
     concurrency,
     equalParts: flags.equalParts,
-    checkpointProfiles: checkpointEvery(io.env.PROFILE_PUBLISH_CHECKPOINT_EVERY),
     // The SDK's own variable, which an explicit setting would otherwise override.
     maxAttempts: io.env.AWS_MAX_ATTEMPTS === undefined ? undefined : wholeNumber(io.env.AWS_MAX_ATTEMPTS, 'AWS_MAX_ATTEMPTS'),
   };
 }
 
 /** PROFILE_PUBLISH_CHECKPOINT_EVERY: profiles a publish sends between two checkpoints of its record (publish/record/checkpoint.ts). */
-function checkpointEvery(value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
+export function resolveCheckpoints(io: Io): Pick<PublishOptions, 'checkpointProfiles'> {
+  const value = io.env.PROFILE_PUBLISH_CHECKPOINT_EVERY;
+  if (value === undefined || value === '') return {};
   const every = wholeNumber(value, 'PROFILE_PUBLISH_CHECKPOINT_EVERY');
   if (every < 1) throw usageError('PROFILE_PUBLISH_CHECKPOINT_EVERY must be at least 1');
-  return every;
+  return { checkpointProfiles: every };
 }
 
 /** How publishers on one prefix take turns: the lease's flags. */

@@ -47,7 +47,7 @@ import { scopeOf, type PublishScope } from './keys.js';
 import { formatSlice, type Slice } from '../core/slice.js';
 import { describeTarget } from './bucket/target.js';
 import { closeFile, deleteObjects, putFile } from './bucket/upload.js';
-import { inPoolRetryingLater, retryingLater } from './bucket/later.js';
+import { Later } from './bucket/later.js';
 
 /** A build committed while the publish read the tree: start over on the new one. */
 class TreeChanged extends Error {}
@@ -57,7 +57,7 @@ const MAX_ATTEMPTS = 3;
 export async function publish(given: PublishOptions): Promise<PublishReport> {
   const started = performance.now();
   // Made absolute once, here: everything below takes the out dir as it is.
-  const options = { ...given, out: resolveOutDir(given.out) };
+  const options: Run = { ...given, out: resolveOutDir(given.out), later: new Later(given.laterPausesMs) };
   const reader = given.generation ?? liveTree(options.out);
   assertShardWriters(options.shard, options.singleWriter);
   const scope = scopeOf(treeShard(reader, options.shard));
@@ -72,7 +72,7 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
           attempts: attempt,
           requests: { ...remote.counts },
           retries: remote.retries,
-          sentLater: remote.sentLater,
+          sentLater: options.later.sent,
           seconds: (performance.now() - started) / 1000,
         };
       } catch (error) {
@@ -99,7 +99,10 @@ function keptChanging(out: string): SnapshotError {
 
 type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'sentLater' | 'seconds'>;
 
-async function publishOnce(remote: Remote, reader: TreeReader, options: PublishOptions, scope: PublishScope): Promise<Outcome> {
+/** A publish's options as its steps take them: the out dir absolute, and its rounds of sending again later. */
+type Run = PublishOptions & { later: Later };
+
+async function publishOnce(remote: Remote, reader: TreeReader, options: Run, scope: PublishScope): Promise<Outcome> {
   if (scope.shard !== undefined) await claimShardLayout(remote, scope.shard);
   // The bucket already holds this tree: known from two headers, no million entries read.
   const held = options.full ? undefined : await bucketHoldsTree(remote, reader, scope);
@@ -155,7 +158,7 @@ function forgetPartIf<R extends RemoteRecord | undefined>(broken: boolean, recor
 async function publishHeld(
   remote: Remote,
   tree: LocalTree,
-  options: PublishOptions,
+  options: Run,
   record: RemoteRecord,
   planned: PublishPlan | undefined,
 ): Promise<Outcome> {
@@ -169,15 +172,20 @@ async function publishHeld(
   if (live !== undefined && namesTree(record, tree.digest) && isEmptyPlan(plan)) return outcome;
   assertPresent(tree, plan);
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
-  const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, live ? record.base : NO_BASE);
+  const base = live ? record.base : NO_BASE;
+  const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, base, options.checkpointProfiles);
   outcome.bytes = await upload(remote, tree, plan, options, record.scope, checkpoints);
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
   const deleteProfiles = deferred.size === 0 ? plan.deleteProfiles : plan.deleteProfiles.filter((name) => !deferred.has(name));
   const deletions = [...deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
-  await deleteObjects(remote, deletions, remote.options.concurrency, (count) =>
-    options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length, bytes: outcome.bytes }),
+  await deleteObjects(
+    remote,
+    deletions,
+    remote.options.concurrency,
+    (count) => options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length, bytes: outcome.bytes }),
+    options.later,
   );
   await writeState(remote, checkpoints.record, checkpoints.id, liveProfiles(tree, live, deferred), hashes(tree.files), {
     // A state that still holds deferred profiles does not name the tree: the next publish deletes them.
@@ -202,7 +210,7 @@ async function joinBeforeDeleting(
   remote: Remote,
   outcome: Outcome,
   scope: PublishScope,
-  options: PublishOptions,
+  options: Run,
   plan: PublishPlan,
 ): Promise<ReadonlySet<string>> {
   if (scope.shard === undefined) return new Set();
@@ -213,17 +221,17 @@ async function joinBeforeDeleting(
 }
 
 /** A shard's outcome, once the creators list holds its current part (or could not be joined yet). */
-async function joinedOutcome(remote: Remote, outcome: Outcome, scope: PublishScope, options: PublishOptions): Promise<Outcome> {
+async function joinedOutcome(remote: Remote, outcome: Outcome, scope: PublishScope, options: Run): Promise<Outcome> {
   if (scope.shard !== undefined) await joinShardList(remote, outcome, scope.shard, options);
   return outcome;
 }
 
 /** Joins the list for a shard's publish (join.ts), noting it in the outcome; whether the list holds the shard's part. */
-async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, options: PublishOptions): Promise<boolean> {
+async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, options: Run): Promise<boolean> {
   outcome.shard = { shard: formatSlice(shard), join: undefined, listHoldsShard: false, deferredProfiles: 0 };
   if (options.dryRun) return false;
   const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const joined = await joinShard(remote, shard, { lease: leaseOptions(options), waitMs }).catch((error: unknown) => {
+  const joined = await joinShard(remote, shard, { lease: leaseOptions(options), waitMs, later: options.later }).catch((error: unknown) => {
     if (!(error instanceof SnapshotError && error.kind === 'prefixHeld')) throw error;
     // This shard's own lock lost: the publish fails (the fence throws). Else the compose lease was
     // held or taken over: the shard's publish stands, and its next publish joins the list.
@@ -332,7 +340,7 @@ async function upload(
   remote: Remote,
   tree: LocalTree,
   plan: PublishPlan,
-  options: PublishOptions,
+  options: Run,
   scope: PublishScope,
   checkpoints: Checkpoints,
 ): Promise<number> {
@@ -356,13 +364,13 @@ async function upload(
   // In chunks, each followed by a checkpoint of the record but the last: a takeover re-sends only what came after.
   for (let from = 0; from < plan.profiles.length; from += checkpoints.every) {
     const chunk = plan.profiles.slice(from, from + checkpoints.every);
-    await inPoolRetryingLater(remote, chunk, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
+    await options.later.inPool(chunk, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
     if (from + chunk.length < plan.profiles.length) await checkpoints.after(chunk);
   }
-  await inPoolRetryingLater(remote, plan.files, concurrency, (path) => send(path, [path]));
+  await options.later.inPool(plan.files, concurrency, (path) => send(path, [path]));
   if (scope.shard !== undefined && plan.listFiles.length > 0) {
     // A shard's list is a part of the joined one (parts.ts): never uploaded as the list itself.
-    await retryingLater(remote, async () => {
+    await options.later.once(async () => {
       const part = await publishPart(remote, tree, scope.shard!, checkpoints.id);
       bytes += part.bytes;
     });
@@ -370,7 +378,7 @@ async function upload(
     return bytes;
   }
   for (const path of plan.listFiles)
-    await retryingLater(remote, () =>
+    await options.later.once(() =>
       sendListFile(remote, tree, path, (size) => {
         bytes += size;
         progress(1);

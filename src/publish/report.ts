@@ -40,6 +40,10 @@ export interface PublishOptions {
    * Undefined: the tree is published as what it is (its manifest says whether it is a shard).
    */
   shard?: Slice | undefined;
+  /** Profiles sent between two checkpoints of the record (record/checkpoint.ts; default 100,000). */
+  checkpointProfiles?: number | undefined;
+  /** Pauses before each round of sending again what failed after the SDK's attempts (bucket/later.ts); tests shorten them. */
+  laterPausesMs?: readonly number[] | undefined;
   onProgress?: ((progress: PublishProgress) => void) | undefined;
 }
 

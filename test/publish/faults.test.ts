@@ -50,13 +50,14 @@ describe('publish under faults', () => {
   it('sends again later what failed after every attempt of the SDK, without sending the rest twice; gives up after its rounds', async () => {
     const site = await newSite(workspace.server, workspace.dir, 60);
     // Two attempts per request; each later round 50 ms after the last.
-    const remote = { maxAttempts: 2, laterPausesMs: [50, 50, 50] } as Partial<PublishOptions['remote']> as PublishOptions['remote'];
+    const remote = { maxAttempts: 2 } as Partial<PublishOptions['remote']> as PublishOptions['remote'];
+    const laterPausesMs = [50, 50, 50];
     const victim = (path: string) => path.endsWith('/api/v1/users/user00007');
     let hits = 0;
     const flaky = await startProxy(site.endpoint, {
       fault: (_n, method, path) => (method === 'PUT' && victim(path) && ++hits <= 3 ? 'reset' : undefined),
     });
-    const report = await publishSite(site, { remote }, flaky.endpoint);
+    const report = await publishSite(site, { remote, laterPausesMs }, flaky.endpoint);
     await flaky.close();
     // Both attempts of the first send reset, the later round's first too, its SDK retry passed.
     expect(hits).toBeGreaterThan(3);
@@ -69,7 +70,7 @@ describe('publish under faults', () => {
     sql(site.db, 'UPDATE users SET views = views + 1');
     buildTo(site.db, site.out);
     const dead = await startProxy(site.endpoint, { fault: (_n, method, path) => (method === 'PUT' && victim(path) ? 'reset' : undefined) });
-    const failed = await publishSite(site, { remote }, dead.endpoint).catch((error: Error) => error);
+    const failed = await publishSite(site, { remote, laterPausesMs }, dead.endpoint).catch((error: Error) => error);
     await dead.close();
     expect(failed).toBeInstanceOf(Error);
     expect((failed as Error & { exitCode: number }).exitCode).toBe(6);

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { usageError } from '../../core/errors.js';
 import { count } from '../../core/text.js';
-import { compose, type ComposeReport } from '../../publish/shards/join.js';
+import { compose, type ComposeReport } from '../../publish/compose-command.js';
 import type { CliState, Io } from '../io.js';
 import { parseNumber } from '../numbers.js';
 import { addRemoteOptions, REMOTE_ENV_HELP, resolveLease, resolveRemoteOptions, type RemoteFlags } from '../remote-options.js';

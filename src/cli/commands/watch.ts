@@ -16,6 +16,7 @@ import {
   addRemoteOptions,
   REMOTE_ENV_HELP,
   resolveGuard,
+  resolveCheckpoints,
   resolveLease,
   resolveRemoteOptions,
   type RemoteFlags,
@@ -299,5 +300,5 @@ function publishLine({ result, consecutiveFailures }: PublishFinish): string {
 
 function publishOptions(to: string, flags: WatchFlags, io: Io): NonNullable<Parameters<typeof Watcher.start>[0]['publish']> {
   const remote = resolveRemoteOptions(to, '--publish', flags, io);
-  return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags), ...resolveLease(flags) } };
+  return { to: describeRemote(remote), options: { remote, ...resolveGuard(flags), ...resolveLease(flags), ...resolveCheckpoints(io) } };
 }

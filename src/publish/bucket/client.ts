@@ -10,6 +10,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import type { Socket } from 'node:net';
 import { remoteError, SnapshotError, usageError } from '../../core/errors.js';
 import { FastPut } from './fast-put.js';
+import { CHECKSUMS } from './stores.js';
 import { describeRemote, type RemoteTarget } from './target.js';
 
 /** HTTP requests sent, by kind (retries included): what a publish cost. */
@@ -32,14 +33,10 @@ export interface RemoteOptions extends RemoteTarget {
   multipartThresholdBytes?: number | undefined;
   multipartPartBytes?: number | undefined;
   /**
-   * Join the creators list in parts of one size but the last (R2's rule, join.ts); undefined: only
-   * on R2's endpoints (`*.r2.cloudflarestorage.com`).
+   * Multipart copies in parts of one size but the last (R2's rule); undefined: as the store table
+   * says for the endpoint (stores.ts).
    */
   equalParts?: boolean | undefined;
-  /** Profiles a publish sends between two checkpoints of its record (checkpoint.ts); tests lower it. */
-  checkpointProfiles?: number | undefined;
-  /** Pauses before each round of sending again what failed after the SDK's attempts (later.ts); tests shorten them. */
-  laterPausesMs?: readonly number[] | undefined;
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 6;
@@ -103,8 +100,6 @@ export class Remote {
   readonly counts: RequestCounts = { GET: 0, HEAD: 0, PUT: 0, POST: 0, DELETE: 0, LIST: 0 };
   /** Requests sent again after a failure (throttling, 5xx, a dropped connection). */
   retries = 0;
-  /** Requests set aside after the SDK's attempts failed, and sent again later in the publish (later.ts). */
-  sentLater = 0;
   readonly where: string;
   /** PutObject of the bulk of small objects without the SDK's middleware stack (fast-put.ts). */
   readonly fastPut: FastPut;
@@ -131,10 +126,7 @@ export class Remote {
       forcePathStyle: Boolean(options.pathStyle),
       maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       retryMode: 'standard',
-      // S3-compatible servers (R2, GCS, MinIO, older releases) do not all take the SDK's default
-      // checksum headers or aws-chunked bodies; S3 itself needs neither.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
+      ...CHECKSUMS,
       requestHandler: new CountingHandler(
         {
           connectionTimeout: 10_000,

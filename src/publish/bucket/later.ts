@@ -14,28 +14,31 @@ import { runPool } from './pool.js';
 /** The pauses before each later round: a blip, a restart, a short outage. */
 export const LATER_PAUSES_MS: readonly number[] = [1_000, 5_000, 15_000];
 
-/** Runs `task` for every item, at most `concurrency` at once, sending transient failures again later. */
-export async function inPoolRetryingLater<T>(
-  remote: Remote,
-  items: readonly T[],
-  concurrency: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  const pauses = remote.options.laterPausesMs ?? LATER_PAUSES_MS;
-  let pending = items;
-  for (let round = 0; ; round++) {
-    const aside = await roundOf(pending, concurrency, task);
-    if (aside.items.length === 0) return;
-    if (round === pauses.length) throw gaveUp(aside, pauses.length);
-    remote.sentLater += aside.items.length;
-    await new Promise((resolve) => setTimeout(resolve, pauses[round]));
-    pending = aside.items;
-  }
-}
+/** Sending again later, for one publish: the pauses before its rounds, and what it sent again. */
+export class Later {
+  /** Requests set aside after the SDK's attempts failed, and sent again later. */
+  sent = 0;
 
-/** One task, sent again later as the pool's items are. */
-export function retryingLater(remote: Remote, task: () => Promise<void>): Promise<void> {
-  return inPoolRetryingLater(remote, [undefined], 1, task);
+  /** `pausesMs`: before each later round (tests shorten them). */
+  constructor(private readonly pausesMs: readonly number[] = LATER_PAUSES_MS) {}
+
+  /** Runs `task` for every item, at most `concurrency` at once, sending transient failures again later. */
+  async inPool<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
+    let pending = items;
+    for (let round = 0; ; round++) {
+      const aside = await roundOf(pending, concurrency, task);
+      if (aside.items.length === 0) return;
+      if (round === this.pausesMs.length) throw gaveUp(aside, this.pausesMs.length);
+      this.sent += aside.items.length;
+      await new Promise((resolve) => setTimeout(resolve, this.pausesMs[round]));
+      pending = aside.items;
+    }
+  }
+
+  /** One task, sent again later as the pool's items are. */
+  once(task: () => Promise<void>): Promise<void> {
+    return this.inPool([undefined], 1, task);
+  }
 }
 
 interface SetAside<T> {

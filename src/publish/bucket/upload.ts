@@ -14,8 +14,9 @@ import {
 import { closeSync, fstatSync, readSync } from 'node:fs';
 import { CONTRACT_HEADERS } from '../../hosting/routes/routes.js';
 import { Remote } from './client.js';
-import { inPoolRetryingLater } from './later.js';
+import type { Later } from './later.js';
 import { inPool } from './pool.js';
+import { quirksOf } from './stores.js';
 import { objectKey } from './target.js';
 
 /** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
@@ -183,20 +184,21 @@ function joinedBytes(pieces: readonly BodyPiece[], size: number): Buffer {
 export const closeFile = (fd: number) => closeSync(fd);
 
 /**
- * Deletes objects by key relative to the prefix, a thousand per request; servers without the
- * batch call (Google Cloud Storage's XML API) get one request per key.
+ * Deletes objects by key relative to the prefix, a thousand per request; stores without the
+ * batch call (stores.ts, or found by their answer) get one request per key.
  */
 export async function deleteObjects(
   remote: Remote,
   paths: readonly string[],
   concurrency: number,
   onDeleted: (count: number) => void,
+  later: Later,
 ): Promise<void> {
   const { bucket, prefix } = remote.options;
   const batches: string[][] = [];
   for (let i = 0; i < paths.length; i += DELETE_BATCH) batches.push(paths.slice(i, i + DELETE_BATCH) as string[]);
-  let batchable = true;
-  await inPoolRetryingLater(remote, batches, Math.max(1, Math.min(4, concurrency)), async (batch) => {
+  let batchable = quirksOf(remote.options.endpoint).batchDelete;
+  await later.inPool(batches, Math.max(1, Math.min(4, concurrency)), async (batch) => {
     if (batchable) {
       try {
         const objects = batch.map((path) => ({ Key: objectKey(prefix, path) }));

@@ -23,7 +23,7 @@ import { writeIntent, writeState, type RemoteRecord } from './record.js';
 import { newPublishId, type RemoteIntent } from './format.js';
 import type { LiveSet } from '../plan/live-set.js';
 
-/** Profiles sent between two checkpoints, unless the remote's options say otherwise. */
+/** Profiles sent between two checkpoints, unless the publish's options say otherwise. */
 export const DEFAULT_CHECKPOINT_PROFILES = 100_000;
 
 export class Checkpoints {
@@ -41,18 +41,23 @@ export class Checkpoints {
     /** The record as this publish last wrote it, and the id its last intent has. */
     public record: RemoteRecord,
     public id: string,
+    /** How many profiles to send between two checkpoints. */
+    readonly every: number,
   ) {}
 
   /** Writes the publish's first intent (naming the whole plan, over `base`), and starts counting. */
-  static async begin(remote: Remote, tree: LocalTree, plan: PublishPlan, before: LiveSet | undefined, record: RemoteRecord, base: string) {
+  static async begin(
+    remote: Remote,
+    tree: LocalTree,
+    plan: PublishPlan,
+    before: LiveSet | undefined,
+    record: RemoteRecord,
+    base: string,
+    every = DEFAULT_CHECKPOINT_PROFILES,
+  ) {
     const id = newPublishId();
     const written = await writeIntent(remote, record, intentOf(id, base, plan));
-    return new Checkpoints(remote, tree, plan, before, written, id);
-  }
-
-  /** How many profiles to send between two checkpoints. */
-  get every(): number {
-    return this.remote.options.checkpointProfiles ?? DEFAULT_CHECKPOINT_PROFILES;
+    return new Checkpoints(remote, tree, plan, before, written, id, every);
   }
 
   /** After a chunk of profiles was sent (none in flight): the state with them live, then the intent of what is left. */

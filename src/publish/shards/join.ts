@@ -13,27 +13,25 @@
  * until every shard has published one (a shard's publish then reports it; `compose` fails, exit 11).
  *
  * The joined list's meta: the newest of the shards' timestamps, and the longest of their execution
- * times (the shards ran side by side), so joining the same parts gives the same bytes.
+ * times (the shards ran side by side), so joining the same parts gives the same bytes
+ * (list-sources.ts makes the sources and the tail).
  */
-import { performance } from 'node:perf_hooks';
-import { partMissingError, remoteError, shardCountError, shardLayoutError } from '../../core/errors.js';
+import { partMissingError, remoteError } from '../../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../core/layout.js';
-import { JOINED } from '../keys.js';
-import { plural } from '../../core/text.js';
-import { crc32, crc32Combine, deflatePiece, gzipTrailer } from '../../output/gzip-member.js';
-import { API_VERSION, envelopeTail } from '../../render/documents.js';
-import { Remote, type RemoteOptions, type RequestCounts } from '../bucket/client.js';
 import { limitTo } from '../../core/limit.js';
-import { prepareComposition, versionOf, type ComposeResult, type ObjectRange } from '../bucket/compose.js';
-import { r2PartRules, S3_PART_RULES, type PartRules } from '../bucket/compose-plan.js';
-import { LIST_FILES } from '../plan/plan.js';
-import { Lease, thisHolder, type LeaseOptions } from '../lease/lease.js';
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from '../lease/defaults.js';
-import { readShardCount } from './layout.js';
-import { readObject, unchangedSince, writeObject } from '../bucket/objects.js';
-import { brokenObjects, LEAD_CRC, readPartIndex, removeOldParts, type PartIndex } from './part.js';
 import type { Slice } from '../../core/slice.js';
+import { plural } from '../../core/text.js';
+import type { Remote } from '../bucket/client.js';
+import type { Later } from '../bucket/later.js';
+import { prepareComposition, versionOf, type ComposeResult } from '../bucket/compose.js';
+import { readObject, unchangedSince, writeObject } from '../bucket/objects.js';
+import { partRulesOf } from '../bucket/stores.js';
 import { objectKey } from '../bucket/target.js';
+import { JOINED } from '../keys.js';
+import { Lease, type LeaseOptions } from '../lease/lease.js';
+import { LIST_FILES } from '../plan/plan.js';
+import { listSources } from './list-sources.js';
+import { brokenObjects, readPartIndex, removeOldParts, type PartIndex } from './part.js';
 
 export interface JoinOptions {
   /** The prefix's shard count. */
@@ -130,8 +128,8 @@ async function replaceList(
   indexes: readonly PartIndex[],
   versions: readonly (string | undefined)[],
 ): Promise<ComposeResult[] | 'superseded'> {
-  const plan = joinPlan(remote, indexes);
-  const rules = partRules(remote);
+  const plan = listSources(remote.options.prefix, remote.where, indexes);
+  const rules = partRulesOf(remote.options.endpoint, remote.options.equalParts);
   const key = (file: string) => objectKey(remote.options.prefix, file);
   // Both objects' copies and uploads within one --concurrency, and so the bytes held in memory.
   const limit = limitTo(remote.options.concurrency);
@@ -188,7 +186,7 @@ async function forgetJoined(remote: Remote): Promise<void> {
 export async function joinShard(
   remote: Remote,
   shard: Slice,
-  options: Omit<JoinOptions, 'count' | 'required'>,
+  options: Omit<JoinOptions, 'count' | 'required'> & { later: Later },
 ): Promise<{ report: JoinReport; holdsPart: boolean }> {
   const [current, last] = await Promise.all([readPartIndex(remote, shard), readJoined(remote)]);
   if (current !== undefined && last?.parts?.[shard.index] === current.id) {
@@ -196,7 +194,7 @@ export async function joinShard(
   }
   const report = await joinList(remote, { ...options, count: shard.count, required: false });
   const holdsPart = current !== undefined && report.parts?.[shard.index] === current.id;
-  if (holdsPart) await removeOldParts(remote, shard, current);
+  if (holdsPart) await removeOldParts(remote, shard, current, options.later);
   return { report, holdsPart };
 }
 
@@ -219,53 +217,6 @@ async function readJoined(remote: Remote): Promise<{ parts: string[] | undefined
     body = null;
   }
   return { parts: Array.isArray(body?.parts) ? body.parts.map(String) : undefined, etag: stored.etag };
-}
-
-type Source = ObjectRange | { bytes: Uint8Array };
-
-/** Both objects' sources in shard order, and their tails. */
-function joinPlan(remote: Remote, indexes: readonly PartIndex[]): { identity: Source[]; gzip: Source[] } {
-  const key = (path: string) => objectKey(remote.options.prefix, path);
-  const identity: Source[] = [];
-  const gzip: Source[] = [];
-  let crc = 0;
-  let length = 0;
-  let members = false;
-  for (const [shard, index] of indexes.entries()) {
-    if (shard > 0 && index.memberBytes === 0) continue;
-    // The first members of the array take no comma before them.
-    const lead = shard > 0 && members;
-    const skip = (part: PartIndex['identity']) => (shard === 0 || lead ? 0 : part.lead);
-    // Each range names the version its index describes: a part replaced since is never joined.
-    identity.push({ key: key(index.identity.key), start: skip(index.identity), end: index.identity.bytes, etag: index.identity.etag });
-    gzip.push({ key: key(index.gzip.key), start: skip(index.gzip), end: index.gzip.bytes, etag: index.gzip.etag });
-    if (lead) [crc, length] = [crc32Combine(crc, LEAD_CRC, 1), length + 1];
-    [crc, length] = [length === 0 ? index.crc : crc32Combine(crc, index.crc, index.length), length + index.length];
-    members ||= index.memberBytes > 0;
-  }
-  if (indexes[0]!.identity.bytes === 0)
-    throw shardLayoutError(`${remote.where}: shard 0's part has no envelope head`, 'publish shard 0 again');
-  const tail = Buffer.from(`]${envelopeTail(joinedMeta(indexes))}`);
-  [crc, length] = [crc32Combine(crc, crc32(tail), tail.length), length + tail.length];
-  identity.push({ bytes: tail });
-  gzip.push({ bytes: Buffer.concat([deflatePiece(tail, undefined, true), gzipTrailer(crc, length)]) });
-  return { identity, gzip };
-}
-
-function joinedMeta(indexes: readonly PartIndex[]) {
-  const timestamp = indexes
-    .map((index) => index.meta.timestamp)
-    .sort()
-    .at(-1)!;
-  const executionTimeMs = Math.max(...indexes.map((index) => index.meta.executionTimeMs));
-  return { timestamp, version: API_VERSION, executionTimeMs } as const;
-}
-
-/** R2 wants every part but the last of one size (compose-plan.ts); other stores take S3's rules. */
-function partRules(remote: Remote): PartRules {
-  const host = remote.options.endpoint === undefined ? '' : new URL(remote.options.endpoint).hostname;
-  const equal = remote.options.equalParts ?? host.endsWith('.r2.cloudflarestorage.com');
-  return equal ? r2PartRules(S3_PART_RULES.minPartBytes) : S3_PART_RULES;
 }
 
 function sum(results: readonly ComposeResult[]): Pick<JoinReport, 'copiedParts' | 'uploadedParts' | 'uploadedBytes'> {
@@ -296,50 +247,4 @@ function missingError(remote: Remote, count: number, missing: readonly number[])
     `the creators list of ${remote.where} cannot be joined: ${plural(missing.length, 'shard')} (${names}) published no part yet; the live list was left as it is`,
     `publish ${missing.length === 1 ? 'that shard' : 'those shards'} (profile-snapshot publish --shard i/${count}), then compose again`,
   );
-}
-
-export interface ComposeOptions {
-  remote: RemoteOptions;
-  /** The shard count the prefix must have (exit 9 otherwise); undefined: whatever its layout says. */
-  shards?: number | undefined;
-  /** Join even when the live list already holds every current part. */
-  force?: boolean | undefined;
-  /** How long to wait for another composer (default DEFAULT_LOCK_TIMEOUT_MS), then exit 8. */
-  lockTimeoutMs?: number | undefined;
-  leaseTtlMs?: number | undefined;
-  singleWriter?: boolean | undefined;
-}
-
-export interface ComposeReport extends JoinReport {
-  where: string;
-  shards: number;
-  requests: RequestCounts;
-  seconds: number;
-}
-
-/**
- * `compose`: joins the creators list of a sharded prefix from every shard's part, as each shard's
- * publish does after writing its part; fails (exit 11) while a shard has no part yet.
- */
-export async function compose(options: ComposeOptions): Promise<ComposeReport> {
-  const started = performance.now();
-  const remote = await Remote.open(options.remote);
-  try {
-    const shards = await readShardCount(remote);
-    if (shards === undefined) {
-      throw shardLayoutError(
-        `${remote.where} is not a sharded prefix: no shard was published there`,
-        'publish the shards first (profile-snapshot publish --shard i/n)',
-      );
-    }
-    if (options.shards !== undefined && options.shards !== shards) {
-      throw shardCountError(`${remote.where} is split into ${shards} shards, not ${options.shards}`, `pass --shards ${shards}`);
-    }
-    const lease = { ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, singleWriter: Boolean(options.singleWriter), holder: thisHolder() };
-    const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-    const report = await joinList(remote, { count: shards, lease, waitMs, required: true, force: options.force });
-    return { ...report, where: remote.where, shards, requests: { ...remote.counts }, seconds: (performance.now() - started) / 1000 };
-  } finally {
-    remote.close();
-  }
 }

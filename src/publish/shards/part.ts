@@ -29,6 +29,7 @@ import { versionOf } from '../bucket/compose.js';
 import { readObject, writeObject } from '../bucket/objects.js';
 import { partIndexKey, partsFolder } from '../keys.js';
 import { objectKey } from '../bucket/target.js';
+import type { Later } from '../bucket/later.js';
 import { deleteObjects, putPieces, type BodyPiece } from '../bucket/upload.js';
 
 /** One object of a part: its key (relative to the prefix), its size, and the bytes of lead to skip when it comes first. */
@@ -237,7 +238,7 @@ function describesTree(index: PartIndex, tree: LocalTree, shard: Slice): boolean
 }
 
 /** Removes the shard's part objects other than `current`'s (older parts, and any a killed publish left). */
-export async function removeOldParts(remote: Remote, shard: Slice, current: PartIndex): Promise<void> {
+export async function removeOldParts(remote: Remote, shard: Slice, current: PartIndex, later: Later): Promise<void> {
   const { bucket, prefix } = remote.options;
   const folder = objectKey(prefix, partsFolder(shard));
   const keep = new Set([current.identity.key, current.gzip.key]);
@@ -254,5 +255,5 @@ export async function removeOldParts(remote: Remote, shard: Slice, current: Part
     }
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token !== undefined);
-  await deleteObjects(remote, old, remote.options.concurrency, () => undefined);
+  await deleteObjects(remote, old, remote.options.concurrency, () => undefined, later);
 }

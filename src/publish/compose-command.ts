@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { shardCountError, shardLayoutError } from '../core/errors.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './bucket/client.js';
-import { thisHolder } from './lease/lease.js';
+import { thisHolder } from './lease/holder.js';
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease/defaults.js';
 import { joinList, type JoinReport } from './shards/join.js';
 import { readShardCount } from './shards/layout.js';

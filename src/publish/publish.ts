@@ -6,51 +6,51 @@
  *      guard, before anything is written;
  *   2. record the intent (what may change), so a publish killed half-way is finished by the next;
  *   3. upload new and changed profiles and documents, then the creators list (so every user the live
- *      list names has its profile objects), then delete what the tree no longer has;
+ *      list names has its profile objects: send.ts; a shard's list is joined, shard-list.ts), then
+ *      delete what the tree no longer has;
  *   4. record the new state.
  *
- * Steps 2-4 run under the prefix's lock lease (lease.ts), and the record is written only over the
- * version read (record.ts): several publishers on one prefix take turns, and none overwrites what
- * another recorded. A quiet check (the record already names this tree) takes no lease; when the
- * state names the manifest's own digest it reads only the two headers (quiet.ts).
+ * Steps 2-4 run under the prefix's lock lease (lease/lease.ts), and the record is written only over
+ * the version read (record/record.ts): several publishers on one prefix take turns, and none
+ * overwrites what another recorded. A quiet check (the record already names this tree) takes no
+ * lease; when the state names the manifest's own digest it reads only the two headers
+ * (record/quiet.ts).
  *
- * A request that still fails after the SDK's attempts is sent again later in the publish (later.ts);
+ * A request that still fails after the SDK's attempts is sent again later in the publish (bucket/later.ts);
  * any other failure stops the publish where it is: nothing is deleted after a failed upload.
  *
  * The tree is read as it is, or (the watcher's own publish) as a generation its writer pinned
  * (output/pin.ts), which later commits leave alone however long the publish runs.
  */
-import { fstatSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
-import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS, resolveOutDir } from '../core/layout.js';
-import { entryHash, manifestStamp, stampOf } from '../output/manifest.js';
+import { resolveOutDir, PROFILE_DIRS } from '../core/layout.js';
+import type { Slice } from '../core/slice.js';
 import { OutDirLock } from '../output/lock.js';
+import { entryHash } from '../output/manifest.js';
 import { liveTree, type TreeReader } from '../output/pin.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../output/settled.js';
 import { Remote } from './bucket/client.js';
-import type { PublishOptions, PublishReport } from './report.js';
-import { Lease, thisHolder, type LeaseOptions } from './lease/lease.js';
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease/defaults.js';
-import { treeShard, fileStampOf, profileDocument, profilePaths, readLocalTree, type LocalTree } from './plan/local.js';
-import { deleteCount, guardDeletions, isEmptyPlan, LIST_FILES, planPublish, uploadCount, type PublishPlan } from './plan/plan.js';
+import { Later } from './bucket/later.js';
+import { deleteObjects } from './bucket/upload.js';
+import { scopeOf, type PublishScope } from './keys.js';
+import { Lease } from './lease/lease.js';
+import { DEFAULT_LOCK_TIMEOUT_MS } from './lease/defaults.js';
+import { UNKNOWN, type LiveSet } from './plan/live-set.js';
+import { profilePaths, readLocalTree, treeShard, type LocalTree } from './plan/local.js';
+import { guardDeletions, isEmptyPlan, LIST_FILES, planPublish, type PublishPlan } from './plan/plan.js';
 import { listLive } from './plan/reconcile.js';
+import { Checkpoints } from './record/checkpoint.js';
+import { NO_BASE } from './record/format.js';
 import { bucketHoldsTree } from './record/quiet.js';
 import { namesTree, readRecord, writeState, type RemoteRecord } from './record/record.js';
-import { NO_BASE } from './record/format.js';
-import { UNKNOWN, type LiveSet } from './plan/live-set.js';
-import { Checkpoints } from './record/checkpoint.js';
-import { joinShard } from './shards/join.js';
-import { partIsWhole, publishPart } from './shards/part.js';
+import { outcomeOf, quietOutcome, unfencedNotice, type Outcome } from './outcome.js';
+import type { PublishOptions, PublishReport } from './report.js';
+import { leaseOptions, type Run } from './run.js';
+import { assertPresent, sendInOrder, TreeChanged } from './send.js';
+import { joinBeforeDeleting, joinedOutcome } from './shard-list.js';
 import { assertNotSharded, assertShardWriters, claimShardLayout } from './shards/layout.js';
-import { scopeOf, type PublishScope } from './keys.js';
-import { formatSlice, type Slice } from '../core/slice.js';
-import { describeTarget } from './bucket/target.js';
-import { closeFile, deleteObjects, putFile } from './bucket/upload.js';
-import { Later } from './bucket/later.js';
-
-/** A build committed while the publish read the tree: start over on the new one. */
-class TreeChanged extends Error {}
+import { partIsWhole } from './shards/part.js';
 
 const MAX_ATTEMPTS = 3;
 
@@ -96,11 +96,6 @@ function keptChanging(out: string): SnapshotError {
       : 'publish after the build has finished (build, then publish, one after the other), not beside it';
   return outputError(`the tree in ${out} changed under ${MAX_ATTEMPTS} publishes in a row: another process kept committing into it`, hint);
 }
-
-type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'sentLater' | 'seconds'>;
-
-/** A publish's options as its steps take them: the out dir absolute, and its rounds of sending again later. */
-type Run = PublishOptions & { later: Later };
 
 async function publishOnce(remote: Remote, reader: TreeReader, options: Run, scope: PublishScope): Promise<Outcome> {
   if (scope.shard !== undefined) await claimShardLayout(remote, scope.shard);
@@ -174,7 +169,7 @@ async function publishHeld(
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
   const base = live ? record.base : NO_BASE;
   const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, base, options.checkpointProfiles);
-  outcome.bytes = await upload(remote, tree, plan, options, record.scope, checkpoints);
+  outcome.bytes = await sendInOrder(remote, tree, plan, options, record.scope, checkpoints);
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
   const deleteProfiles = deferred.size === 0 ? plan.deleteProfiles : plan.deleteProfiles.filter((name) => !deferred.has(name));
@@ -202,61 +197,6 @@ function* liveProfiles(tree: LocalTree, live: LiveSet | undefined, deferred: Rea
   for (const name of deferred) yield [name, live?.profiles.get(name) ?? UNKNOWN];
 }
 
-/**
- * For a shard: joins the creators list with the part just published, and returns the removed users
- * whose objects must stay because the live list may still name them (the list could not be joined).
- */
-async function joinBeforeDeleting(
-  remote: Remote,
-  outcome: Outcome,
-  scope: PublishScope,
-  options: Run,
-  plan: PublishPlan,
-): Promise<ReadonlySet<string>> {
-  if (scope.shard === undefined) return new Set();
-  const holdsPart = await joinShardList(remote, outcome, scope.shard, options);
-  if (holdsPart || options.dryRun) return new Set();
-  outcome.shard!.deferredProfiles = plan.deleteProfiles.length;
-  return new Set(plan.deleteProfiles);
-}
-
-/** A shard's outcome, once the creators list holds its current part (or could not be joined yet). */
-async function joinedOutcome(remote: Remote, outcome: Outcome, scope: PublishScope, options: Run): Promise<Outcome> {
-  if (scope.shard !== undefined) await joinShardList(remote, outcome, scope.shard, options);
-  return outcome;
-}
-
-/** Joins the list for a shard's publish (join.ts), noting it in the outcome; whether the list holds the shard's part. */
-async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, options: Run): Promise<boolean> {
-  outcome.shard = { shard: formatSlice(shard), join: undefined, listHoldsShard: false, deferredProfiles: 0 };
-  if (options.dryRun) return false;
-  const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const joined = await joinShard(remote, shard, { lease: leaseOptions(options), waitMs, later: options.later }).catch((error: unknown) => {
-    if (!(error instanceof SnapshotError && error.kind === 'prefixHeld')) throw error;
-    // This shard's own lock lost: the publish fails (the fence throws). Else the compose lease was
-    // held or taken over: the shard's publish stands, and its next publish joins the list.
-    remote.fence?.();
-    outcome.shard!.listBehind = error.message;
-    outcome.notices.push(`the creators list was not joined: ${error.message} (this shard's next publish joins it)`);
-    return undefined;
-  });
-  if (joined === undefined) return false;
-  const { report, holdsPart } = joined;
-  outcome.shard.join = report;
-  outcome.shard.listHoldsShard = holdsPart;
-  if (report.missing.length > 0) {
-    const names = report.missing.map((index) => `${index}/${shard.count}`).join(', ');
-    outcome.notices.push(`the creators list was not joined: ${names} published no part yet (the last shard to publish joins it)`);
-  }
-  if (report.broken.length > 0) {
-    const names = report.broken.map((index) => `${index}/${shard.count}`).join(', ');
-    outcome.notices.push(
-      `the creators list was not joined: the part of ${names} is gone from the bucket (that shard's next publish sends it again)`,
-    );
-  }
-  return holdsPart;
-}
-
 /** Progress of the listing a publish with no trusted record compares with: objects listed, of about the tree's. */
 function compareProgress(tree: LocalTree, options: PublishOptions): ((listed: number) => void) | undefined {
   const onProgress = options.onProgress;
@@ -272,140 +212,6 @@ async function dryRun(remote: Remote, tree: LocalTree, options: PublishOptions, 
   return outcomeOf(remote, tree, plan, 'listing', options);
 }
 
-function outcomeOf(remote: Remote, tree: LocalTree, plan: PublishPlan, compared: Outcome['compared'], options: PublishOptions): Outcome {
-  return {
-    ...outcomeHead(remote, tree.outDir, options),
-    compared,
-    changed: !isEmptyPlan(plan),
-    profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
-    objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
-    list: plan.listFiles.includes(CREATORS_FILE),
-  };
-}
-
-/** The outcome of a quiet check that found the bucket holding this very tree (quiet.ts). */
-function quietOutcome(remote: Remote, held: { profiles: number; files: number }, options: PublishOptions): Outcome {
-  return {
-    ...outcomeHead(remote, options.out, options),
-    compared: 'state',
-    changed: false,
-    profiles: { put: 0, deleted: 0 },
-    objects: { put: 0, deleted: 0, unchanged: held.profiles * PROFILE_DIRS.length + held.files },
-    list: false,
-  };
-}
-
-/** What every outcome says whatever the plan: where from, where to, and nothing sent yet. */
-const outcomeHead = (remote: Remote, out: string, options: PublishOptions) => ({
-  out,
-  to: describeTarget(remote.options),
-  where: remote.where,
-  dryRun: Boolean(options.dryRun),
-  bytes: 0,
-  notices: [] as string[],
-});
-
-const unfencedNotice = (remote: Remote) =>
-  `${remote.where} ignores conditional writes (accepted with --single-writer): nothing keeps two publishers apart, so only one may ever publish to this prefix`;
-
-function leaseOptions(options: PublishOptions): LeaseOptions {
-  return {
-    ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
-    singleWriter: Boolean(options.singleWriter),
-    holder: thisHolder(),
-  };
-}
-
 function* hashes(entries: Map<string, string>): Iterable<[string, string]> {
   for (const [key, entry] of entries) yield [key, entryHash(entry)];
-}
-
-/** A document the plan uploads is missing: the tree changed under us, or it is damaged (exit 5). */
-function missing(tree: LocalTree, path: string): Error {
-  if (manifestStamp(tree.reader.root) !== tree.manifestStamp) return new TreeChanged();
-  return outputError(
-    `${tree.outDir} is not publishable: ${path} is missing although the manifest lists it`,
-    'rebuild (profile-snapshot build --full), then publish again',
-  );
-}
-
-/** Checked before anything is written: a tree missing documents is never half published. */
-function assertPresent(tree: LocalTree, plan: Pick<PublishPlan, 'profiles' | 'files'>): void {
-  for (const name of plan.profiles) if (!tree.reader.has(profileDocument(name))) throw missing(tree, profileDocument(name));
-  for (const path of plan.files) if (!tree.reader.has(path)) throw missing(tree, path);
-}
-
-/** Profiles and documents first, the creators list and its variant last. Returns the bytes uploaded. */
-async function upload(
-  remote: Remote,
-  tree: LocalTree,
-  plan: PublishPlan,
-  options: Run,
-  scope: PublishScope,
-  checkpoints: Checkpoints,
-): Promise<number> {
-  const total = uploadCount(plan);
-  let done = 0,
-    bytes = 0;
-  const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: (done += count), total, bytes });
-  const send = async (path: string, keys: readonly string[]) => {
-    const fd = tree.reader.open(path);
-    if (fd === undefined) throw missing(tree, path);
-    try {
-      // Read after the await: `bytes += await ...` would add to the total as it was before the upload.
-      const sent = await putFile(remote, keys, fd);
-      bytes += sent;
-      progress(keys.length);
-    } finally {
-      closeFile(fd);
-    }
-  };
-  const concurrency = remote.options.concurrency;
-  // In chunks, each followed by a checkpoint of the record but the last: a takeover re-sends only what came after.
-  for (let from = 0; from < plan.profiles.length; from += checkpoints.every) {
-    const chunk = plan.profiles.slice(from, from + checkpoints.every);
-    await options.later.inPool(chunk, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
-    if (from + chunk.length < plan.profiles.length) await checkpoints.after(chunk);
-  }
-  await options.later.inPool(plan.files, concurrency, (path) => send(path, [path]));
-  if (scope.shard !== undefined && plan.listFiles.length > 0) {
-    // A shard's list is a part of the joined one (parts.ts): never uploaded as the list itself.
-    await options.later.once(async () => {
-      const part = await publishPart(remote, tree, scope.shard!, checkpoints.id);
-      bytes += part.bytes;
-    });
-    progress(plan.listFiles.length);
-    return bytes;
-  }
-  for (const path of plan.listFiles)
-    await options.later.once(() =>
-      sendListFile(remote, tree, path, (size) => {
-        bytes += size;
-        progress(1);
-      }),
-    );
-  return bytes;
-}
-
-/**
- * The creators list or its gzip variant (stored with `Content-Encoding: gzip`), as the manifest
- * describes it: a file written by a later build is not ours to send.
- */
-async function sendListFile(remote: Remote, tree: LocalTree, path: string, sent: (bytes: number) => void): Promise<void> {
-  const fd = tree.reader.open(path);
-  if (fd === undefined) throw missing(tree, path);
-  try {
-    const expected = fileStampOf(tree, path);
-    const stats = fstatSync(fd, { bigint: true });
-    if (expected !== undefined && expected !== stampOf(stats)) {
-      if (manifestStamp(tree.reader.root) !== tree.manifestStamp) throw new TreeChanged();
-      throw outputError(
-        `${tree.outDir}/${path} was changed since the build wrote it`,
-        'rebuild (profile-snapshot build --full), then publish again',
-      );
-    }
-    sent(await putFile(remote, [path], fd, path === CREATORS_GZIP_FILE ? 'gzip' : undefined));
-  } finally {
-    closeFile(fd);
-  }
 }

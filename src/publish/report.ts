@@ -5,7 +5,7 @@
 import type { Slice } from '../core/slice.js';
 import type { TreeReader } from '../output/pin.js';
 import type { RemoteOptions, RequestCounts } from './bucket/client.js';
-import type { Sightings } from './lease/lease.js';
+import type { Sightings } from './lease/view.js';
 import type { JoinReport } from './shards/join.js';
 
 export interface PublishOptions {

@@ -10,7 +10,9 @@
  */
 import { scopeOf } from '../publish/keys.js';
 import type { Remote, RemoteOptions } from '../publish/bucket/client.js';
-import type { Lease, LeaseHolder, LeaseView, Sightings } from '../publish/lease/lease.js';
+import { thisHolder, type LeaseHolder } from '../publish/lease/holder.js';
+import type { Lease } from '../publish/lease/lease.js';
+import { Sightings, type LeaseView } from '../publish/lease/view.js';
 import type { Slice } from '../core/slice.js';
 import type { LeaseHolderStatus, PublishStatus } from './status.js';
 
@@ -72,7 +74,7 @@ export class Leadership {
 
   private async look(): Promise<Role> {
     // Loaded on first use: the AWS SDK is only for watchers that publish.
-    const { Lease, Sightings, thisHolder } = await import('../publish/lease/lease.js');
+    const { Lease } = await import('../publish/lease/lease.js');
     const scope = scopeOf(this.options.shard);
     this.remote ??= await (await import('../publish/bucket/client.js')).Remote.open(this.options.remote);
     this.holder ??= thisHolder();

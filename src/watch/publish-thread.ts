@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { isMainThread, Worker } from 'node:worker_threads';
 import { SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
 import type { TreeReader } from '../output/pin.js';
-import type { SeenVersion, Sightings } from '../publish/lease/lease.js';
+import type { SeenVersion, Sightings } from '../publish/lease/view.js';
 import type { PublishOptions, PublishProgress, PublishReport } from '../publish/report.js';
 
 const WORKER_URL = new URL('./publish-worker.js', import.meta.url);

@@ -6,7 +6,7 @@
 import { parentPort } from 'node:worker_threads';
 import { messageWithCause, SnapshotError } from '../core/errors.js';
 import { TreePin } from '../output/pin.js';
-import { Sightings } from '../publish/lease/lease.js';
+import { Sightings } from '../publish/lease/view.js';
 import { publish } from '../publish/publish.js';
 import type { PublishProgress } from '../publish/report.js';
 import type { FromPublishThread, PublishRequest, ThreadFailure, ToPublishThread } from './publish-thread.js';

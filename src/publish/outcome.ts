@@ -28,7 +28,7 @@ export function outcomeOf(
   };
 }
 
-/** The outcome of a quiet check that found the bucket holding this very tree (quiet.ts). */
+/** The outcome of a quiet check that found the bucket holding this very tree (record/quiet.ts). */
 export function quietOutcome(remote: Remote, held: { profiles: number; files: number }, options: PublishOptions): Outcome {
   return {
     ...outcomeHead(remote, options.out, options),

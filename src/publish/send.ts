@@ -70,7 +70,7 @@ export async function sendInOrder(
   }
   await options.later.inPool(plan.files, concurrency, (path) => send(path, [path]));
   if (scope.shard !== undefined && plan.listFiles.length > 0) {
-    // A shard's list is a part of the joined one (parts.ts): never uploaded as the list itself.
+    // A shard's list is a part of the joined one (shards/part.ts): never uploaded as the list itself.
     await options.later.once(async () => {
       const part = await publishPart(remote, tree, scope.shard!, checkpoints.id);
       bytes += part.bytes;

@@ -37,7 +37,7 @@ export async function joinedOutcome(remote: Remote, outcome: Outcome, scope: Pub
   return outcome;
 }
 
-/** Joins the list for a shard's publish (join.ts), noting it in the outcome; whether the list holds the shard's part. */
+/** Joins the list for a shard's publish (shards/join.ts), noting it in the outcome; whether the list holds the shard's part. */
 async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, options: Run): Promise<boolean> {
   outcome.shard = { shard: formatSlice(shard), join: undefined, listHoldsShard: false, deferredProfiles: 0 };
   if (options.dryRun) return false;

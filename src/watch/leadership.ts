@@ -34,7 +34,7 @@ export class Leadership {
   private closed = false;
   private remote: Remote | undefined;
   /**
-   * What this watcher saw of the leadership lease and of the publish lock (see lease.ts): a standby
+   * What this watcher saw of the leadership lease and of the publish lock (see publish/lease/lease.ts): a standby
    * that takes over from a leader killed mid-publish does not wait out the lock's TTL a second time.
    */
   private sightings: { leader: Sightings; lock: Sightings } | undefined;

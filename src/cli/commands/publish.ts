@@ -134,7 +134,7 @@ export function formatPublishSummary(report: PublishReport): string {
   return `profile-snapshot: published ${report.out} to ${report.where}: ${what}, ${(report.bytes / 1e6).toFixed(1)} MB${compared}${joined}; ${cost}`;
 }
 
-/** " (3 retried, 1 sent again later)": requests the SDK retried, and those set aside after its attempts (later.ts). */
+/** " (3 retried, 1 sent again later)": requests the SDK retried, and those set aside after its attempts (publish/bucket/later.ts). */
 export function retried(report: Pick<PublishReport, 'retries' | 'sentLater'>): string {
   const words = [
     report.retries > 0 ? `${count(report.retries)} retried` : '',

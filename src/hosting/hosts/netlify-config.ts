@@ -27,7 +27,7 @@ export const EDGE_ROUTES_MODULE = `netlify/edge-functions/${EDGE_FUNCTION}/route
 export const PUBLISH_DIR = DEFAULT_OUT_DIR;
 /**
  * Builds the site, then gates the deploy on `profile-snapshot verify --netlify` (package.json's
- * build:netlify): a snapshot with any defect, a folder over Netlify's limit (see ./limits.ts) or a
+ * build:netlify): a snapshot with any defect, a folder over Netlify's limit (see ./netlify-limits.ts) or a
  * netlify.toml out of step with the route table fails the build, so Netlify keeps the last deploy.
  */
 export const BUILD_COMMAND = 'npm run build:netlify';

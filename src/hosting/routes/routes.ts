@@ -2,8 +2,8 @@
  * The route table: the single description of every public path form of the API, the file that
  * answers it, the headers every answer carries and the error answers. `netlify.toml`, the Netlify
  * Edge Function's routing data, the origin server's router, the Cloudflare Worker and the CloudFront
- * Function are all derived from it (./netlify-config.ts, ./origin.ts, ./cloudflare-config.ts,
- * ./aws-config.ts), so the hosting targets cannot drift apart.
+ * Function are all derived from it (../hosts/netlify-config.ts, ../serve/origin.ts, ../hosts/cloudflare-config.ts,
+ * ../hosts/aws-config.ts), so the hosting targets cannot drift apart.
  *
  * The semantics below copy what Netlify's production rule engine (netlify-redirector) does with the
  * rules we render, so that the origin server answers exactly like Netlify:
@@ -130,7 +130,7 @@ export type Resolution =
   /** Not an API path: not ours to answer (other services share the host on Netlify). */
   | { kind: 'outside' };
 
-/** The query as each host has it: URLSearchParams, or CloudFront's parsed query string (cloudfront-handler.js). */
+/** The query as each host has it: URLSearchParams, or CloudFront's parsed query string (../hosts/cloudfront-handler.js). */
 export interface QueryValues {
   getAll(name: string): string[];
 }

@@ -2,7 +2,7 @@
 /**
  * The routing every host runs: the origin server imports this module, and the Netlify edge
  * function, the Cloudflare Worker and the CloudFront Function embed the code between the markers
- * below, as they are written here (./routing-source.ts reads them). There the names imported below
+ * below, as they are written here (../hosts/routing-source.ts reads them). There the names imported below
  * (ROUTES, ERROR_BODIES, CANONICAL_USERNAME) are constants of the generated file.
  *
  * ES 5.1, because the CloudFront Function runtime (cloudfront-js-2.0) has little more: var, indexed

@@ -1,5 +1,5 @@
 /**
- * `serve` on several cores: a primary process that forks the workers (./serve-worker.ts), which
+ * `serve` on several cores: a primary process that forks the workers (./worker.ts), which
  * share one listening socket through `node:cluster` (the primary binds the port once and hands the
  * connections to the workers in turn). The primary serves nothing itself; it
  *
@@ -7,7 +7,7 @@
  *     why it cannot (a busy port, a folder with no snapshot) after stopping the others;
  *   - replaces a worker that dies, and says so on stderr;
  *   - drains every worker on SIGTERM/SIGINT (each finishes its requests in flight, then exits);
- *   - sums the workers' figures for /metrics and /healthz (./serve-metrics.ts).
+ *   - sums the workers' figures for /metrics and /healthz (./metrics.ts).
  *
  * Each worker keeps its own answer cache, checked against the file on every request, so an atomic
  * swap of the tree is seen by every worker as soon as by a single process.

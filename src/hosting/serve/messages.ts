@@ -1,6 +1,6 @@
 /**
  * What the processes of a `serve` with several workers tell each other over the cluster's IPC
- * channel (./serve-cluster.ts is the primary, ./serve-worker.ts each worker).
+ * channel (./cluster.ts is the primary, ./worker.ts each worker).
  */
 import type { ErrorReport } from '../../core/errors.js';
 

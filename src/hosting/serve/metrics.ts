@@ -1,6 +1,6 @@
 /**
  * `serve --metrics`: the whole server's figures and health, whatever its number of workers. Each
- * worker counts its answers and reports its running totals (./serve-worker.ts); here they are summed
+ * worker counts its answers and reports its running totals (./worker.ts); here they are summed
  * into one registry, by worker slot (0 to n-1: a replacement takes the slot of the worker it
  * replaces, so the label set stays as small as the number of workers).
  *

@@ -1,6 +1,6 @@
 /**
  * The `serve` command's server, one process or several: with one worker, the origin server in this
- * process (what `serve` always was); with more, a cluster of workers (./serve-cluster.ts). Either
+ * process (what `serve` always was); with more, a cluster of workers (./cluster.ts). Either
  * way, --metrics serves the whole server's figures and health, and stop() drains every request in
  * flight.
  */

@@ -1,5 +1,5 @@
 /**
- * One worker of a `serve` with several workers (./serve-cluster.ts forks them): the same origin
+ * One worker of a `serve` with several workers (./cluster.ts forks them): the same origin
  * server as a single process, on the listening socket the cluster shares. It tells the primary when
  * it listens or why it cannot, reports its answer totals when asked to count them, and drains (the
  * requests in flight finish) on the primary's word or on SIGTERM/SIGINT, which a service manager or a

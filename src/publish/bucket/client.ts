@@ -105,7 +105,7 @@ export class Remote {
   readonly fastPut: FastPut;
   /**
    * Checked right before every attempt of every request is sent (the part uploads and the
-   * SDK's retries included): a publisher whose lease ran out must not write another byte (lease.ts).
+   * SDK's retries included): a publisher whose lease ran out must not write another byte (lease/lease.ts).
    */
   fence: (() => void) | undefined;
   /** The server's clock minus ours, from the Date header of its last answer: lease ages are read on it. */

@@ -19,7 +19,7 @@ import { inPool } from './pool.js';
 import { quirksOf } from './stores.js';
 import { objectKey } from './target.js';
 
-/** Part size of multipart uploads (reconcile.ts recomputes such ETags with it). */
+/** Part size of multipart uploads (plan/reconcile.ts recomputes such ETags with it). */
 export const MULTIPART_PART_BYTES = 16 * 1024 * 1024;
 /** Files larger than this go up in parts (the creators list, at a million profiles). */
 export const MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024;

@@ -1,7 +1,7 @@
 /**
  * The renewal thread's half of the stall guard (the watcher's half, which installs it, is
  * watch/stall-guard.ts). A process whose main thread stalls lets its leases go (`watch --stall-timeout`). The renewal thread
- * (lease-keeper.ts) renews leases whatever the main thread does, so that a long build never loses
+ * (keeper.ts) renews leases whatever the main thread does, so that a long build never loses
  * one; alone, it would keep a hung leader's lease as long as the process lives, and a supervisor
  * restarts only processes that end.
  *

@@ -1,5 +1,5 @@
 /**
- * Renews this process's leases from a worker thread (lease-worker.ts), so that a build that blocks
+ * Renews this process's leases from a worker thread (worker.ts), so that a build that blocks
  * the main thread for longer than a lease's TTL never lets the lease lapse: `--lease-ttl` bounds only
  * how long a dead or frozen process blocks the others (a frozen process freezes this thread too).
  *
@@ -75,9 +75,9 @@ export type FromWorker =
   /** `puts`: the lease's writes from the worker (renewals and the release), for the publish's request counts. */
   | { type: 'released'; id: number; puts: number };
 
-/** What the worker needs to stop renewing once the main thread stalls (stall.ts). */
+/** What the worker needs to stop renewing once the main thread stalls (heartbeat.ts). */
 export interface StallHandoff {
-  /** The main thread's heartbeat (stall.ts's Heartbeat). */
+  /** The main thread's heartbeat (heartbeat.ts's Heartbeat). */
   heartbeat: SharedArrayBuffer;
   timeoutMs: number;
 }
@@ -88,7 +88,7 @@ export type ToWorker =
 /** The one renewal worker of this process. */
 export class RenewalThread {
   private static instance: RenewalThread | undefined;
-  /** The stall guard (stall.ts), handed to the worker before any lease, whenever it starts. */
+  /** The stall guard (heartbeat.ts), handed to the worker before any lease, whenever it starts. */
   private static stallGuard: StallHandoff | undefined;
   private nextId = 1;
   private readonly kept = new Map<number, KeptEvents>();
@@ -120,7 +120,7 @@ export class RenewalThread {
 
   /**
    * From now on, every lease this process keeps is renewed only while the main thread's heartbeat
-   * is younger than the timeout (stall.ts). The thread is not started for it: a watcher that holds
+   * is younger than the timeout (heartbeat.ts). The thread is not started for it: a watcher that holds
    * no lease has none to let go.
    */
   static guardAgainstStalls(guard: StallHandoff): void {

@@ -39,10 +39,10 @@ export class Lease {
   private timer: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
   private onLost: ((error: SnapshotError) => void) | undefined;
-  /** Asked before each renewal: a reason to renew no more (the main thread stalled: stall.ts), or undefined. */
+  /** Asked before each renewal: a reason to renew no more (the main thread stalled: heartbeat.ts), or undefined. */
   private stopWhen: () => SnapshotError | undefined = () => undefined;
   private renewing: Promise<void> | undefined;
-  /** Renewals handed to the renewal thread (lease-keeper.ts), and the lease's id there. */
+  /** Renewals handed to the renewal thread (keeper.ts), and the lease's id there. */
   private kept: { thread: RenewalThread; id: number } | undefined;
   /** Writes of the lease object since it was taken or handed over: renewals and the release. */
   writes = 0;

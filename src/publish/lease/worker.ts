@@ -1,7 +1,7 @@
 /**
- * The renewal thread (see lease-keeper.ts): goes on renewing the leases the main thread took, each
+ * The renewal thread (see keeper.ts): goes on renewing the leases the main thread took, each
  * every quarter of its TTL over its own connection to the bucket, and gives them up when asked; with
- * a stall guard, only while the main thread makes progress (stall.ts).
+ * a stall guard, only while the main thread makes progress (heartbeat.ts).
  */
 import { parentPort } from 'node:worker_threads';
 import { Remote } from '../bucket/client.js';
@@ -15,7 +15,7 @@ const leases = new Map<number, { lease: Lease; remoteKey: string }>();
 /** One client per bucket and endpoint, closed when no lease on it is kept. */
 const remotes = new Map<string, { remote: Remote; users: number }>();
 
-/** `watch --stall-timeout`: leases are renewed only while the main thread makes progress (stall.ts). */
+/** `watch --stall-timeout`: leases are renewed only while the main thread makes progress (heartbeat.ts). */
 let stallWatch: StallWatch | undefined;
 
 const post = (message: FromWorker) => port.postMessage(message);

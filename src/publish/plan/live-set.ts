@@ -1,6 +1,6 @@
 /**
  * What is live in the bucket, as the planner compares a tree with it: read from the record
- * (record/format.ts) or, when the record cannot be trusted, from a listing (reconcile.ts).
+ * (../record/format.ts) or, when the record cannot be trusted, from a listing (reconcile.ts).
  */
 
 /** The hash of an object whose content is not known (an unresolved intent, a mismatching listing). */

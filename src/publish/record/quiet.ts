@@ -2,7 +2,7 @@
  * The quiet check: whether the bucket already holds this very tree, learnt from the manifest's
  * header and the first bytes of the record, without reading a million entries on either side.
  *
- * Every state names the digest of the manifest its tree was read from (state.ts), and every manifest
+ * Every state names the digest of the manifest its tree was read from (format.ts), and every manifest
  * carries its own digest in its header (output/manifest.ts), valid only while the file is the size it
  * records. The bucket holds this tree when the state is ours, names this digest, and has resolved the
  * last intent (none, or one with the state's id): then every object is as the tree says, and a

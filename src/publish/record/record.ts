@@ -1,5 +1,5 @@
 /**
- * The record a publish keeps in the bucket (state and intent, see state.ts), read with the versions
+ * The record a publish keeps in the bucket (state and intent, see format.ts), read with the versions
  * (ETags) that its writes must replace, and judged before it is trusted:
  *
  *   - a state whose last intent it resolved (same id), or no intent at all: trusted as it is;
@@ -40,7 +40,7 @@ export interface RemoteRecord {
   intentEtag: string | undefined;
   /** The digest of the tree the trusted state was made from (see quiet.ts), if it names one. */
   tree?: string | undefined;
-  /** Where the record is kept: a whole tree's, or a shard's (shards.ts). */
+  /** Where the record is kept: a whole tree's, or a shard's (../keys.ts). */
   scope: PublishScope;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The creators list of a sharded prefix, joined in the bucket from every shard's part (parts.ts):
+ * The creators list of a sharded prefix, joined in the bucket from every shard's part (part.ts):
  * one multipart upload per object whose parts are server-side copies of the shards' parts
  * (`UploadPartCopy`), and one small uploaded tail: `],"meta":{...}}`, and for the gzip variant that
  * tail deflated as the stream's last block plus the gzip trailer, whose CRC-32 is combined from the

@@ -1,6 +1,6 @@
 /**
  * A sharded prefix's layout. A shard's publish (`--shard i/n`) keeps its record and leases in its
- * own folder (keys.ts) and writes only its own users' profiles; the creators list is joined from
+ * own folder (../keys.ts) and writes only its own users' profiles; the creators list is joined from
  * every shard's part (part.ts, join.ts).
  *
  * A prefix is either sharded or not, and sharded in one way: the first shard published into it

@@ -8,7 +8,7 @@
  * any other shard's with a lead: a comma, and that comma deflated on its own. The composer drops the
  * lead of the first shard with members after an empty shard 0, so the array never starts with a
  * comma. The gzip part is copied from the shard's variant as it lies on disk: a shard's variant is
- * built so its member pieces decode after any bytes (creators-gzip.ts `partOfJoined`).
+ * built so its member pieces decode after any bytes (output/creators-gzip.ts `partOfJoined`).
  *
  * The parts are immutable objects named by the publish that wrote them; the index names the current
  * ones, so a composition copies exactly the bytes the index describes, and a part is removed only

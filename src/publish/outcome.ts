@@ -11,6 +11,7 @@ import type { PublishOptions, PublishReport } from './report.js';
 
 export type Outcome = Omit<PublishReport, 'attempts' | 'requests' | 'retries' | 'sentLater' | 'seconds'>;
 
+/** The outcome of a plan: what it puts, deletes and leaves, before anything is sent. */
 export function outcomeOf(
   remote: Remote,
   tree: LocalTree,

@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -7,5 +8,7 @@ export default defineConfig({
     hookTimeout: 30_000,
     // CLI tests spawn real processes; two cores, so keep the pool small.
     maxWorkers: 2,
+    // Longest files first (test/durations.json), so that both workers finish together.
+    sequence: { sequencer: LongestFirst },
   },
 });

@@ -13,7 +13,7 @@ import { buildTo } from '../helpers/build.js';
 import { publishedFiles } from '../helpers/output.js';
 import { clientFor, readBucket, type S3Server } from '../helpers/s3.js';
 import { makeStore } from '../faults/helpers.js';
-import { PREFIX } from './helpers.js';
+import { PREFIX, sql } from './helpers.js';
 
 export interface ShardedSite {
   db: string;
@@ -37,6 +37,20 @@ export async function newShardedSite(server: S3Server, dir: string, users: numbe
   };
   buildShards(site);
   return site;
+}
+
+/** A round of changes to every shard: updates, removals and arrivals. */
+export function change(site: ShardedSite, round: number): void {
+  sql(
+    site.db,
+    `UPDATE users SET views = views + ${round} WHERE id % 5 = ${round % 5};` +
+      ` UPDATE users SET status = 'deleted' WHERE id % 23 = ${round % 23};` +
+      ` UPDATE users SET status = 'active' WHERE id % 29 = ${round % 29} AND status = 'deleted';` +
+      ` INSERT INTO users (id, username, display_name, bio, created_at, views, status) VALUES` +
+      [0, 1, 2, 3, 4, 5]
+        .map((k) => ` (${100_000 + round * 10 + k}, 'arrival${round}x${k}', 'A', '', '2025-06-01 00:00:00', 1, 'active')`)
+        .join(','),
+  );
 }
 
 /** Builds the whole tree and every shard from the store as it is now. */

@@ -1,0 +1,63 @@
+// `npm run test:quick`: the suite without its slow files, for a contributor's loop (docs/testing.md).
+// A file is slow when a whole run takes over 15 s on it (test/durations.json) or it needs a server
+// or a tool beside the code under test: moto_server, s3rver, workerd, Chromium, podman, npm pack.
+// Put a new file of that kind here; every other file is quick by default.
+import { configDefaults, defineConfig, mergeConfig } from 'vitest/config';
+import base from './vitest.config.js';
+
+export const SLOW = [
+  'test/bench/bench.test.ts',
+  'test/core/cli.test.ts',
+  'test/core/deflate-pool.test.ts',
+  'test/core/heal.test.ts',
+  'test/core/library-host.test.ts',
+  'test/core/promtool.test.ts',
+  'test/core/shard-build.test.ts',
+  'test/core/shared-pass.test.ts',
+  'test/faults/clock.test.ts',
+  'test/faults/cold-kill.test.ts',
+  'test/faults/disk.test.ts',
+  'test/faults/kill.test.ts',
+  'test/faults/store.test.ts',
+  'test/fuzz/build.test.ts',
+  'test/fuzz/clock.test.ts',
+  'test/fuzz/http.test.ts',
+  'test/hosting/browser.test.ts',
+  'test/hosting/cli.test.ts',
+  'test/hosting/cloudfront.test.ts',
+  'test/hosting/serve-workers.test.ts',
+  'test/hosting/worker.test.ts',
+  'test/load/origin.test.ts',
+  'test/package/container.test.ts',
+  'test/package/install.test.ts',
+  'test/package/runtime.test.ts',
+  'test/publish/cli.test.ts',
+  'test/publish/compose.test.ts',
+  'test/publish/faults.test.ts',
+  'test/publish/join-fence.test.ts',
+  'test/publish/lease.test.ts',
+  'test/publish/publish.test.ts',
+  'test/publish/quiet.test.ts',
+  'test/publish/race.test.ts',
+  'test/publish/shards-kill.test.ts',
+  'test/publish/shards-parts.test.ts',
+  'test/publish/shards.test.ts',
+  'test/publish/upload.test.ts',
+  'test/verify/cli.test.ts',
+  'test/watch/crash.test.ts',
+  'test/watch/cycle-cost.test.ts',
+  'test/watch/lock.test.ts',
+  'test/watch/long-publish.test.ts',
+  'test/watch/metrics.test.ts',
+  'test/watch/publish-thread.test.ts',
+  'test/watch/publish.test.ts',
+  'test/watch/shard-watch.test.ts',
+  'test/watch/signals.test.ts',
+  'test/watch/stall.test.ts',
+  'test/watch/standby.test.ts',
+  'test/watch/takeover-cost.test.ts',
+  'test/watch/takeover.test.ts',
+  'test/watch/watch.test.ts',
+];
+
+export default mergeConfig(base, defineConfig({ test: { exclude: [...configDefaults.exclude, ...SLOW] } }));

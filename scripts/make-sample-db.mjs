@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const dataDir = fileURLToPath(new URL('../data', import.meta.url));
+const dataDir = fileURLToPath(new URL('../data/', import.meta.url));
 const target = `${dataDir}profiles.db`;
 const sources = [`${dataDir}schema.sql`, `${dataDir}sample.sql`];
 

@@ -16,7 +16,7 @@ export { BIN, REPO } from '../helpers/paths.js';
 export { runCliAsync, startCli, startNode, type Proc } from '../helpers/process.js';
 export { listFiles, publishedFiles } from '../helpers/output.js';
 export { execSql as sql, userName } from '../helpers/store.js';
-export const FIXTURES = fileURLToPath(new URL('./fixtures', import.meta.url));
+export const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 /** The CLI runs compiled code: recompile when any source is newer than its output (serialised). */
 export function ensureCompiled(): void {

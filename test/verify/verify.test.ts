@@ -412,7 +412,7 @@ describe('one corrupted tree per defect class', () => {
       {
         kind: 'netlify-config',
         path: 'netlify.toml',
-        message: expect.stringMatching(/^differs from what the route table \(src\/hosting\/routes\.ts\) renders/),
+        message: expect.stringMatching(/^differs from what the route table \(src\/hosting\/routes\/routes\.ts\) renders/),
       },
     ]);
     writeFileSync(join(root, 'netlify.toml'), renderNetlifyToml());

@@ -5,8 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { shardCountError, shardLayoutError } from '../core/errors.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './bucket/client.js';
-import { thisHolder } from './lease/holder.js';
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_LOCK_TIMEOUT_MS } from './lease/defaults.js';
+import { DEFAULT_LOCK_TIMEOUT_MS, leaseOptionsOf } from './lease/defaults.js';
 import { joinList, type JoinReport } from './shards/join.js';
 import { readShardCount } from './shards/layout.js';
 
@@ -44,9 +43,8 @@ export async function compose(options: ComposeOptions): Promise<ComposeReport> {
     if (options.shards !== undefined && options.shards !== shards) {
       throw shardCountError(`${remote.where} is split into ${shards} shards, not ${options.shards}`, `pass --shards ${shards}`);
     }
-    const lease = { ttlMs: options.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS, singleWriter: Boolean(options.singleWriter), holder: thisHolder() };
     const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-    const report = await joinList(remote, { count: shards, lease, waitMs, required: true, force: options.force });
+    const report = await joinList(remote, { count: shards, lease: leaseOptionsOf(options), waitMs, required: true, force: options.force });
     return { ...report, where: remote.where, shards, requests: { ...remote.counts }, seconds: (performance.now() - started) / 1000 };
   } finally {
     remote.close();

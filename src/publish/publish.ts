@@ -35,7 +35,7 @@ import { Later } from './bucket/later.js';
 import { deleteObjects } from './bucket/upload.js';
 import { scopeOf, type PublishScope } from './keys.js';
 import { Lease } from './lease/lease.js';
-import { DEFAULT_LOCK_TIMEOUT_MS } from './lease/defaults.js';
+import { DEFAULT_LOCK_TIMEOUT_MS, leaseOptionsOf } from './lease/defaults.js';
 import { UNKNOWN, type LiveSet } from './plan/live-set.js';
 import { profilePaths, readLocalTree, treeShard, type LocalTree } from './plan/local.js';
 import { guardDeletions, isEmptyPlan, LIST_FILES, planPublish, type PublishPlan } from './plan/plan.js';
@@ -46,10 +46,11 @@ import { bucketHoldsTree } from './record/quiet.js';
 import { namesTree, readRecord, writeState, type RemoteRecord } from './record/record.js';
 import { outcomeOf, quietOutcome, unfencedNotice, type Outcome } from './outcome.js';
 import type { PublishOptions, PublishReport } from './report.js';
-import { leaseOptions, type Run } from './run.js';
+import type { Run } from './run.js';
 import { assertPresent, sendInOrder, TreeChanged } from './send.js';
 import { joinBeforeDeleting, joinedOutcome } from './shard-list.js';
-import { assertNotSharded, assertShardWriters, claimShardLayout } from './shards/layout.js';
+import { assertNotSharded, claimShardLayout } from './shards/layout.js';
+import { assertShardWriters } from './shards/writers.js';
 import { partIsWhole } from './shards/part.js';
 
 const MAX_ATTEMPTS = 3;
@@ -122,7 +123,7 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: Run, sco
     assertPresent(tree, { profiles: [...tree.profiles.keys()], files: [...tree.files.keys()] });
   }
   const lockWaitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const lock = await Lease.acquire(remote, scope.lock, leaseOptions(options), lockWaitMs, options.lockSightings);
+  const lock = await Lease.acquire(remote, scope.lock, leaseOptionsOf(options), lockWaitMs, options.lockSightings);
   try {
     // A lease lost mid-publish: cut the requests in flight (their retries meet the fence), so none
     // lands after another publisher has taken over.

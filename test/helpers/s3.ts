@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import S3rver from 's3rver';
 import { toolsPresent } from './tools.js';
+import { inPool } from '../../src/publish/bucket/pool.js';
 
 export const BUCKET = 'profiles';
 export const CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
@@ -127,17 +128,10 @@ export async function readBucket(
       contentEncoding: object.ContentEncoding,
     };
   };
-  const bodies = new Array<StoredObject>(keys.length);
-  let next = 0; // the map keeps the listing's order, whichever read ends first
-  await Promise.all(
-    Array.from({ length: READ_LANES }, async () => {
-      while (next < keys.length) {
-        const i = next++;
-        bodies[i] = await read(keys[i]!);
-      }
-    }),
-  );
-  keys.forEach((key, i) => objects.set(key.slice(start.length), bodies[i]!));
+  const bodies = new Map<string, StoredObject>();
+  await inPool(keys, READ_LANES, async (key) => void bodies.set(key, await read(key)));
+  // The map keeps the listing's order, whichever read ends first.
+  for (const key of keys) objects.set(key.slice(start.length), bodies.get(key)!);
   client.destroy();
   return objects;
 }

@@ -20,7 +20,7 @@ import {
   resolveRemoteOptions,
   type RemoteFlags,
 } from '../remote-options.js';
-import { ProgressLine } from '../report.js';
+import { formatPublishSummary, ProgressLine } from '../report.js';
 
 interface PublishFlags extends RemoteFlags {
   out?: string;
@@ -118,38 +118,4 @@ async function runPublish(flags: PublishFlags, io: Io, state: CliState): Promise
       'publish the shard again, or run profile-snapshot compose, once the other composer is done (exit 12 is transient)',
     );
   }
-}
-
-/** e.g. "profile-snapshot: published dist to s3://b/p at http://...: 12 objects put (5 profiles, the creators list), 2 deleted, 40 unchanged; 13 requests; 0.21 s" */
-export function formatPublishSummary(report: PublishReport): string {
-  const { objects, profiles } = report;
-  const requests = Object.values(report.requests).reduce((a, b) => a + b, 0);
-  const cost = `${count(requests)} requests${retried(report)}; ${report.seconds.toFixed(2)} s`;
-  const what = `${count(objects.put)} objects put (${count(profiles.put)} profiles${report.list ? ', the creators list' : ''}), ${count(objects.deleted)} deleted (${count(profiles.deleted)} profiles), ${count(objects.unchanged)} unchanged`;
-  const compared = report.compared === 'listing' ? ', compared by listing the prefix' : '';
-  if (report.dryRun) return `profile-snapshot: dry run, nothing written: ${report.where} would get ${what}${compared}; ${cost}`;
-  const joined = formatJoin(report);
-  if (!report.changed)
-    return `profile-snapshot: ${report.where} is up to date (${count(objects.unchanged)} objects${compared})${joined}; ${cost}`;
-  return `profile-snapshot: published ${report.out} to ${report.where}: ${what}, ${(report.bytes / 1e6).toFixed(1)} MB${compared}${joined}; ${cost}`;
-}
-
-/** " (3 retried, 1 sent again later)": requests the SDK retried, and those set aside after its attempts (publish/bucket/later.ts). */
-export function retried(report: Pick<PublishReport, 'retries' | 'sentLater'>): string {
-  const words = [
-    report.retries > 0 ? `${count(report.retries)} retried` : '',
-    report.sentLater > 0 ? `${count(report.sentLater)} sent again later` : '',
-  ];
-  const said = words.filter((word) => word !== '');
-  return said.length === 0 ? '' : ` (${said.join(', ')})`;
-}
-
-/** A shard's words on the joined list: ", shard 1/4, list joined (8 parts copied)". */
-function formatJoin(report: PublishReport): string {
-  if (report.shard === undefined) return '';
-  const { shard, join, deferredProfiles } = report.shard;
-  const deferred = deferredProfiles > 0 ? `, ${count(deferredProfiles)} removed profiles kept until it is` : '';
-  if (join === undefined) return `, shard ${shard}`;
-  if (join.missing.length > 0) return `, shard ${shard}, list not joined yet${deferred}`;
-  return `, shard ${shard}, ${join.joined ? `list joined (${count(join.copiedParts)} parts copied, ${count(join.uploadedParts)} uploaded)` : 'list already joined'}`;
 }

@@ -11,7 +11,7 @@ import { Watcher, type WatchEvent } from '../../watch/loop.js';
 import { failureText, formatCycle, formatPublishProgress, formatRole, streak } from '../../watch/format.js';
 import type { CliState, Io } from '../io.js';
 import { addBuildOptions, OUT_ENV_HELP, buildOptionsFromFlags, type BuildFlags } from '../options.js';
-import { formatWarnings } from '../report.js';
+import { formatWarnings, retried } from '../report.js';
 import {
   addRemoteOptions,
   REMOTE_ENV_HELP,
@@ -22,8 +22,7 @@ import {
   type RemoteFlags,
 } from '../remote-options.js';
 import { describeRemote } from '../../publish/bucket/target.js';
-import { assertShardWriters } from '../../publish/shards/layout.js';
-import { retried } from './publish.js';
+import { assertShardWriters } from '../../publish/shards/writers.js';
 import { count } from '../../core/text.js';
 import { usageError } from '../../core/errors.js';
 import { WatchMetrics } from '../../watch/metrics.js';

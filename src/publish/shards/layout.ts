@@ -7,23 +7,11 @@
  * creates `.profile-snapshot/shards/layout` (a conditional create, so two first publishers agree),
  * and every publish checks it before it writes anything.
  */
-import { shardCountError, shardLayoutError, usageError } from '../../core/errors.js';
+import { shardCountError, shardLayoutError } from '../../core/errors.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
 import type { Remote } from '../bucket/client.js';
 import { readObject, writeObject } from '../bucket/objects.js';
 import { SHARD_LAYOUT, WHOLE_TREE } from '../keys.js';
-
-/**
- * A shard is never published with --single-writer (exit 2): a sharded prefix has a writer per shard
- * by design, and a store that ignores conditional writes cannot keep their joins of the list apart.
- */
-export function assertShardWriters(shard: Slice | undefined, singleWriter: boolean | undefined): void {
-  if (shard === undefined || !singleWriter) return;
-  throw usageError(
-    `--single-writer cannot publish shard ${formatSlice(shard)}: a sharded prefix has ${shard.count} writers, and a store that ignores conditional writes cannot keep their joins of the creators list apart`,
-    'publish shards to a store that honours conditional writes (AWS S3, R2, MinIO) without --single-writer, or build and publish a whole tree',
-  );
-}
 
 /** The shard count a sharded prefix was laid out with, or undefined when it is not sharded. */
 export async function readShardCount(remote: Remote): Promise<number | undefined> {

@@ -97,10 +97,11 @@ export function expectListCovered(objects: Map<string, { bytes: string }>): numb
 }
 
 /**
- * A reader's view: the creators list, then both profile objects of every name in it. True when the
- * list was the same before and after the profiles were read (else the sample says nothing), and there was one.
+ * A reader's view: the creators list, then both profile objects of every name in it (or of `sampled`
+ * names drawn anew each time, for a large list read over and over). True when the list was the same
+ * before and after the profiles were read (else the sample says nothing), and there was one.
  */
-export async function listCoveredWhileReading(endpoint: string, bucket: string, prefix = PREFIX): Promise<boolean> {
+export async function listCoveredWhileReading(endpoint: string, bucket: string, prefix = PREFIX, sampled = Infinity): Promise<boolean> {
   const client = clientFor(endpoint);
   const read = async (path: string) => {
     try {
@@ -114,7 +115,8 @@ export async function listCoveredWhileReading(endpoint: string, bucket: string, 
   try {
     const before = await read('service-api/v1/creators');
     if (before === undefined) return false; // nothing published yet
-    const names = (JSON.parse(before).data as { username: string }[]).map((c) => c.username.toLowerCase());
+    const listed = (JSON.parse(before).data as { username: string }[]).map((c) => c.username.toLowerCase());
+    const names = listed.length > sampled ? listed.sort(() => Math.random() - 0.5).slice(0, sampled) : listed;
     const missing: string[] = [];
     for (const name of names)
       for (const dir of ['api/v1/users', 'service-api/v1/users'])

@@ -21,7 +21,7 @@ import { PREFIX, publishArgs, publishSite, s3Workspace, sql, type Site } from '.
 
 /** What lets racers take turns: the lease flags (a TTL a loaded machine renews in time, a wait long enough for the others). */
 const LEASE_FLAGS = ['--lock-timeout', '120', '--lease-ttl', '10'];
-const USERS = 2500;
+const USERS = 1000;
 
 /** Each tree: the same third of the users changed its own way, and a few dozen users of its own deleted. */
 const TREES: Record<string, string> = {

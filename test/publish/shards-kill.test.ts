@@ -18,7 +18,7 @@ const workspace = s3Workspace(startMoto, 'profile-snapshot-shards-kill-');
 
 describe.skipIf(!hasMoto)('shards published into one prefix: kill -9 and refusals', () => {
   it('survives kill -9 of a shard publisher and of a composer; a lone publish of each shard makes the prefix exact', async () => {
-    const site = await newShardedSite(workspace.server, workspace.dir, 600, 3);
+    const site = await newShardedSite(workspace.server, workspace.dir, 300, 3);
     const proxy = await startProxy(site.server.endpoint, { delayMs: 10 });
     const random = prng(11);
     // A killed holder's leases must run out between rounds: a short TTL, yet one a loaded machine renews in time.

@@ -22,8 +22,8 @@ const MiB = 2 ** 20;
 
 describe.skipIf(!hasMoto)('shards published into one prefix: parts copied in the bucket, a forged part index', () => {
   it('joins parts large enough to be copied in the bucket', async () => {
-    // Bios of 12 kB: each shard's part well past S3's 5 MiB minimum, so copies do the joining.
-    const site = await newShardedSite(workspace.server, workspace.dir, 1500, 2, 12_000);
+    // Bios of 60 kB: each shard's part well past S3's 5 MiB minimum, so copies do the joining (few users, few requests).
+    const site = await newShardedSite(workspace.server, workspace.dir, 300, 2, 60_000);
     for (const i of [0, 1]) {
       const run = await runCliAsync([...shardArgs(site, i, site.server.endpoint), '--json'], { env: s3Env() });
       expect(run.code, run.stderr).toBe(0);
@@ -83,8 +83,8 @@ describe.skipIf(!hasMoto)('a joined list under R2 rules, served by the Worker in
   }
 
   it('joins in parts of 5 MiB but the last, and the Worker serves the list and its gzip variant', async () => {
-    // Bios of 12 kB: a list of about 12 MB in 3 parts, so windows of 5 MiB cross the parts' seams.
-    const site = await newShardedSite(workspace.server, workspace.dir, 1200, 3, 12_000);
+    // Bios of 60 kB: a list of about 12 MB in 3 parts, so windows of 5 MiB cross the parts' seams.
+    const site = await newShardedSite(workspace.server, workspace.dir, 240, 3, 60_000);
     process.env.AWS_ACCESS_KEY_ID = CREDENTIALS.accessKeyId;
     process.env.AWS_SECRET_ACCESS_KEY = CREDENTIALS.secretAccessKey;
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';

@@ -13,15 +13,15 @@ import { s3Workspace } from '../publish/helpers.js';
 import { ensureCompiled, makeStore, sql, startCli, status, userName, waitFor } from './helpers.js';
 
 const PREFIX = 'snap';
-const USERS = 1500;
+const USERS = 800;
 /** Long enough that renewals never lapse on a loaded machine (the first publish floods the bucket). */
 const TTL_S = 10;
 const INTERVAL_S = 0.5;
 /** Users changed for the publish the leader is killed in, and the one changed after the kill. */
 const CHANGED = 200;
-const LATER = 1000;
+const LATER = 700;
 /** Profiles between two checkpoints of a publish's record, lowered so that a small first publish has several. */
-const EVERY = 300;
+const EVERY = 150;
 
 describe.skipIf(!hasMoto)('the cost of a takeover (moto_server)', () => {
   const workspace = s3Workspace(startMoto, 'ps-watch-takeover-cost-');

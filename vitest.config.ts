@@ -10,7 +10,7 @@ export default defineConfig({
     maxWorkers: 2,
     // Longest files first (test/durations.json), so that both workers finish together.
     sequence: { sequencer: LongestFirst },
-    // TEST_CPU_REPORT=<file>: each file's CPU, its own and its children's (docs/testing.md).
-    setupFiles: ['test/cpu-usage.ts'],
+    // TEST_CPU_REPORT=<file>: each file's CPU, its own and its children's (docs/testing.md); nothing loaded otherwise.
+    setupFiles: process.env.TEST_CPU_REPORT ? ['test/cpu-usage.ts'] : [],
   },
 });

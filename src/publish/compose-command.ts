@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { shardCountError, shardLayoutError } from '../core/errors.js';
 import { Remote, type RemoteOptions, type RequestCounts } from './bucket/client.js';
-import { DEFAULT_LOCK_TIMEOUT_MS, leaseOptionsOf } from './lease/defaults.js';
+import { leaseOptionsOf, lockWaitOf } from './lease/defaults.js';
 import { joinList, type JoinReport } from './shards/join.js';
 import { readShardCount } from './shards/layout.js';
 
@@ -43,8 +43,8 @@ export async function compose(options: ComposeOptions): Promise<ComposeReport> {
     if (options.shards !== undefined && options.shards !== shards) {
       throw shardCountError(`${remote.where} is split into ${shards} shards, not ${options.shards}`, `pass --shards ${shards}`);
     }
-    const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-    const report = await joinList(remote, { count: shards, lease: leaseOptionsOf(options), waitMs, required: true, force: options.force });
+    const lease = leaseOptionsOf(options);
+    const report = await joinList(remote, { count: shards, lease, waitMs: lockWaitOf(options), required: true, force: options.force });
     return { ...report, where: remote.where, shards, requests: { ...remote.counts }, seconds: (performance.now() - started) / 1000 };
   } finally {
     remote.close();

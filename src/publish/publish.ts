@@ -35,7 +35,7 @@ import { Later } from './bucket/later.js';
 import { deleteObjects } from './bucket/upload.js';
 import { scopeOf, type PublishScope } from './keys.js';
 import { Lease } from './lease/lease.js';
-import { DEFAULT_LOCK_TIMEOUT_MS, leaseOptionsOf } from './lease/defaults.js';
+import { leaseOptionsOf, lockWaitOf } from './lease/defaults.js';
 import { UNKNOWN, type LiveSet } from './plan/live-set.js';
 import { profilePaths, readLocalTree, treeShard, type LocalTree } from './plan/local.js';
 import { guardDeletions, isEmptyPlan, LIST_FILES, planPublish, type PublishPlan } from './plan/plan.js';
@@ -122,8 +122,7 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: Run, sco
     if (options.dryRun) return dryRun(remote, tree, options, scope.shard);
     assertPresent(tree, { profiles: [...tree.profiles.keys()], files: [...tree.files.keys()] });
   }
-  const lockWaitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const lock = await Lease.acquire(remote, scope.lock, leaseOptionsOf(options), lockWaitMs, options.lockSightings);
+  const lock = await Lease.acquire(remote, scope.lock, leaseOptionsOf(options), lockWaitOf(options), options.lockSightings);
   try {
     // A lease lost mid-publish: cut the requests in flight (their retries meet the fence), so none
     // lands after another publisher has taken over.

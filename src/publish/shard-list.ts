@@ -7,7 +7,7 @@ import { SnapshotError } from '../core/errors.js';
 import { formatSlice, type Slice } from '../core/slice.js';
 import type { Remote } from './bucket/client.js';
 import type { PublishScope } from './keys.js';
-import { DEFAULT_LOCK_TIMEOUT_MS, leaseOptionsOf } from './lease/defaults.js';
+import { leaseOptionsOf, lockWaitOf } from './lease/defaults.js';
 import type { PublishPlan } from './plan/plan.js';
 import type { Outcome } from './outcome.js';
 import type { Run } from './run.js';
@@ -41,18 +41,19 @@ export async function joinedOutcome(remote: Remote, outcome: Outcome, scope: Pub
 async function joinShardList(remote: Remote, outcome: Outcome, shard: Slice, options: Run): Promise<boolean> {
   outcome.shard = { shard: formatSlice(shard), join: undefined, listHoldsShard: false, deferredProfiles: 0 };
   if (options.dryRun) return false;
-  const waitMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
-  const joined = await joinShard(remote, shard, { lease: leaseOptionsOf(options), waitMs, later: options.later }).catch(
-    (error: unknown) => {
-      if (!(error instanceof SnapshotError && error.kind === 'prefixHeld')) throw error;
-      // This shard's own lock lost: the publish fails (the fence throws). Else the compose lease was
-      // held or taken over: the shard's publish stands, and its next publish joins the list.
-      remote.fence?.();
-      outcome.shard!.listBehind = error.message;
-      outcome.notices.push(`the creators list was not joined: ${error.message} (this shard's next publish joins it)`);
-      return undefined;
-    },
-  );
+  const joined = await joinShard(remote, shard, {
+    lease: leaseOptionsOf(options),
+    waitMs: lockWaitOf(options),
+    later: options.later,
+  }).catch((error: unknown) => {
+    if (!(error instanceof SnapshotError && error.kind === 'prefixHeld')) throw error;
+    // This shard's own lock lost: the publish fails (the fence throws). Else the compose lease was
+    // held or taken over: the shard's publish stands, and its next publish joins the list.
+    remote.fence?.();
+    outcome.shard!.listBehind = error.message;
+    outcome.notices.push(`the creators list was not joined: ${error.message} (this shard's next publish joins it)`);
+    return undefined;
+  });
   if (joined === undefined) return false;
   const { report, holdsPart } = joined;
   outcome.shard.join = report;

@@ -11,6 +11,7 @@ import { publishedFiles } from '../helpers/output.js';
 import { makeStore } from '../faults/helpers.js';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { clientFor, CREDENTIALS, readBucket, type S3Server, type StoredObject } from '../helpers/s3.js';
+import { randomSample } from '../helpers/sample.js';
 
 export const PREFIX = 'site/v1';
 export const CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -116,7 +117,7 @@ export async function listCoveredWhileReading(endpoint: string, bucket: string, 
     const before = await read('service-api/v1/creators');
     if (before === undefined) return false; // nothing published yet
     const listed = (JSON.parse(before).data as { username: string }[]).map((c) => c.username.toLowerCase());
-    const names = listed.length > sampled ? listed.sort(() => Math.random() - 0.5).slice(0, sampled) : listed;
+    const names = randomSample(listed, sampled);
     const missing: string[] = [];
     for (const name of names)
       for (const dir of ['api/v1/users', 'service-api/v1/users'])

@@ -12,6 +12,7 @@ import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../src/core/layout.js';
 import { buildTo } from '../helpers/build.js';
 import { publishedFiles } from '../helpers/output.js';
 import { clientFor, readBucket, type S3Server } from '../helpers/s3.js';
+import { randomSample } from '../helpers/sample.js';
 import { makeStore } from '../faults/helpers.js';
 import { PREFIX, sql } from './helpers.js';
 
@@ -129,7 +130,7 @@ export async function sampleReader(endpoint: string, bucket: string, variantMayD
     const decoded = gunzipSync(gzip);
     const names = new Set([...usernames(list.toString('utf8')), ...usernames(decoded.toString('utf8'))]);
     // A sample of the listed users (quick enough to fall between publishes), each under both aliases.
-    const sample = [...names].sort(() => Math.random() - 0.5).slice(0, SAMPLED_USERS);
+    const sample = randomSample([...names], SAMPLED_USERS);
     const missing: string[] = [];
     await Promise.all(
       Array.from({ length: READER_LANES }, async (_, lane) => {

@@ -17,6 +17,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { clientFor, hasMoto, s3Env, startMoto, startProxy } from '../helpers/s3.js';
+import { randomSample } from '../helpers/sample.js';
 import { expectExact, s3Workspace, type Site } from '../publish/helpers.js';
 import { ensureCompiled, makeStore, runCliAsync, sql, startCli, status, userName, waitFor, type Proc } from './helpers.js';
 
@@ -88,8 +89,7 @@ describe.skipIf(!hasMoto)('publishes that span many cycles of a live store (moto
       const list = await read('service-api/v1/creators');
       if (list === undefined) return false;
       const names = (JSON.parse(list) as { data: { username: string }[] }).data.map((c) => c.username.toLowerCase());
-      const sampled = names.sort(() => Math.random() - 0.5).slice(0, SAMPLED);
-      const paths = sampled.flatMap((name) => [`api/v1/users/${name}`, `service-api/v1/users/${name}`]);
+      const paths = randomSample(names, SAMPLED).flatMap((name) => [`api/v1/users/${name}`, `service-api/v1/users/${name}`]);
       const missing: string[] = [];
       for (let i = 0; i < paths.length; i += 8)
         await Promise.all(paths.slice(i, i + 8).map(async (path) => ((await read(path)) === undefined ? missing.push(path) : 0)));

@@ -8,14 +8,17 @@
  *     peak RSS (VmHWM) is read once the cycle that carried the change has published it;
  *   - the same without --publish, the same way: the baseline of the watcher's own cycle.
  *
- *   node scripts/bench-watch-memory.mjs [--users 1000000] [--runs 1] [--report BENCHMARKS.md]
+ * `--clock`: the store gets the change clock first (`store track`), so both watchers follow it and
+ * keep the lean copy of the store (store/shadow.ts); its report is a section of its own.
+ *
+ *   node scripts/bench-watch-memory.mjs [--users 1000000] [--runs 1] [--clock] [--report BENCHMARKS.md]
  */
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { BENCH_ENV, machine, median, workingStore } from './bench-common.mjs';
+import { BENCH_ENV, machine, median, trackStore, workingStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -24,6 +27,7 @@ const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name)
 const USERS = Number(value('--users', '1000000'));
 const RUNS = Number(value('--runs', '1'));
 const REPORT = value('--report', undefined);
+const CLOCK = args.includes('--clock');
 const TARGET_MB = 450;
 const bin = join(repo, 'bin/profile-snapshot.js');
 const work = '/dev/shm/ps-watch-memory';
@@ -74,11 +78,13 @@ async function measure(db, publish, port) {
     // cycles, in case the change landed just as one was reading.
     await waitFor(watcher, () => stderr, done, before + (publish ? 1 : 2), 'the cycle after the change');
     const peak = statusMb(watcher.pid, 'VmHWM');
+    // What the resident set is made of now, the peak just passed: the heaps (anonymous) and the mapped files (code).
+    const anonymous = statusMb(watcher.pid, 'RssAnon');
     const line = [...stderr.matchAll(done)].at(publish ? -1 : -2)?.[0] ?? '';
     log(
-      `${publish ? 'watch --publish' : 'watch'}: first cycle peak ${firstPeak.toFixed(0)} MB; after 1% changed ${peak.toFixed(0)} MB (${line.trim()})`,
+      `${publish ? 'watch --publish' : 'watch'}: first cycle peak ${firstPeak.toFixed(0)} MB; after 1% changed ${peak.toFixed(0)} MB, ${anonymous.toFixed(0)} MB of it anonymous now (${line.trim()})`,
     );
-    return { firstPeak, peak };
+    return { firstPeak, peak, anonymous };
   } finally {
     watcher.kill('SIGKILL');
     rmSync(out, { recursive: true, force: true });
@@ -86,6 +92,7 @@ async function measure(db, publish, port) {
 }
 
 const db = workingStore(repo, work, USERS);
+if (CLOCK) trackStore(repo, db);
 const server = await startServer();
 const runs = [];
 try {
@@ -98,21 +105,20 @@ try {
 }
 const local = median(runs.map((r) => r.local.peak));
 const publishing = median(runs.map((r) => r.publishing.peak));
+const anonymous = (kind) => median(runs.map((r) => r[kind].anonymous)).toFixed(0);
 const text = [
-  `\`node scripts/bench-watch-memory.mjs --users ${USERS} --runs ${RUNS}\`, ${new Date().toISOString().slice(0, 10)}:`,
+  `\`node scripts/bench-watch-memory.mjs --users ${USERS} --runs ${RUNS}${CLOCK ? ' --clock' : ''}\`, ${new Date().toISOString().slice(0, 10)}:`,
   '',
-  `${machine()}; ${USERS.toLocaleString('en')} users on tmpfs, a fixed snapshot time, the in-memory S3 server; the peak RSS (VmHWM, reset after the first cycle's publish) of the cycle after 1% of the users changed and of its publish, median of ${RUNS}.`,
+  `${machine()}; ${USERS.toLocaleString('en')} users on tmpfs${CLOCK ? ', tracked (`store track`)' : ''}, a fixed snapshot time, the in-memory S3 server; the peak RSS (VmHWM, reset after the first cycle's publish) of the cycle after 1% of the users changed and of its publish, median of ${RUNS}; the anonymous part of the RSS (heaps, not code) once that cycle is done.`,
   '',
-  '| watcher | first cycle (and publish) peak | peak of the cycle after 1% changed | against |',
-  '|---|---|---|---|',
-  `| \`watch\` (baseline, same run) | ${median(runs.map((r) => r.local.firstPeak)).toFixed(0)} MB | ${local.toFixed(0)} MB | |`,
-  `| \`watch --publish\` (publish and renewal threads included) | ${median(runs.map((r) => r.publishing.firstPeak)).toFixed(0)} MB | ${publishing.toFixed(0)} MB | target ${TARGET_MB} MB (${(publishing / TARGET_MB).toFixed(2)}x); ${(publishing / local).toFixed(2)}x the baseline |`,
+  '| watcher | first cycle (and publish) peak | peak of the cycle after 1% changed | anonymous after it | against |',
+  '|---|---|---|---|---|',
+  `| \`watch\` (baseline, same run) | ${median(runs.map((r) => r.local.firstPeak)).toFixed(0)} MB | ${local.toFixed(0)} MB | ${anonymous('local')} MB | |`,
+  `| \`watch --publish\` (publish and renewal threads included) | ${median(runs.map((r) => r.publishing.firstPeak)).toFixed(0)} MB | ${publishing.toFixed(0)} MB | ${anonymous('publishing')} MB | target ${TARGET_MB} MB (${(publishing / TARGET_MB).toFixed(2)}x); ${(publishing / local).toFixed(2)}x the baseline |`,
 ].join('\n');
 process.stdout.write(`${text}\n`);
 if (REPORT !== undefined) {
-  writeSection(
-    REPORT,
-    'bench-watch-memory',
-    `<!-- bench-watch-memory:start -->\n## A publishing watcher's memory (bench-watch-memory)\n\n${text}\n<!-- bench-watch-memory:end -->`,
-  );
+  const name = CLOCK ? 'bench-watch-memory-clock' : 'bench-watch-memory';
+  const title = CLOCK ? "A publishing watcher's memory on a tracked store" : "A publishing watcher's memory";
+  writeSection(REPORT, name, `<!-- ${name}:start -->\n## ${title} (bench-watch-memory)\n\n${text}\n<!-- ${name}:end -->`);
 }

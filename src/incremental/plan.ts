@@ -90,7 +90,10 @@ export class PassPlan {
     if (selective && this.selected !== undefined) return this.selected.source;
     const clock = this.clock;
     if (clock === undefined) return { by: 'every row', clockFallback: null };
-    const why = clock.state === 'unusable' ? (cannotFollow(undefined, clock) ?? null) : (this.clockRecord?.fallback ?? null);
+    const why =
+      clock.state === 'unusable'
+        ? (cannotFollow(undefined, clock) ?? null)
+        : (this.inputs.session?.fallback ?? this.clockRecord?.fallback ?? null);
     return { by: 'every row', clockFallback: why };
   }
 
@@ -98,8 +101,9 @@ export class PassPlan {
   passStaged(selective: boolean): void {
     const { store, session } = this.inputs;
     if (session === undefined) this.clockRecord!.passStaged(selective ? this.selected : undefined, this.clock!);
-    else if (selective) store.shadow.update();
-    else store.shadow.capture(this.inputs.users);
+    // A copy of the wrong kind for the store's clock now (tracked or untracked since) is taken anew.
+    else if (selective && store.shadow.lean === leanWith(this.clock).lean) store.shadow.update();
+    else store.shadow.capture(this.inputs.users, leanWith(this.clock));
   }
 
   /** The tree is about to change: the records must not vouch for it until the commit is done. */
@@ -141,7 +145,7 @@ export class PassPlan {
       let clock: ClockReading | undefined;
       const copied = store.inSnapshot(() => {
         clock = store.clock();
-        return store.shadow.capture(users) && store.stamp(storeSettleMs).value === this.stamp.value;
+        return store.shadow.capture(users, leanWith(clock)) && store.stamp(storeSettleMs).value === this.stamp.value;
       });
       if (!copied) return;
       session.recordPublished(store, {
@@ -159,3 +163,9 @@ export class PassPlan {
     }
   }
 }
+
+/**
+ * A session's copy of a store whose change clock it can follow keeps only what the clock cannot say
+ * (store/shadow.ts); a store without one (or with a broken one) is compared with a whole copy.
+ */
+const leanWith = (clock: ClockReading | undefined) => ({ lean: clock?.state === 'present' });

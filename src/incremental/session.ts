@@ -50,6 +50,11 @@ export class StoreSession {
   private published: Published | undefined;
   /** The manifest the last build wrote, kept between this session's builds (output/manifest-cache.ts). */
   readonly manifests = new ManifestCache();
+  /**
+   * Why the last `selection` did not follow the store's change clock, when it has or had one (see
+   * `clockFallback`); null otherwise. Set even when every row is read: a lean copy is never compared.
+   */
+  fallback: string | null = null;
 
   constructor(
     readonly file: string,
@@ -97,8 +102,10 @@ export class StoreSession {
     const last = this.published;
     const holds = this.holds(store, outDir, renderKey);
     this.published = undefined;
+    this.fallback = null;
     if (last === undefined || !holds) return undefined;
     const fallback = cannotFollow(last.clock, clock);
+    this.fallback = clockFallback(last.clock, clock, fallback);
     const by: ChangesFoundBy =
       fallback === undefined ? 'clock' : storeStamp !== undefined && storeStamp === last.storeStamp ? 'stamp' : 'comparison';
     let changes: StoreChanges | undefined;
@@ -113,13 +120,14 @@ export class StoreSession {
     }
     if (changes === undefined) return undefined;
     for (const id of last.warned) changes.users.add(id);
-    const source = { by, clockFallback: clockFallback(last.clock, clock, fallback) };
+    const source = { by, clockFallback: this.fallback };
     return { users: changes.users, warned: last.warned, stableUntilMs: changes.stableUntilMs, source, copy: store.shadow };
   }
 
   /** Forgets the last pass (a pass is about to change the tree without using it); undefined. */
   forget(): undefined {
     this.published = undefined;
+    this.fallback = null;
     return undefined;
   }
 

@@ -13,6 +13,12 @@
  * comparison and the rows read agree on one snapshot; the copy's own changes are rolled back with
  * that transaction when a pass fails.
  *
+ * On a store with a change clock the copy is lean (`capture(slice, { lean: true })`): the clock names
+ * the users that changed, so the copy keeps only what it cannot say, as a build's clock record does
+ * (incremental/clock-record.ts): each user's name, account age and decoration, and no child row.
+ * Such a copy cannot be compared with the store (`changes` is undefined): when the clock cannot be
+ * followed, the pass reads every row once and takes the copy afresh.
+ *
  * Comparisons are exact for what a build reads: `IS NOT ... COLLATE BINARY` sees NULLs, letter case
  * (users.username is NOCASE in the store) and storage classes; the copy's columns have no declared
  * type, so values are copied as stored.
@@ -26,6 +32,8 @@ import { sliceCondition } from './queries.js';
 import { READ_STATUSES } from './schema.js';
 
 const USER_COLUMNS = ['username', 'display_name', 'bio', 'custom_domain', 'created_at', 'views', 'status', 'decoration_id'] as const;
+/** What a lean copy keeps of a user: what the change clock cannot say (besides created_ms and age_phase). */
+const LEAN_USER_COLUMNS = ['username', 'decoration_id'] as const;
 const SOCIAL_COLUMNS = ['user_id', 'platform', 'url', 'position'] as const;
 /**
  * The copy's socials table. user_id has the store's integer affinity: compared with an untyped
@@ -46,10 +54,12 @@ const SMALL_TABLES = {
  */
 const AGE_MARGIN_MS = 1000;
 /**
- * Copies the store's users rows into the copy, created_at also in ms since the epoch as SQL computes
- * it (NULL for anything SQLite cannot parse). Ends in its WHERE clause, for a caller to narrow.
+ * Copies the store's users rows into the copy (`columns` of them), created_at also in ms since the
+ * epoch as SQL computes it (NULL for anything SQLite cannot parse). Ends in its WHERE clause, for a
+ * caller to narrow.
  */
-const COPY_USERS = `INSERT INTO temp.shadow_users SELECT id, ${USER_COLUMNS.join(', ')}, CAST(unixepoch(created_at, 'subsec') * 1000 AS INTEGER)
+const copyUsers = (columns: readonly string[]) =>
+  `INSERT INTO temp.shadow_users SELECT id, ${columns.join(', ')}, CAST(unixepoch(created_at, 'subsec') * 1000 AS INTEGER)
   FROM main.users WHERE ${READ_STATUSES}`;
 
 /**
@@ -142,6 +152,8 @@ export class StoreShadow {
   private countsStale = false;
   /** The users the copy holds: every user, or a shard's (`capture`). */
   private slice: Slice = ALL_USERS;
+  /** The copy keeps only what a change clock cannot say (`capture`), and cannot be compared with the store. */
+  private leanCopy = false;
 
   /**
    * Why the last `capture` or `update` failed (the copy is gone then), until one succeeds: the
@@ -161,7 +173,8 @@ export class StoreShadow {
     const code = String((failure as { code?: unknown } | null)?.code ?? '');
     const why = `cannot keep the watcher's copy of the store snapshot (${describeCause(failure)}), so every cycle reads every row until it can`;
     if (/^SQLITE_(FULL|IOERR|CANTOPEN|NOMEM)/.test(code)) {
-      return `${why}: SQLite keeps the copy in a temporary file of about 0.5 KB per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`;
+      const size = this.leanCopy ? 'about 45 bytes' : 'about 0.5 KB';
+      return `${why}: SQLite keeps the copy in a temporary file of ${size} per user; point SQLITE_TMPDIR at a folder with that much room (it uses /var/tmp or /tmp otherwise)`;
     }
     if (/^SQLITE_(CONSTRAINT|MISMATCH)/.test(code))
       return `${why}: the copy needs the store's users.id and socials.id to be unique integers`;
@@ -172,15 +185,23 @@ export class StoreShadow {
     return this.counts !== undefined;
   }
 
+  /** Whether the copy keeps only what a change clock cannot say (see `capture`). */
+  get lean(): boolean {
+    return this.captured && this.leanCopy;
+  }
+
   /**
    * Copies the current snapshot of `slice`'s users (a shard's watcher copies its shard alone; see
-   * `slicedChanges`). Best effort: a store that breaks the copy's assumptions (ids that are not
-   * integers, duplicate ids) or a full temp disk leaves no copy, and passes simply read every row.
+   * `slicedChanges`). `lean`, for a store whose change clock the next passes follow: only each user's
+   * name, account age and decoration, no child row (see the top of this file). Best effort: a store
+   * that breaks the copy's assumptions (ids that are not integers, duplicate ids) or a full temp disk
+   * leaves no copy, and passes simply read every row.
    */
-  capture(slice: Slice = ALL_USERS): boolean {
+  capture(slice: Slice = ALL_USERS, { lean = false }: { lean?: boolean } = {}): boolean {
     this.counts = undefined;
     this.countsStale = false;
     this.slice = slice;
+    this.leanCopy = lean;
     const { sliced } = this;
     return this.savepoint(() => {
       const { db } = this;
@@ -188,20 +209,36 @@ export class StoreShadow {
         DROP TABLE IF EXISTS temp.shadow_users;
         DROP TABLE IF EXISTS temp.shadow_ids;
         DROP TABLE IF EXISTS temp.shadow_socials;
-        CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${USER_COLUMNS.join(', ')}, created_ms, ${AGE_PHASE});
+        ${Object.keys(SMALL_TABLES)
+          .map((table) => `DROP TABLE IF EXISTS temp.shadow_${table};`)
+          .join('\n')}
+        CREATE TABLE temp.shadow_users (id INTEGER PRIMARY KEY, ${this.userColumns.join(', ')}, created_ms, ${AGE_PHASE});
         CREATE INDEX temp.shadow_users_age_phase ON shadow_users (age_phase);
-        CREATE TABLE temp.shadow_socials (${SHADOW_SOCIALS});
-        ${COPY_USERS}${sliced ? ` AND id IN (SELECT id FROM main.users WHERE ${sliceCondition(slice)})` : ''};
+        ${copyUsers(this.userColumns)}${sliced ? ` AND id IN (SELECT id FROM main.users WHERE ${sliceCondition(slice)})` : ''};
         ${sliced ? `CREATE TABLE temp.shadow_ids (id INTEGER PRIMARY KEY); ${COPY_IDS};` : ''}
-        INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials${sliced ? ` WHERE user_id ${COPIED_USERS}` : ''};
-        ${sliced ? 'CREATE INDEX temp.shadow_socials_user ON shadow_socials (user_id);' : ''}
         CREATE TABLE IF NOT EXISTS temp.pass_ids (id INTEGER PRIMARY KEY);
       `);
-      for (const table of Object.keys(SMALL_TABLES) as (keyof typeof SMALL_TABLES)[]) this.copySmall(table);
+      if (!lean) this.copyChildRows();
       const users = db.prepare('SELECT count(*) FROM temp.shadow_users').pluck().get() as number;
-      const socials = db.prepare('SELECT count(*) FROM temp.shadow_socials').pluck().get() as number;
+      const socials = lean ? 0 : (db.prepare('SELECT count(*) FROM temp.shadow_socials').pluck().get() as number);
       this.counts = { users, socials };
     });
+  }
+
+  /** The columns of users the copy keeps. */
+  private get userColumns(): readonly string[] {
+    return this.leanCopy ? LEAN_USER_COLUMNS : USER_COLUMNS;
+  }
+
+  /** A whole copy's socials and small tables (after its users: a slice's copy takes its users' rows). */
+  private copyChildRows(): void {
+    const { sliced } = this;
+    this.db.exec(`
+      CREATE TABLE temp.shadow_socials (${SHADOW_SOCIALS});
+      INSERT INTO temp.shadow_socials SELECT id, ${SOCIAL_COLUMNS.join(', ')} FROM main.socials${sliced ? ` WHERE user_id ${COPIED_USERS}` : ''};
+      ${sliced ? 'CREATE INDEX temp.shadow_socials_user ON shadow_socials (user_id);' : ''}
+    `);
+    for (const table of Object.keys(SMALL_TABLES) as (keyof typeof SMALL_TABLES)[]) this.copySmall(table);
   }
 
   /** Forgets the copy (after a pass whose output did not commit, the copy no longer matches it). */
@@ -211,10 +248,11 @@ export class StoreShadow {
 
   /**
    * The users whose rows or child rows differ from the copy, or whose account age may turn over
-   * between `sinceMs` (the copy's pass) and `atMs`; undefined when there is no copy, or that window
-   * runs backwards or is too wide to be worth it.
+   * between `sinceMs` (the copy's pass) and `atMs`; undefined when there is no copy, a lean one, or
+   * that window runs backwards or is too wide to be worth it.
    */
   changes(sinceMs: number, atMs: number): StoreChanges | undefined {
+    if (this.leanCopy) return undefined;
     const counts = this.freshCounts();
     const ages = ageWindow(sinceMs, atMs);
     if (counts === undefined || ages === undefined) return undefined;
@@ -488,9 +526,11 @@ export class StoreShadow {
     this.savepoint(() => {
       this.db.exec(`
         DELETE FROM temp.shadow_users WHERE id ${READ_USERS};
-        ${COPY_USERS} AND id ${READ_USERS}${sliced ? ` AND ${sliceCondition(this.slice)}` : ''};
+        ${copyUsers(this.userColumns)} AND id ${READ_USERS}${sliced ? ` AND ${sliceCondition(this.slice)}` : ''};
         ${sliced ? `DELETE FROM temp.shadow_ids WHERE id ${READ_USERS}; ${COPY_IDS} WHERE id ${READ_USERS};` : ''}
       `);
+      // A lean copy has no child rows to bring up to date.
+      if (this.leanCopy) return void (this.counts = { users: pending.users, socials: 0 });
       this.recopySocials(pending.socialIds);
       const byUser = sliced || pending.byUser === true;
       if (byUser) this.recopyReadUsersChildren();

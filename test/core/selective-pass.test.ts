@@ -13,6 +13,7 @@ import { StrictWarningsError } from '../../src/core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE } from '../../src/core/layout.js';
 import { StoreSession } from '../../src/incremental/session.js';
 import { StoreShadow } from '../../src/store/shadow.js';
+import { trackStore, untrackStore } from '../../src/store/clock-install.js';
 import { buildTo, SNAPSHOT_MS } from '../helpers/build.js';
 import { profile, publishedFiles } from '../helpers/output.js';
 import { eachTestWorkspace, execSql, SCHEMA_SQL, TestStore, type Workspace } from '../helpers/store.js';
@@ -282,5 +283,61 @@ describe('selective passes (a session reads only changed users)', () => {
     const adopted = pass({ storeSettleMs: 0 });
     expect(adopted.storeUnchanged).toBe(true);
     passAfter('UPDATE users SET views = 1234 WHERE id = 17', 1);
+  });
+});
+
+describe('a session on a store with a change clock', () => {
+  const track = () => trackStore(db);
+  const copy = () => session.open().shadow;
+
+  it('keeps a lean copy (names, ages, decorations) and follows the clock: only changed users are read', () => {
+    track();
+    expect(pass().rowsRead).toBe(CANDIDATES);
+    expect(copy().lean).toBe(true);
+    // A child row, a decoration and a rename: the clock names them, the lean copy says the rest.
+    for (const [statement, rowsRead] of [
+      ["UPDATE socials SET url = 'https://github.com/moved' WHERE user_id = 4", 1],
+      ["UPDATE decorations SET name = 'Halo 2' WHERE id = 'halo'", USERS / 5],
+      ["UPDATE users SET username = 'renamed7' WHERE id = 7", 1],
+      ["INSERT INTO badges (user_id, badge) VALUES (8, 'verified')", 1],
+    ] as const) {
+      const report = passAfter(statement, rowsRead);
+      expect(report.changes.by).toBe('clock');
+      expect(copy().lean).toBe(true);
+    }
+  });
+
+  it('untracked mid-run: one pass reads every row and says why, then the whole copy is compared', () => {
+    track();
+    pass();
+    untrackStore(db);
+    write("UPDATE users SET bio = 'After untrack' WHERE id = 5");
+    const fallback = pass();
+    expect(fallback.rowsRead).toBe(CANDIDATES);
+    expect(fallback.changes.clockFallback).toMatch(/clock/);
+    expectSameAsFresh(fallback);
+    expect(copy().lean).toBe(false);
+    expect(passAfter("UPDATE users SET bio = 'Compared' WHERE id = 5", 1).changes.by).toBe('comparison');
+  });
+
+  it('tracked mid-run (a new epoch): the whole copy is compared once, and the copy turns lean', () => {
+    pass();
+    expect(copy().lean).toBe(false);
+    track();
+    const once = passAfter("UPDATE users SET bio = 'Tracked' WHERE id = 5", 1);
+    expect(once.changes.by).toBe('comparison');
+    expect(copy().lean).toBe(true);
+    expect(passAfter("UPDATE users SET bio = 'Followed' WHERE id = 5", 1).changes.by).toBe('clock');
+  });
+
+  it('a lean copy is never compared with the store: a clock that cannot be followed means every row', () => {
+    track();
+    pass();
+    write("UPDATE users SET bio = 'Changed' WHERE id = 9");
+    const store = session.open();
+    store.inSnapshot(() => {
+      expect(store.shadow.changes(SNAPSHOT_MS, SNAPSHOT_MS)).toBeUndefined();
+      expect(store.shadow.agesTurning(SNAPSHOT_MS, SNAPSHOT_MS)?.users.size).toBe(0);
+    });
   });
 });

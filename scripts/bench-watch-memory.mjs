@@ -11,6 +11,9 @@
  * `--clock`: the store gets the change clock first (`store track`), so both watchers follow it and
  * keep the lean copy of the store (store/shadow.ts); its report is a section of its own.
  *
+ * BENCH_WORK names another work folder than /dev/shm/ps-watch-memory (a 1M tree holds 1.76M files:
+ * two side by side pass the inode limit of a default /dev/shm).
+ *
  *   node scripts/bench-watch-memory.mjs [--users 1000000] [--runs 1] [--clock] [--report BENCHMARKS.md]
  */
 import { fork, spawn } from 'node:child_process';
@@ -30,7 +33,7 @@ const REPORT = value('--report', undefined);
 const CLOCK = args.includes('--clock');
 const TARGET_MB = 450;
 const bin = join(repo, 'bin/profile-snapshot.js');
-const work = '/dev/shm/ps-watch-memory';
+const work = process.env.BENCH_WORK ?? '/dev/shm/ps-watch-memory';
 const env = { ...BENCH_ENV, AWS_ACCESS_KEY_ID: 'bench', AWS_SECRET_ACCESS_KEY: 'bench', AWS_REGION: 'us-east-1' };
 
 const log = (line) => process.stderr.write(`[bench-watch-memory ${new Date().toISOString().slice(11, 19)}] ${line}\n`);

@@ -402,8 +402,9 @@ describe('fuzz: store -> output', () => {
       );
       // The property is only worth something if the session's passes skipped rows. These stores are
       // small and change a lot (about a fifth of the users a step, a decoration every third step, rows
-      // with warnings read every time): at seed 20261124, 327 of 456 rows were read.
-      expect(readBySession).toBeLessThan(readByFresh * 0.8);
+      // with warnings read every time), so the share read depends on the seed: from 69% to 83% of a
+      // fresh build's rows over nine seeds. Skipping a tenth of them holds at every seed tried.
+      expect(readBySession).toBeLessThan(readByFresh * 0.9);
     },
     Math.max(120_000, RUNS * 4000),
   );

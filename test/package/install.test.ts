@@ -72,7 +72,7 @@ beforeAll(() => {
 afterAll(() => work?.cleanup());
 
 describe('npm pack, then npm install -g of the tarball', () => {
-  it('packs the compiled code, bin/, the contract and the SQL, and nothing else', () => {
+  it('packs the compiled code, bin/, the contract, the SQL and the docs its messages name, and nothing else', () => {
     for (const file of [
       'bin/profile-snapshot.js',
       'build/cli/main.js',
@@ -82,6 +82,10 @@ describe('npm pack, then npm install -g of the tarball', () => {
       'contract/openapi.json',
       'data/schema.sql',
       'data/sample.sql',
+      // The CLI's hints and --help send a reader to these (store errors, --shard, store track).
+      'docs/store.md',
+      'docs/scaling-out.md',
+      'docs/change-clock.md',
       'package.json',
       'README.md',
     ]) {

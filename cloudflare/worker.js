@@ -81,6 +81,45 @@ function errorAnswerBody(code, isoTimestamp) {
     '{"success":false,"error":' + ERROR_BODIES[code] + ',"meta":{"timestamp":"' + isoTimestamp + '","version":"v1","executionTimeMs":0}}'
   );
 }
+/**
+ * If-None-Match as RFC 9110 defines it (13.1.2), for every host that answers from the snapshot (the
+ * origin on every path, the Worker): a list of entity-tags, or `*`, compared weakly (8.8.3.2:
+ * `W/"x"` and `"x"` match).
+ *
+ * A field value outside the grammar matches nothing: the request is answered as if it had no
+ * condition (a 200 with the document). A full answer is never wrong, where a 304 on a value read
+ * differently from the client could leave it with a document it does not hold.
+ */
+
+/**
+ * One list element, sticky: optional whitespace, an entity-tag or nothing (the list syntax allows
+ * empty elements), optional whitespace, then a comma or the end. `etagc` takes in commas, so the
+ * list cannot be split on them. Shared: each call starts it at 0 and runs it to the end.
+ */
+const IF_NONE_MATCH_ELEMENT = /[\t ]*(?:((?:W\/)?"[\x21\x23-\x7e\x80-\xff]*")[\t ]*)?(?:,|$)/y;
+
+/**
+ * Whether `header` (the If-None-Match value, several lines joined by ", "; null or undefined when
+ * not sent) matches `etag`.
+ * @param {string | null | undefined} header
+ * @param {string} etag
+ */
+function matchesIfNoneMatch(header, etag) {
+  if (header === undefined || header === null) return false;
+  // The form a cache revalidating its copy sends.
+  if (header === etag) return true;
+  if (header.trim() === '*') return true;
+  const opaque = (/** @type {string} */ tag) => (tag.startsWith('W/') ? tag.slice(2) : tag);
+  const wanted = opaque(etag);
+  let matched = false;
+  IF_NONE_MATCH_ELEMENT.lastIndex = 0;
+  while (IF_NONE_MATCH_ELEMENT.lastIndex < header.length) {
+    const found = IF_NONE_MATCH_ELEMENT.exec(header);
+    if (found === null) return false;
+    if (found[1] !== undefined && opaque(found[1]) === wanted) matched = true;
+  }
+  return matched;
+}
 const CANONICAL_USERNAME = /^[a-z0-9_-][a-z0-9._-]{0,63}$/;
 /**
  * `/x`, `/x/` and `/x/...` are "under" `/x`, as for a Netlify rule `/x/*`.
@@ -234,20 +273,13 @@ async function answerDocument(request, found, status, conditional, extra = {}) {
   const headers = { ...ROUTES.headers, ...extra };
   if (conditional) headers.ETag = found.etag;
   const encodeBody = extra['Content-Encoding'] ? 'manual' : 'automatic';
-  const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
+  const notModified = conditional && matchesIfNoneMatch(request.headers.get('If-None-Match'), found.etag);
   if (request.method === 'HEAD' || notModified) {
     await found.body?.cancel();
     if (!notModified && found.size !== undefined) headers['Content-Length'] = String(found.size);
     return new Response(null, { status: notModified ? 304 : status, headers, encodeBody });
   }
   return new Response(found.body, { status, headers, encodeBody });
-}
-
-/** If-None-Match's weak comparison (RFC 9110 13.1.2): `*`, or any listed tag with the same opaque value. */
-function etagMatches(header, etag) {
-  if (header === null || etag === '') return false;
-  const opaque = (tag) => tag.trim().replace(/^W\//, '');
-  return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
 /** The object's key under the bucket: `<PREFIX>/<file>`, as `publish --to s3://<bucket>/<PREFIX>` wrote it. */

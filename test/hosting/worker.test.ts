@@ -110,6 +110,12 @@ describe('what the table does not cover, in workerd', () => {
         for (const [name, value] of Object.entries(CONTRACT)) expect(again.headers[name], name).toBe(value);
       }
       expect((await send(host.origin, 'GET', '/api/v1/users/alice', { 'If-None-Match': '"other"' })).status).toBe(200);
+      // The origin's rule, embedded as written: any tag of a well-formed list matches, a malformed value never does.
+      const etag = first.headers.etag!;
+      for (const tag of [`"x",W/${etag}`, `W/"x" ,\t ${etag}`, `, ${etag},`])
+        expect((await send(host.origin, 'GET', '/api/v1/users/alice', { 'If-None-Match': tag })).status, tag).toBe(304);
+      for (const tag of [`"x", W/"y"`, etag.slice(1, -1), `${etag} ${etag}`, `${etag}, x`, `*, ${etag}`, `w/${etag}`])
+        expect((await send(host.origin, 'GET', '/api/v1/users/alice', { 'If-None-Match': tag })).status, tag).toBe(200);
       const head = await send(host.origin, 'HEAD', '/api/v1/users/alice');
       expect(head.headers.etag).toBe(first.headers.etag);
       const missing = await send(host.origin, 'GET', '/api/v1/users/nobody', { 'If-None-Match': '*' });

@@ -64,6 +64,7 @@ export function routingSource(options: RoutingOptions, table: RouteTable = ROUTE
       constant('VARY_HEADER', VARY_HEADER, options),
       constant('ERROR_BODIES', ERROR_BODIES, options),
       hostCode('../routes/routing.js', 'answers'),
+      hostCode('../routes/routing.js', 'conditional'),
     );
   }
   lines.push(`const CANONICAL_USERNAME = ${CANONICAL_USERNAME.toString()};`, hostCode('../routes/routing.js', 'routing'));

@@ -21,7 +21,7 @@ import {
   ROUTES,
   VARY_HEADER,
 } from '../routes/routes.js';
-import { acceptsGzip, errorAnswerBody, resolveRoute } from '../routes/routing.js';
+import { acceptsGzip, errorAnswerBody, matchesIfNoneMatch, resolveRoute } from '../routes/routing.js';
 
 // ---- host code: worker ----
 async function handleRequest(request, env, ctx) {
@@ -91,20 +91,13 @@ async function answerDocument(request, found, status, conditional, extra = {}) {
   const headers = { ...ROUTES.headers, ...extra };
   if (conditional) headers.ETag = found.etag;
   const encodeBody = extra['Content-Encoding'] ? 'manual' : 'automatic';
-  const notModified = conditional && etagMatches(request.headers.get('If-None-Match'), found.etag);
+  const notModified = conditional && matchesIfNoneMatch(request.headers.get('If-None-Match'), found.etag);
   if (request.method === 'HEAD' || notModified) {
     await found.body?.cancel();
     if (!notModified && found.size !== undefined) headers['Content-Length'] = String(found.size);
     return new Response(null, { status: notModified ? 304 : status, headers, encodeBody });
   }
   return new Response(found.body, { status, headers, encodeBody });
-}
-
-/** If-None-Match's weak comparison (RFC 9110 13.1.2): `*`, or any listed tag with the same opaque value. */
-function etagMatches(header, etag) {
-  if (header === null || etag === '') return false;
-  const opaque = (tag) => tag.trim().replace(/^W\//, '');
-  return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
 /** The object's key under the bucket: `<PREFIX>/<file>`, as `publish --to s3://<bucket>/<PREFIX>` wrote it. */

@@ -7,3 +7,4 @@ export declare function profile(dir: string, requested: string): Resolution;
 export declare function resolveRoute(path: string, query: QueryValues, table?: RouteTable): Resolution;
 export declare function errorAnswerBody(code: ErrorCode, isoTimestamp: string): string;
 export declare function acceptsGzip(header: string | null | undefined): boolean;
+export declare function matchesIfNoneMatch(header: string | null | undefined, etag: string): boolean;

@@ -119,4 +119,46 @@ function errorAnswerBody(code, isoTimestamp) {
 }
 // ---- end of host code ----
 
-export { acceptsGzip, errorAnswerBody, profile, resolveRoute, under };
+// ---- host code: conditional ----
+/**
+ * If-None-Match as RFC 9110 defines it (13.1.2), for every host that answers from the snapshot (the
+ * origin on every path, the Worker): a list of entity-tags, or `*`, compared weakly (8.8.3.2:
+ * `W/"x"` and `"x"` match).
+ *
+ * A field value outside the grammar matches nothing: the request is answered as if it had no
+ * condition (a 200 with the document). A full answer is never wrong, where a 304 on a value read
+ * differently from the client could leave it with a document it does not hold.
+ */
+
+/**
+ * One list element, sticky: optional whitespace, an entity-tag or nothing (the list syntax allows
+ * empty elements), optional whitespace, then a comma or the end. `etagc` takes in commas, so the
+ * list cannot be split on them. Shared: each call starts it at 0 and runs it to the end.
+ */
+const IF_NONE_MATCH_ELEMENT = /[\t ]*(?:((?:W\/)?"[\x21\x23-\x7e\x80-\xff]*")[\t ]*)?(?:,|$)/y;
+
+/**
+ * Whether `header` (the If-None-Match value, several lines joined by ", "; null or undefined when
+ * not sent) matches `etag`.
+ * @param {string | null | undefined} header
+ * @param {string} etag
+ */
+function matchesIfNoneMatch(header, etag) {
+  if (header === undefined || header === null) return false;
+  // The form a cache revalidating its copy sends.
+  if (header === etag) return true;
+  if (header.trim() === '*') return true;
+  const opaque = (/** @type {string} */ tag) => (tag.startsWith('W/') ? tag.slice(2) : tag);
+  const wanted = opaque(etag);
+  let matched = false;
+  IF_NONE_MATCH_ELEMENT.lastIndex = 0;
+  while (IF_NONE_MATCH_ELEMENT.lastIndex < header.length) {
+    const found = IF_NONE_MATCH_ELEMENT.exec(header);
+    if (found === null) return false;
+    if (found[1] !== undefined && opaque(found[1]) === wanted) matched = true;
+  }
+  return matched;
+}
+// ---- end of host code ----
+
+export { acceptsGzip, errorAnswerBody, matchesIfNoneMatch, profile, resolveRoute, under };

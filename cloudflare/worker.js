@@ -83,7 +83,7 @@ function errorAnswerBody(code, isoTimestamp) {
 }
 /**
  * If-None-Match as RFC 9110 defines it (13.1.2), for every host that answers from the snapshot (the
- * origin on every path, the Worker): a list of entity-tags, or `*`, compared weakly (8.8.3.2:
+ * origin on every path, serve/origin.ts and serve/cached-answers.ts; the Worker): a list of entity-tags, or `*`, compared weakly (8.8.3.2:
  * `W/"x"` and `"x"` match).
  *
  * A field value outside the grammar matches nothing: the request is answered as if it had no
@@ -92,11 +92,20 @@ function errorAnswerBody(code, isoTimestamp) {
  */
 
 /**
- * One list element, sticky: optional whitespace, an entity-tag or nothing (the list syntax allows
- * empty elements), optional whitespace, then a comma or the end. `etagc` takes in commas, so the
- * list cannot be split on them. Shared: each call starts it at 0 and runs it to the end.
+ * One list element: optional whitespace, an entity-tag or nothing (the list syntax allows empty
+ * elements), optional whitespace, then a comma or the end. `etagc` takes in commas, so the list
+ * cannot be split on them. Global, not sticky (ES 2015): each element must start where the last one
+ * ended. Shared: each call starts it at 0 and runs it to the end.
  */
-const IF_NONE_MATCH_ELEMENT = /[\t ]*(?:((?:W\/)?"[\x21\x23-\x7e\x80-\xff]*")[\t ]*)?(?:,|$)/y;
+var IF_NONE_MATCH_ELEMENT = /[\t ]*(?:((?:W\/)?"[\x21\x23-\x7e\x80-\xff]*")[\t ]*)?(?:,|$)/g;
+
+/**
+ * An entity-tag's opaque part: what weak comparison compares.
+ * @param {string} tag
+ */
+function opaqueTag(tag) {
+  return tag.slice(0, 2) === 'W/' ? tag.slice(2) : tag;
+}
 
 /**
  * Whether `header` (the If-None-Match value, several lines joined by ", "; null or undefined when
@@ -109,14 +118,14 @@ function matchesIfNoneMatch(header, etag) {
   // The form a cache revalidating its copy sends.
   if (header === etag) return true;
   if (header.trim() === '*') return true;
-  const opaque = (/** @type {string} */ tag) => (tag.startsWith('W/') ? tag.slice(2) : tag);
-  const wanted = opaque(etag);
-  let matched = false;
+  var wanted = opaqueTag(etag);
+  var matched = false;
   IF_NONE_MATCH_ELEMENT.lastIndex = 0;
   while (IF_NONE_MATCH_ELEMENT.lastIndex < header.length) {
-    const found = IF_NONE_MATCH_ELEMENT.exec(header);
-    if (found === null) return false;
-    if (found[1] !== undefined && opaque(found[1]) === wanted) matched = true;
+    var at = IF_NONE_MATCH_ELEMENT.lastIndex;
+    var found = IF_NONE_MATCH_ELEMENT.exec(header);
+    if (found === null || found.index !== at) return false;
+    if (found[1] !== undefined && opaqueTag(found[1]) === wanted) matched = true;
   }
   return matched;
 }

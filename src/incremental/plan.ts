@@ -102,8 +102,8 @@ export class PassPlan {
     const { store, session } = this.inputs;
     if (session === undefined) this.clockRecord!.passStaged(selective ? this.selected : undefined, this.clock!);
     // A copy of the wrong kind for the store's clock now (tracked or untracked since) is taken anew.
-    else if (selective && store.shadow.lean === leanWith(this.clock).lean) store.shadow.update();
-    else store.shadow.capture(this.inputs.users, leanWith(this.clock));
+    else if (selective && store.shadow.lean === leanFor(this.clock)) store.shadow.update();
+    else store.shadow.capture(this.inputs.users, { lean: leanFor(this.clock) });
   }
 
   /** The tree is about to change: the records must not vouch for it until the commit is done. */
@@ -145,7 +145,7 @@ export class PassPlan {
       let clock: ClockReading | undefined;
       const copied = store.inSnapshot(() => {
         clock = store.clock();
-        return store.shadow.capture(users, leanWith(clock)) && store.stamp(storeSettleMs).value === this.stamp.value;
+        return store.shadow.capture(users, { lean: leanFor(clock) }) && store.stamp(storeSettleMs).value === this.stamp.value;
       });
       if (!copied) return;
       session.recordPublished(store, {
@@ -168,4 +168,4 @@ export class PassPlan {
  * A session's copy of a store whose change clock it can follow keeps only what the clock cannot say
  * (store/shadow.ts); a store without one (or with a broken one) is compared with a whole copy.
  */
-const leanWith = (clock: ClockReading | undefined) => ({ lean: clock?.state === 'present' });
+const leanFor = (clock: ClockReading | undefined) => clock?.state === 'present';

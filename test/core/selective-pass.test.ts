@@ -4,6 +4,7 @@
  * carries every other profile over. Whatever it publishes must be exactly what a fresh build of the
  * same store publishes: each case checks the tree, byte for byte, and the report against one.
  */
+import Database from 'better-sqlite3';
 import { copyFileSync, linkSync, mkdirSync, readFileSync, renameSync, rmdirSync, rmSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -304,6 +305,33 @@ describe('a session on a store with a change clock', () => {
       const report = passAfter(statement, rowsRead);
       expect(report.changes.by).toBe('clock');
       expect(copy().lean).toBe(true);
+    }
+  });
+
+  it('the lean copy holds no column but the name, the age and the decoration, and no child table', () => {
+    const connection = new Database(db, { readonly: true });
+    try {
+      const tables = (lean: boolean) => {
+        connection.exec('BEGIN');
+        try {
+          expect(new StoreShadow(connection).capture(undefined, { lean })).toBe(true);
+          const names = connection
+            .prepare("SELECT name FROM sqlite_temp_master WHERE type = 'table' AND name GLOB 'shadow_*'")
+            .pluck()
+            .all();
+          const columns = connection.prepare('SELECT name FROM pragma_table_xinfo(?, ?)').pluck().all('shadow_users', 'temp');
+          return { tables: (names as string[]).sort(), columns };
+        } finally {
+          connection.exec('ROLLBACK');
+        }
+      };
+      expect(tables(true)).toEqual({ tables: ['shadow_users'], columns: ['id', 'username', 'decoration_id', 'created_ms', 'age_phase'] });
+      // The whole copy, for contrast: every column a build reads, and the child tables.
+      const whole = tables(false);
+      expect(whole.tables).toEqual(['shadow_badges', 'shadow_bans', 'shadow_decorations', 'shadow_socials', 'shadow_users']);
+      expect(whole.columns).toContain('bio');
+    } finally {
+      connection.close();
     }
   });
 

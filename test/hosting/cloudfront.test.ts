@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudFrontQuery } from '../../src/hosting/hosts/cloudfront-handler.js';
 import { FUNCTION_FILE, HEADERS_POLICY_FILE, TEMPLATE_FILE } from '../../src/hosting/hosts/aws-config.js';
+import { hostCode } from '../../src/hosting/hosts/routing-source.js';
 import { resolveRoute } from '../../src/hosting/routes/routing.js';
 import { BOOKKEEPING_ATTEMPTS, CDN_PREFIX, publishSample, TABLE_KEY, type PublishedSample } from './cdn-fixture.js';
 import { eventRequest, loadFunction, startCloudFrontSim, type CloudFrontSim } from './cloudfront-sim.js';
@@ -138,6 +139,11 @@ describe('the CloudFront Function as committed', () => {
   it("is ES 5.1 and within CloudFront's 10 KB", () => {
     expect(() => parse(FUNCTION_CODE, { ecmaVersion: 5 })).not.toThrow();
     expect(Buffer.byteLength(FUNCTION_CODE)).toBeLessThanOrEqual(10 * 1024);
+  });
+
+  it('every host-code region of routing.js is ES 5.1, as its header promises, embedded here or not', () => {
+    for (const region of ['routing', 'answers', 'conditional'])
+      expect(() => parse(hostCode('../routes/routing.js', region), { ecmaVersion: 5 }), region).not.toThrow();
   });
 
   it("uses nothing of Node: a name the runtime lacks fails in the simulator's context", () => {

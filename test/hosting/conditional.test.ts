@@ -1,6 +1,6 @@
 /**
  * If-None-Match as RFC 9110 defines it (13.1.2, 8.8.3.2, 15.4.5): the matching itself
- * (src/hosting/serve/conditional.ts), then the origin's answers on every path over real sockets on
+ * (matchesIfNoneMatch in src/hosting/routes/routing.js, which the Worker embeds too), then the origin's answers on every path over real sockets on
  * 127.0.0.1: the quick path, Node's path from memory, every answer read from disk (cacheBytes 0),
  * and serve-handler's path for a creators list too large to keep in memory. A real snapshot.
  */
@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { matchesIfNoneMatch } from '../../src/hosting/serve/conditional.js';
+import { matchesIfNoneMatch } from '../../src/hosting/routes/routing.js';
 import { FILE_CACHE_DEFAULTS } from '../../src/hosting/serve/file-cache.js';
 import { closeGracefully, createOrigin, listen, type Origin } from '../../src/hosting/serve/origin.js';
 import { buildSampleSnapshot, growCreatorsList, type Snapshot } from './fixture.js';

@@ -76,22 +76,28 @@ describe('a watcher on a tracked store whose clock cannot be followed', () => {
         ['removed', () => cli(['store', 'untrack', '--db', db]), /the change clock was removed/],
         ['installed', () => cli(['store', 'track', '--db', db]), /the change clock is new to this reader/],
         ['broken', async () => dropOneTrigger(db), /the change clock cannot be read: it has \d+ of its \d+ triggers/],
-        ['repaired', () => cli(['store', 'track', '--db', db]), /the change clock/],
+        ['repaired', () => cli(['store', 'track', '--db', db]), /the change clock is new to this reader/],
       ];
       let round = 0;
+      let earlier: RegExp | undefined;
       for (const [label, act, why] of steps) {
         round++;
         const before = cyclesOf(watcher).length;
+        const logged = watcher.stderr().length;
         await act();
         await cycleOf(watcher, `UPDATE users SET bio = 'after ${label}' WHERE id = ${round + 3}`, round + 3, `after ${label}`);
         // The cycle that meets the clock as it is now says why, whether or not the change is in it yet.
         const fellBack = cyclesOf(watcher)
           .slice(before)
           .filter((c) => c.changes?.clockFallback);
-        expect(fellBack.length, label).toBeGreaterThan(0);
-        for (const cycle of fellBack) expect(cycle.changes?.clockFallback, label).toMatch(why);
-        expect(fellBack[0]!.changes?.by, label).toMatch(/^(every row|comparison)$/);
-        expect(watcher.stderr(), label).toMatch(why);
+        // Cycles before the act took effect may still say the last step's reason (a broken clock says it every cycle).
+        const said = fellBack.filter((c) => why.test(c.changes!.clockFallback!));
+        expect(said.length, label).toBeGreaterThan(0);
+        for (const cycle of fellBack) if (!said.includes(cycle)) expect(cycle.changes?.clockFallback, label).toMatch(earlier ?? why);
+        expect(said[0]!.changes?.by, label).toMatch(/^(every row|comparison)$/);
+        earlier = why;
+        // Said again in the log since this step, not only in an earlier step's lines.
+        expect(watcher.stderr().slice(logged), label).toMatch(why);
         await expectFresh(label);
         // Then the clock is followed again wherever there is one to follow.
         if (label === 'removed' || label === 'broken') continue;

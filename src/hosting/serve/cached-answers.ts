@@ -8,7 +8,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { ErrorCode } from '../../render/documents.js';
-import { matchesIfNoneMatch } from './conditional.js';
+import { matchesIfNoneMatch } from '../routes/routing.js';
 import { FILE_CACHE_DEFAULTS, FileCache, type CachedFile } from './file-cache.js';
 import type { QuickAnswer } from './quick-connection.js';
 import type { RequestHead } from './request-head.js';

@@ -7,7 +7,8 @@
  * creators list, an error document): it never sees the request path itself, so dotfiles, the
  * bookkeeping folder, directories and anything outside the out dir cannot be reached, whatever the
  * encoding. It brings what a file server must get right: streaming, HEAD, Content-Length, strong
- * ETags. If-None-Match -> 304 is decided here, as RFC 9110 says (./conditional.ts), on every path.
+ * ETags. If-None-Match -> 304 is decided here on every path, as RFC 9110 says (matchesIfNoneMatch in
+ * ../routes/routing.js, the very rule the Worker embeds).
  *
  * GET and HEAD of the table's small files (profiles, error documents) are answered from memory first
  * (./cached-answers.ts, ./file-cache.ts), the same bytes serve-handler would send, checked against
@@ -24,7 +25,7 @@ import { hostPort } from '../../core/text.js';
 import type { ErrorCode } from '../../render/documents.js';
 import { pinnedFiles, type PinnedFiles } from './pinned-files.js';
 import { CachedAnswers } from './cached-answers.js';
-import { matchesIfNoneMatch } from './conditional.js';
+import { matchesIfNoneMatch } from '../routes/routing.js';
 import { OriginServer } from './origin-server.js';
 import type { QuickAnswerer } from './quick-connection.js';
 import { routePlainTarget, routeRequest } from './request-target.js';

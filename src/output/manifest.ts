@@ -159,16 +159,21 @@ export interface ManifestSlice {
  * every profile's entry, or with `part` only those of one slice of the users.
  */
 export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: ManifestSlice): Manifest {
+  return withManifest(outDir, emptyManifest, (fd, path) => parseManifest(fd, path, chunkBytes, part));
+}
+
+/** `read` on the open manifest of `outDir`; `absent()` when it has none. */
+function withManifest<T>(outDir: string, absent: () => T, read: (fd: number, path: string) => T): T {
   const path = join(outDir, MANIFEST_FILE);
   let fd: number;
   try {
     fd = openSync(path, 'r');
   } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return absent();
     throw unreadable(path, cause);
   }
   try {
-    return parseManifest(fd, path, chunkBytes, part);
+    return read(fd, path);
   } finally {
     closeSync(fd);
   }
@@ -177,26 +182,28 @@ export function readManifest(outDir: string, chunkBytes = LINE_CHUNK, part?: Man
 const unreadable = (path: string, cause: unknown) =>
   outputError(`cannot read the tool's manifest ${path}`, "check the out dir's permissions", cause);
 
-function parseManifest(fd: number, path: string, chunkBytes: number, part: ManifestSlice | undefined): Manifest {
-  const manifest = emptyManifest();
-  // List members come first, in list order; any that do not are not used as a list.
-  const list: ListMembers = { names: [], lengths: [], entries: [] };
-  const inPart = (name: string) => part === undefined || inSlice(name, part.slice);
-  const wholeList = part === undefined || part.wholeList;
-  let header = true,
+/** One entry line as found: its key `[keyStart, tab)` and value `(tab, end)` in `text` (= `bytes`, latin1). */
+type EntryVisitor = (kind: 'u' | 'f', text: string, bytes: Buffer, keyStart: number, tab: number, end: number) => void;
+
+/**
+ * Walks the manifest's entry lines in file order; returns its render key and its digest (when the
+ * digest line is there and the file is still the size it records).
+ */
+function forEachEntry(
+  fd: number,
+  path: string,
+  chunkBytes: number,
+  entry: EntryVisitor,
+): { renderKey: string; digest: string | undefined } {
+  let renderKey: string | undefined,
     afterHeader = false,
-    recorded: { digest: string; bytes: number } | undefined,
-    membersInOrder = false,
-    membersEnded = false,
-    lastMember = '';
+    recorded: { digest: string; bytes: number } | undefined;
   const size = forEachLine(fd, path, chunkBytes, (text, bytes, start, end) => {
-    if (header) {
-      header = false;
+    if (renderKey === undefined) {
       const headerLine = bytes.toString('utf8', start, end);
       const fields = headerLine.split('\t');
       if (fields[0] !== HEADER && headerLine !== HEADER_V1) throw unrecognised(path);
-      manifest.renderKey = fields[0] === HEADER ? fields.slice(1).join('\t') : '';
-      membersInOrder = manifest.renderKey !== '';
+      renderKey = fields[0] === HEADER ? fields.slice(1).join('\t') : '';
       afterHeader = true;
       return;
     }
@@ -212,32 +219,73 @@ function parseManifest(fd: number, path: string, chunkBytes: number, part: Manif
     // Names and paths never hold a tab: the key ends at the second one, the value is the rest.
     const tab = text.indexOf('\t', start + 2);
     if (tab === -1 || tab >= end) return;
-    const key = own(text, bytes, start + 2, tab),
+    entry(kind === PROFILE_LINE ? 'u' : 'f', text, bytes, start + 2, tab, end);
+  });
+  if (renderKey === undefined) throw unrecognised(path); // an empty file
+  return { renderKey, digest: recorded !== undefined && recorded.bytes === size ? recorded.digest : undefined };
+}
+
+function parseManifest(fd: number, path: string, chunkBytes: number, part: ManifestSlice | undefined): Manifest {
+  const manifest = emptyManifest();
+  // List members come first, in list order; any that do not are not used as a list.
+  const list: ListMembers = { names: [], lengths: [], entries: [] };
+  const inPart = (name: string) => part === undefined || inSlice(name, part.slice);
+  const wholeList = part === undefined || part.wholeList;
+  let membersInOrder = true,
+    membersEnded = false,
+    lastMember = '';
+  const { renderKey, digest } = forEachEntry(fd, path, chunkBytes, (kind, text, bytes, keyStart, tab, end) => {
+    const key = own(text, bytes, keyStart, tab),
       value = own(text, bytes, tab + 1, end);
-    if (kind === PROFILE_LINE) {
-      const kept = inPart(key);
-      if (kept) manifest.profiles.set(key, value);
-      const length = membersInOrder ? listLength(value) : undefined;
-      if (length === undefined) {
-        membersEnded = true;
-      } else if (membersEnded || (lastMember !== '' && !(lastMember < key))) {
-        membersInOrder = false;
-      } else {
-        lastMember = key;
-        if (kept || wholeList) {
-          list.names.push(key);
-          list.lengths.push(length);
-          list.entries.push(value);
-        }
-      }
-    } else {
+    if (kind === 'f') {
       manifest.files.set(key, value);
+      return;
+    }
+    const kept = inPart(key);
+    if (kept) manifest.profiles.set(key, value);
+    const length = membersInOrder ? listLength(value) : undefined;
+    if (length === undefined) {
+      membersEnded = true;
+    } else if (membersEnded || (lastMember !== '' && !(lastMember < key))) {
+      membersInOrder = false;
+    } else {
+      lastMember = key;
+      if (kept || wholeList) {
+        list.names.push(key);
+        list.lengths.push(length);
+        list.entries.push(value);
+      }
     }
   });
-  if (header) throw unrecognised(path); // an empty file
-  manifest.list = membersInOrder ? list : undefined;
-  if (recorded !== undefined && recorded.bytes === size) manifest.digest = recorded.digest;
+  manifest.renderKey = renderKey;
+  manifest.list = membersInOrder && renderKey !== '' ? list : undefined;
+  manifest.digest = digest;
   return manifest;
+}
+
+/**
+ * The manifest's entries without keeping them: each profile's name and data hash as ranges of
+ * `bytes` (valid during the call only), each file's path and entry, in file order (a later line for
+ * the same key wins). Returns the manifest's digest (see readManifest); null when there is none.
+ */
+export function scanManifest(
+  outDir: string,
+  profile: (bytes: Buffer, nameStart: number, tab: number, hashEnd: number) => void,
+  file: (path: string, entry: string) => void,
+): { digest: string | undefined } | null {
+  return withManifest<{ digest: string | undefined } | null>(
+    outDir,
+    () => null,
+    (fd, path) => {
+      const { digest } = forEachEntry(fd, path, LINE_CHUNK, (kind, text, bytes, keyStart, tab, end) => {
+        if (kind === 'f') return file(text.slice(keyStart, tab), text.slice(tab + 1, end));
+        // The entry's data hash: up to its next tab (entryHash).
+        const hashEnd = text.indexOf('\t', tab + 1);
+        profile(bytes, keyStart, tab, hashEnd === -1 || hashEnd > end ? end : hashEnd);
+      });
+      return { digest };
+    },
+  );
 }
 
 /**

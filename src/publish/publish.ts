@@ -38,6 +38,7 @@ import { Lease } from './lease/lease.js';
 import { leaseOptionsOf, lockWaitOf } from './lease/defaults.js';
 import { UNKNOWN, type LiveSet } from './plan/live-set.js';
 import { profilePaths, readLocalTree, treeShard, type LocalTree } from './plan/local.js';
+import { ProfileTable, union, type RowSource } from './plan/profile-table.js';
 import { guardDeletions, isEmptyPlan, LIST_FILES, planPublish, type PublishPlan } from './plan/plan.js';
 import { listLive } from './plan/reconcile.js';
 import { Checkpoints } from './record/checkpoint.js';
@@ -120,7 +121,7 @@ async function publishOnce(remote: Remote, reader: TreeReader, options: Run, sco
     assertPresent(tree, plan);
   } else {
     if (options.dryRun) return dryRun(remote, tree, options, scope.shard);
-    assertPresent(tree, { profiles: [...tree.profiles.keys()], files: [...tree.files.keys()] });
+    assertPresent(tree, { profiles: tree.profiles.keys(), files: tree.files.keys() });
   }
   const lock = await Lease.acquire(remote, scope.lock, leaseOptionsOf(options), lockWaitOf(options), options.lockSightings);
   try {
@@ -192,9 +193,8 @@ async function publishHeld(
 }
 
 /** The tree's profiles, and those whose deletion waits for the joined list (with the hash they are live with). */
-function* liveProfiles(tree: LocalTree, live: LiveSet | undefined, deferred: ReadonlySet<string>): Iterable<[string, string]> {
-  yield* hashes(tree.profiles);
-  for (const name of deferred) yield [name, live?.profiles.get(name) ?? UNKNOWN];
+function liveProfiles(tree: LocalTree, live: LiveSet | undefined, deferred: ReadonlySet<string>): RowSource {
+  return union(ProfileTable.of(Array.from(deferred, (name) => [name, live?.profiles.get(name) ?? UNKNOWN] as const)), tree.profiles);
 }
 
 /** Progress of the listing a publish with no trusted record compares with: objects listed, of about the tree's. */
@@ -212,6 +212,6 @@ async function dryRun(remote: Remote, tree: LocalTree, options: PublishOptions, 
   return outcomeOf(remote, tree, plan, 'listing', options);
 }
 
-function* hashes(entries: Map<string, string>): Iterable<[string, string]> {
+function* hashes(entries: Map<string, string>): Iterable<readonly [string, string]> {
   for (const [key, entry] of entries) yield [key, entryHash(entry)];
 }

@@ -31,7 +31,7 @@ function missing(tree: LocalTree, path: string): Error {
 }
 
 /** Checked before anything is written: a tree missing documents is never half published. */
-export function assertPresent(tree: LocalTree, plan: Pick<PublishPlan, 'profiles' | 'files'>): void {
+export function assertPresent(tree: LocalTree, plan: Record<'profiles' | 'files', Iterable<string>>): void {
   for (const name of plan.profiles) if (!tree.reader.has(profileDocument(name))) throw missing(tree, profileDocument(name));
   for (const path of plan.files) if (!tree.reader.has(path)) throw missing(tree, path);
 }

@@ -96,6 +96,18 @@ export async function putPieces(
 const PARTS_IN_FLIGHT = 4;
 
 /**
+ * The part buffers of a publish's uploads, reused by each large object it sends (the list, then its
+ * variant): asked anew per object, the last one's were still waiting for a collection.
+ */
+const partBuffers = new WeakMap<Remote, Buffer[]>();
+
+function spareParts(remote: Remote): Buffer[] {
+  let spare = partBuffers.get(remote);
+  if (spare === undefined) partBuffers.set(remote, (spare = []));
+  return spare;
+}
+
+/**
  * A large body as a multipart upload: S3 shows the object only once it is complete, and the upload
  * is aborted on failure. Each part's bytes are read straight into a buffer of the part's size, one
  * buffer per part in flight, used again for a later part once its upload is answered: no stream of
@@ -119,7 +131,7 @@ async function uploadInParts(
   try {
     const numbers = Array.from({ length: Math.ceil(size / partBytes) }, (_, index) => index + 1);
     const etags: string[] = [];
-    const spare: Buffer[] = [];
+    const spare = spareParts(remote);
     await inPool(numbers, PARTS_IN_FLIGHT, async (partNumber) => {
       const buffer = spare.pop() ?? Buffer.allocUnsafe(partBytes);
       const start = (partNumber - 1) * partBytes;

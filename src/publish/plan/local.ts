@@ -9,15 +9,8 @@ import { ROUTES } from '../../hosting/routes/routes.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import type { TreeReader } from '../../output/pin.js';
 import { readSettled } from '../../output/settled.js';
-import {
-  entryHash,
-  fileEntryStamp,
-  manifestStamp,
-  PENDING,
-  readManifest,
-  readManifestRenderKey,
-  type Manifest,
-} from '../../output/manifest.js';
+import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifestRenderKey, scanManifest } from '../../output/manifest.js';
+import { ProfileTable, TableBuilder } from './profile-table.js';
 import { shardOfRenderKey } from '../../core/render-key.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
 
@@ -25,8 +18,8 @@ export interface LocalTree {
   outDir: string;
   /** Where the tree's documents are read: the out dir as it is, or a generation pinned by its writer (output/pin.ts). */
   reader: TreeReader;
-  /** Lower-case username -> the manifest entry (its data hash first: see entryHash). */
-  profiles: Map<string, string>;
+  /** Lower-case username -> its data hash, in name order. */
+  profiles: ProfileTable;
   /** Path relative to the out dir -> the manifest entry (hash, then the file's stamp). */
   files: Map<string, string>;
   /** The manifest's stamp when it was read: a build that commits meanwhile changes it. */
@@ -68,11 +61,18 @@ export function readLocalTree(reader: TreeReader, waitMs: number): LocalTree {
   const out = reader.outDir;
   const { value, pending } = readSettled(reader.root, waitMs, () => {
     const stamp = manifestStamp(reader.root);
-    if (stamp === undefined) {
+    const profiles = new TableBuilder();
+    const files = new Map<string, string>();
+    const scan = scanManifest(
+      reader.root,
+      (bytes, nameStart, tab, hashEnd) => profiles.addBytes(bytes, nameStart, tab, hashEnd),
+      (path, entry) => files.set(path, entry),
+    );
+    if (stamp === undefined || scan === null) {
       throw outputError(`${out} holds no snapshot (no ${MANIFEST_FILE})`, `${REBUILD}; --out names the folder build wrote`);
     }
-    const manifest = readManifest(reader.root);
-    return { value: { manifest, stamp }, pending: countPending(manifest) };
+    const table = profiles.build();
+    return { value: { profiles: table, files, digest: scan.digest, stamp }, pending: countPending(table, files) };
   });
   if (pending > 0) {
     throw outputError(
@@ -80,21 +80,16 @@ export function readLocalTree(reader: TreeReader, waitMs: number): LocalTree {
       REBUILD,
     );
   }
-  const { manifest, stamp } = value;
-  return checked({
-    outDir: out,
-    reader,
-    profiles: manifest.profiles,
-    files: manifest.files,
-    manifestStamp: stamp,
-    digest: manifest.digest,
-  });
+  const { profiles, files, digest, stamp } = value;
+  return checked({ outDir: out, reader, profiles, files, manifestStamp: stamp, digest });
 }
 
-function countPending(manifest: Manifest): number {
+function countPending(profiles: ProfileTable, files: Map<string, string>): number {
   let pending = 0;
-  for (const entry of manifest.profiles.values()) if (entry === PENDING) pending++;
-  for (const entry of manifest.files.values()) if (entry === PENDING) pending++;
+  profiles.forEachRow((table, row) => {
+    if (table.hashIs(row, PENDING)) pending++;
+  });
+  for (const entry of files.values()) if (entry === PENDING) pending++;
   return pending;
 }
 
@@ -115,7 +110,6 @@ function checked(tree: LocalTree): LocalTree {
   return tree;
 }
 
-export const profileHash = (tree: LocalTree, name: string) => entryHash(tree.profiles.get(name)!);
 export const fileHash = (tree: LocalTree, path: string) => entryHash(tree.files.get(path)!);
 export const fileStampOf = (tree: LocalTree, path: string) => fileEntryStamp(tree.files.get(path)!);
 

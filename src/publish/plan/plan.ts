@@ -6,10 +6,11 @@ import { SnapshotError } from '../../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import { fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './live-set.js';
+import { mergeRows } from './profile-table.js';
 import { count } from '../../core/text.js';
 
 export interface PublishPlan {
-  /** Profiles to upload (each under every alias), new or changed. */
+  /** Profiles to upload (each under every alias), new or changed, in name order. */
   profiles: string[];
   /** Other documents to upload, new or changed, the creators list and its variant apart. */
   files: string[];
@@ -40,26 +41,24 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
     unchanged: 0,
     liveProfileObjects: live.profiles.size * ALIASES,
   };
-  // The entry starts with its data hash (entryHash): compared in place, no substring per profile.
-  for (const [name, entry] of tree.profiles) {
-    if (hashOf(entry, live.profiles.get(name))) plan.unchanged += ALIASES;
-    else plan.profiles.push(name);
-  }
+  // Both in name order: one merge, no lookup per profile; the plan's profiles come out in name order.
+  mergeRows(tree.profiles, live.profiles, {
+    left: (row) => plan.profiles.push(tree.profiles.name(row)),
+    right: (row) => plan.deleteProfiles.push(live.profiles.name(row)),
+    both: (row, at) => {
+      if (tree.profiles.sameHash(row, live.profiles, at)) plan.unchanged += ALIASES;
+      else plan.profiles.push(tree.profiles.name(row));
+    },
+  });
   for (const path of tree.files.keys()) {
     if (live.files.get(path) === fileHash(tree, path)) plan.unchanged++;
     else if (LIST_FILES.includes(path)) plan.listFiles.push(path);
     else plan.files.push(path);
   }
-  for (const name of live.profiles.keys()) if (!tree.profiles.has(name)) plan.deleteProfiles.push(name);
   for (const path of live.files.keys()) if (!tree.files.has(path)) plan.deleteKeys.push(path);
   // A key an interrupted publish meant to delete may be part of the tree again: uploaded, not deleted.
   for (const key of live.strays) if (!isTreeKey(tree, key)) plan.deleteKeys.push(key);
   return plan;
-}
-
-/** Whether a manifest entry's data hash (the entry up to its first tab) is `hash`. */
-function hashOf(entry: string, hash: string | undefined): boolean {
-  return hash !== undefined && entry.startsWith(hash) && (entry.length === hash.length || entry.charCodeAt(hash.length) === 9);
 }
 
 function isTreeKey(tree: LocalTree, key: string): boolean {

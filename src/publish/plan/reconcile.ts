@@ -12,7 +12,8 @@ import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../../core/layout.j
 import { inSlice, type Slice } from '../../core/slice.js';
 import type { Remote } from '../bucket/client.js';
 import type { TreeReader } from '../../output/pin.js';
-import { profileDocument, profileHash, fileHash, type LocalTree } from './local.js';
+import { profileDocument, fileHash, type LocalTree } from './local.js';
+import { TableBuilder } from './profile-table.js';
 import { emptyLive, UNKNOWN, type LiveSet } from './live-set.js';
 import { MULTIPART_PART_BYTES } from '../bucket/upload.js';
 
@@ -76,14 +77,15 @@ export async function listLive(remote: Remote, tree: LocalTree, shard?: Slice, o
       live.strays.add(key);
     }
   }
+  const profiles = new TableBuilder();
   for (const [name, objects] of profileObjects) {
+    const hash = objects.length === PROFILE_DIRS.length ? tree.profiles.get(name) : undefined;
     const complete =
-      tree.profiles.has(name) &&
-      objects.length === PROFILE_DIRS.length &&
+      hash !== undefined &&
       LocalFile.compare(tree.reader, profileDocument(name), partBytes, (local) => objects.every((object) => local.matches(object)));
-    live.profiles.set(name, complete ? profileHash(tree, name) : UNKNOWN);
+    profiles.add(name, complete ? hash : UNKNOWN);
   }
-  return live;
+  return { ...live, profiles: profiles.build() };
 }
 
 /** The username of a profile object (a name under one of the alias folders); undefined for any other key. */

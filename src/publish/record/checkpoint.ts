@@ -16,12 +16,12 @@
  * `meta` differs between two machines' trees, so their ETags never match).
  */
 import type { Remote } from '../bucket/client.js';
-import { entryHash } from '../../output/manifest.js';
 import type { LocalTree } from '../plan/local.js';
 import type { PublishPlan } from '../plan/plan.js';
 import { writeIntent, writeState, type RemoteRecord } from './record.js';
-import { newPublishId, type RemoteIntent } from './format.js';
+import { newPublishId, type IntentToWrite } from './format.js';
 import type { LiveSet } from '../plan/live-set.js';
+import { ProfileTable, TableBuilder, union, type RowSource } from '../plan/profile-table.js';
 
 /** Profiles sent between two checkpoints, unless the publish's options say otherwise. */
 export const DEFAULT_CHECKPOINT_PROFILES = 100_000;
@@ -29,8 +29,10 @@ export const DEFAULT_CHECKPOINT_PROFILES = 100_000;
 export class Checkpoints {
   /** The profiles sent so far: the plan's first `sent` (chunks are sent in the plan's order). */
   private sent = 0;
-  /** Those of them that were live before (changed, not new): the rest of `before` stays as it was. */
-  private readonly replaced = new Set<string>();
+  /** Those profiles with the tree's hashes, in name order (the plan's order), grown chunk by chunk: rows of the tree's table, not copies. */
+  private readonly sentRows: TableBuilder;
+  /** Where the last sent profile is in the tree's table: the next are after it. */
+  private treeRow = 0;
 
   private constructor(
     private readonly remote: Remote,
@@ -43,7 +45,9 @@ export class Checkpoints {
     public id: string,
     /** How many profiles to send between two checkpoints. */
     readonly every: number,
-  ) {}
+  ) {
+    this.sentRows = new TableBuilder(tree.profiles.bytes);
+  }
 
   /** Writes the publish's first intent (naming the whole plan, over `base`), and starts counting. */
   static async begin(
@@ -64,36 +68,39 @@ export class Checkpoints {
   async after(chunk: readonly string[]): Promise<void> {
     if (this.plan.profiles[this.sent] !== chunk[0]) throw new Error('bug: checkpoints must follow the plan in order');
     this.sent += chunk.length;
-    for (const name of chunk) if (this.before?.profiles.has(name)) this.replaced.add(name);
+    for (const name of chunk) {
+      this.treeRow = this.tree.profiles.rowOf(name, this.treeRow);
+      if (this.treeRow === -1) throw new Error(`bug: the plan sends ${name}, which the tree does not have`);
+      this.sentRows.addRow(this.tree.profiles, this.treeRow);
+    }
     const files = this.before?.files ?? new Map<string, string>();
-    const profiles = (this.before?.profiles.size ?? 0) - this.replaced.size + this.sent;
-    const stateEtag = await writeState(this.remote, this.record, this.id, this.liveProfiles(), files, {
+    const profiles = this.liveProfiles();
+    const stateEtag = await writeState(this.remote, this.record, this.id, profiles, files, {
       tree: undefined,
-      profiles,
+      profiles: profiles.size,
       files: files.size,
     });
     const base = this.id;
     this.id = newPublishId();
-    const left = { ...this.plan, profiles: this.plan.profiles.slice(this.sent) };
-    this.record = await writeIntent(this.remote, { ...this.record, stateEtag }, intentOf(this.id, base, left));
+    this.record = await writeIntent(this.remote, { ...this.record, stateEtag }, intentOf(this.id, base, this.plan, this.sent));
   }
 
-  /** What was live before, with every profile sent so far as the tree has it. */
-  private *liveProfiles(): Iterable<[string, string]> {
-    for (const [name, hash] of this.before?.profiles ?? []) if (!this.replaced.has(name)) yield [name, hash];
-    for (let i = 0; i < this.sent; i++) {
-      const name = this.plan.profiles[i]!;
-      yield [name, entryHash(this.tree.profiles.get(name)!)];
-    }
+  /** What was live before, with every profile sent so far as the tree has it: one merge of the two. */
+  private liveProfiles(): RowSource {
+    return union(this.before?.profiles ?? ProfileTable.EMPTY, this.sentRows.build());
   }
 }
 
-/** The intent of a publish of `plan`, planned over the state `base`: every key it may touch. */
-export function intentOf(id: string, base: string, plan: PublishPlan): RemoteIntent {
+/** The intent of a publish of `plan` from its `from`th profile on, planned over the state `base`: every key it may touch. */
+export function intentOf(id: string, base: string, plan: PublishPlan, from = 0): IntentToWrite {
   return {
     id,
     base,
-    profiles: new Set([...plan.profiles, ...plan.deleteProfiles]),
+    // Disjoint: the tree's profiles to send, and live ones it no longer has.
+    profiles: (function* () {
+      for (let i = from; i < plan.profiles.length; i++) yield plan.profiles[i]!;
+      yield* plan.deleteProfiles;
+    })(),
     files: new Set([...plan.files, ...plan.listFiles]),
     strays: new Set(plan.deleteKeys),
   };

@@ -22,6 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { emptyLive, UNKNOWN, type LiveSet } from '../plan/live-set.js';
+import { ProfileTable, TableBuilder, type RowSource } from '../plan/profile-table.js';
 
 const STATE_HEADER = 'profile-snapshot remote state 1';
 const INTENT_HEADER = 'profile-snapshot remote intent 2';
@@ -62,98 +63,150 @@ export interface RemoteIntent {
   strays: Set<string>;
 }
 
+/** An intent as a publish writes it: each key at most once, in any iterable (no set of a million names made for it). */
+export type IntentToWrite = Pick<RemoteIntent, 'id' | 'base'> & Record<'profiles' | 'files' | 'strays', Iterable<string>>;
+
 export const newPublishId = (): string => randomBytes(9).toString('base64url');
 
-/** Lines joined in batches: one string per line of a million-profile state would be garbage galore. */
-function gzipLines(header: string, each: (line: (text: string) => void) => void): Buffer {
-  const parts: string[] = [];
-  let batch = `${header}\n`,
-    count = 0;
-  each((text) => {
-    batch += `${text}\n`;
-    if (++count % 4096 === 0) {
-      parts.push(batch);
-      batch = '';
-    }
-  });
-  parts.push(batch);
-  // Level 1: far faster than level 6 on a million-line state, for a little more size.
-  return gzipSync(Buffer.from(parts.join('')), { level: 1 });
+/** Text gathered before it is deflated: a state is written a batch at a time, never whole. */
+const BATCH_BYTES = 1 << 20;
+
+/**
+ * Lines written as gzip members of a batch each, one after the other: a valid gzip file (RFC 1952),
+ * which gunzip reads whole, made without the text of a million lines in memory at once.
+ */
+class GzipLines {
+  private readonly members: Buffer[] = [];
+  private batch = Buffer.allocUnsafe(BATCH_BYTES);
+  private used = 0;
+
+  constructor(header: string) {
+    this.text(header);
+  }
+
+  /** A line of `kind` and a tab, then `value` (a table's row, or text). */
+  line(kind: 'f' | 'k' | 'p', value: Uint8Array | string): void {
+    this.text(kind);
+    this.raw(TAB_BYTE);
+    if (typeof value === 'string') this.text(value);
+    else this.raw(value);
+    this.raw(NEWLINE);
+  }
+
+  done(): Buffer {
+    this.flush();
+    return Buffer.concat(this.members);
+  }
+
+  private text(text: string): void {
+    this.room(Buffer.byteLength(text));
+    this.used += this.batch.write(text, this.used);
+  }
+
+  private raw(bytes: Uint8Array): void {
+    this.room(bytes.length);
+    this.batch.set(bytes, this.used);
+    this.used += bytes.length;
+  }
+
+  private room(length: number): void {
+    if (this.used + length > this.batch.length) this.flush();
+    if (length > this.batch.length) this.batch = Buffer.allocUnsafe(length);
+  }
+
+  private flush(): void {
+    if (this.used === 0 && this.members.length > 0) return;
+    // Level 1: far faster than level 6 on a million-line state, for a little more size.
+    this.members.push(gzipSync(this.batch.subarray(0, this.used), { level: 1 }));
+    this.used = 0;
+  }
 }
 
-/** Parses the lines under the header; returns the header's fields after its name (ids). */
-function parseLines(bytes: Uint8Array, header: string, what: string, line: (fields: string[]) => void): string[] {
-  let text: string;
+const NEWLINE = Buffer.from('\n'),
+  TAB_BYTE = Buffer.from('\t');
+
+/** The header line under gunzip (throws for another file than gzip), and the lines below it as bytes. */
+function gunzipped(bytes: Uint8Array, header: string, what: string): { head: string[]; text: Buffer; body: number } {
+  let text: Buffer;
   try {
-    text = gunzipSync(bytes).toString('utf8');
+    text = gunzipSync(bytes);
   } catch {
     throw new Error(`the remote ${what} is not gzip`);
   }
-  const lines = text.split('\n');
-  const head = lines[0]!.split('\t');
+  const end = text.indexOf(10);
+  const head = text.toString('utf8', 0, end === -1 ? text.length : end).split('\t');
   if (head[0] !== header || head[1] === undefined)
     throw new Error(`the remote ${what} was not written by this version of profile-snapshot`);
-  for (let i = 1; i < lines.length; i++) if (lines[i] !== '') line(lines[i]!.split('\t'));
-  return head.slice(1);
+  return { head, text, body: end === -1 ? text.length : end + 1 };
 }
 
-/** The summary travels in the header's later fields: versions that do not know them read the id and stop. */
+/** Each line of `text` from `from` on, as `[start, end)`, with no string made for it. */
+function forEachLine(text: Buffer, from: number, line: (start: number, end: number) => void): void {
+  for (let start = from; start < text.length;) {
+    const newline = text.indexOf(10, start);
+    const end = newline === -1 ? text.length : newline;
+    line(start, end);
+    start = end + 1;
+  }
+}
+
+/**
+ * The summary travels in the header's later fields: versions that do not know them read the id and
+ * stop. Profiles are written in name order (a table's rows are), so the next publish reads them back
+ * as a table without sorting.
+ */
 export function serializeState(
   id: string,
-  profiles: Iterable<[string, string]>,
-  files: Iterable<[string, string]>,
+  profiles: RowSource | Iterable<readonly [string, string]>,
+  files: Iterable<readonly [string, string]>,
   summary?: StateSummary,
 ): Buffer {
   const head = summary === undefined ? '' : `\t${summary.tree ?? NO_TREE}\t${summary.profiles}\t${summary.files}`;
-  return gzipLines(`${STATE_HEADER}\t${id}${head}`, (line) => {
-    for (const [path, hash] of files) line(`f\t${path}\t${hash}`);
-    for (const [name, hash] of profiles) line(`p\t${name}\t${hash}`);
-  });
+  const out = new GzipLines(`${STATE_HEADER}\t${id}${head}\n`);
+  for (const [path, hash] of files) out.line('f', `${path}\t${hash}`);
+  const rows = 'forEachRow' in profiles ? profiles : ProfileTable.of(profiles);
+  rows.forEachRow((table, row) => out.line('p', table.rowBytes(row)));
+  return out.done();
 }
 
+/** The state's profiles are a table over its own unzipped bytes: no string per line, no copy. */
 export function parseState(bytes: Uint8Array): RemoteState {
   const live = emptyLive();
-  let text: string;
-  try {
-    text = gunzipSync(bytes).toString('utf8');
-  } catch {
-    throw new Error('the remote state is not gzip');
-  }
-  // One pass with indexOf: no array of a million lines, no array of fields per line.
-  let end = text.indexOf('\n');
-  const head = text.slice(0, end === -1 ? text.length : end).split('\t');
-  if (head[0] !== STATE_HEADER || head[1] === undefined)
-    throw new Error('the remote state was not written by this version of profile-snapshot');
-  for (let start = end + 1; end !== -1 && start < text.length; start = end + 1) {
-    end = text.indexOf('\n', start);
-    const stop = end === -1 ? text.length : end;
-    const tab1 = text.indexOf('\t', start);
-    const tab2 = tab1 === -1 ? -1 : text.indexOf('\t', tab1 + 1);
-    if (tab2 === -1 || tab2 > stop || tab1 - start !== 1) continue;
-    const kind = text.charCodeAt(start);
-    const third = text.indexOf('\t', tab2 + 1);
-    const hash = text.slice(tab2 + 1, third === -1 || third > stop ? stop : third);
-    if (kind === 112 /* p */) live.profiles.set(text.slice(tab1 + 1, tab2), hash);
-    else if (kind === 102 /* f */) live.files.set(text.slice(tab1 + 1, tab2), hash);
-  }
-  return { id: head[1], live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
+  const { head, text, body } = gunzipped(bytes, STATE_HEADER, 'state');
+  const profiles = new TableBuilder(text);
+  forEachLine(text, body, (start, end) => {
+    const tab1 = start + 1;
+    if (end - start < 2 || text[tab1] !== TAB) return;
+    const tab2 = text.indexOf(TAB, tab1 + 1);
+    if (tab2 === -1 || tab2 > end) return;
+    const third = text.indexOf(TAB, tab2 + 1);
+    const hashEnd = third === -1 || third > end ? end : third;
+    if (text[start] === 112 /* p */) profiles.addBytes(text, tab1 + 1, tab2, hashEnd);
+    else if (text[start] === 102 /* f */) live.files.set(text.toString('utf8', tab1 + 1, tab2), text.toString('utf8', tab2 + 1, hashEnd));
+  });
+  live.profiles = profiles.build();
+  return { id: head[1]!, live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
 }
 
-export function serializeIntent(intent: RemoteIntent): Buffer {
-  return gzipLines(`${INTENT_HEADER}\t${intent.id}\t${intent.base}`, (line) => {
-    for (const path of intent.files) line(`f\t${path}`);
-    for (const key of intent.strays) line(`k\t${key}`);
-    for (const name of intent.profiles) line(`p\t${name}`);
-  });
+const TAB = 9;
+
+export function serializeIntent(intent: IntentToWrite): Buffer {
+  const out = new GzipLines(`${INTENT_HEADER}\t${intent.id}\t${intent.base}\n`);
+  for (const path of intent.files) out.line('f', path);
+  for (const key of intent.strays) out.line('k', key);
+  for (const name of intent.profiles) out.line('p', name);
+  return out.done();
 }
 
 export function parseIntent(bytes: Uint8Array): RemoteIntent {
-  const intent: RemoteIntent = { id: '', base: NO_BASE, profiles: new Set(), files: new Set(), strays: new Set() };
-  [intent.id = '', intent.base = NO_BASE] = parseLines(bytes, INTENT_HEADER, 'intent', ([kind, key]) => {
-    if (key === undefined) return;
-    if (kind === 'p') intent.profiles.add(key);
-    else if (kind === 'f') intent.files.add(key);
-    else if (kind === 'k') intent.strays.add(key);
+  const { head, text, body } = gunzipped(bytes, INTENT_HEADER, 'intent');
+  const intent: RemoteIntent = { id: head[1]!, base: head[2] ?? NO_BASE, profiles: new Set(), files: new Set(), strays: new Set() };
+  forEachLine(text, body, (start, end) => {
+    if (end - start < 3 || text[start + 1] !== TAB) return;
+    const key = text.toString('utf8', start + 2, end);
+    if (text[start] === 112 /* p */) intent.profiles.add(key);
+    else if (text[start] === 102 /* f */) intent.files.add(key);
+    else if (text[start] === 107 /* k */) intent.strays.add(key);
   });
   return intent;
 }
@@ -188,7 +241,7 @@ function headLine(bytes: Uint8Array): string {
 
 /** Marks what an unresolved intent may have touched as unknown: uploaded again, or deleted. */
 export function applyIntent(live: LiveSet, intent: RemoteIntent): void {
-  for (const name of intent.profiles) live.profiles.set(name, UNKNOWN);
+  live.profiles = live.profiles.withHash(intent.profiles, UNKNOWN);
   for (const path of intent.files) live.files.set(path, UNKNOWN);
   for (const key of intent.strays) live.strays.add(key);
 }

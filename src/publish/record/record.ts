@@ -23,11 +23,13 @@ import {
   parseState,
   serializeIntent,
   serializeState,
+  type IntentToWrite,
   type RemoteIntent,
   type RemoteState,
   type StateSummary,
 } from './format.js';
 import type { LiveSet } from '../plan/live-set.js';
+import type { RowSource } from '../plan/profile-table.js';
 
 export interface RemoteRecord {
   /** What is live as the record says, unknowns marked; undefined when the record is not trusted (list instead). */
@@ -83,7 +85,7 @@ export function judge(state: StoredObject | undefined, intent: StoredObject | un
 }
 
 /** Writes the intent over the version read; returns the record with the intent's new version. */
-export async function writeIntent(remote: Remote, record: RemoteRecord, intent: RemoteIntent): Promise<RemoteRecord> {
+export async function writeIntent(remote: Remote, record: RemoteRecord, intent: IntentToWrite): Promise<RemoteRecord> {
   const etag = await writeObject(
     remote,
     record.scope.intent,
@@ -100,8 +102,8 @@ export async function writeState(
   remote: Remote,
   record: RemoteRecord,
   id: string,
-  profiles: Iterable<[string, string]>,
-  files: Iterable<[string, string]>,
+  profiles: RowSource,
+  files: Iterable<readonly [string, string]>,
   summary: StateSummary,
 ): Promise<string> {
   const etag = await writeObject(

@@ -1,0 +1,278 @@
+/**
+ * Profiles and their data hashes, sorted by name, packed in one buffer: what a publish holds of the
+ * tree (its manifest) and of the bucket (its state), at a million profiles, instead of two maps of a
+ * million strings each. Two tables are compared as sorted streams, a merge (plan.ts), and a state is
+ * written from them line by line (../record/format.ts).
+ *
+ * Each row is `name<TAB>hash` somewhere in `bytes` (ASCII: names and hashes are, by the store's
+ * rules and ours); three arrays say where its name starts, where its tab is and where its hash ends,
+ * so a table can be a view of the bytes it was parsed from (a state's lines) with no copy.
+ */
+
+const TAB = 9;
+
+export class ProfileTable {
+  private constructor(
+    readonly bytes: Buffer,
+    private readonly starts: Uint32Array,
+    private readonly tabs: Uint32Array,
+    private readonly ends: Uint32Array,
+    readonly size: number,
+  ) {}
+
+  static readonly EMPTY = new ProfileTable(Buffer.alloc(0), new Uint32Array(0), new Uint32Array(0), new Uint32Array(0), 0);
+
+  /** A table of these rows, in any order (the last of a name wins). */
+  static of(rows: Iterable<readonly [string, string]>): ProfileTable {
+    const builder = new TableBuilder();
+    for (const [name, hash] of rows) builder.add(name, hash);
+    return builder.build();
+  }
+
+  /** @internal (TableBuilder) */
+  static view(bytes: Buffer, starts: Uint32Array, tabs: Uint32Array, ends: Uint32Array, size: number): ProfileTable {
+    return new ProfileTable(bytes, starts, tabs, ends, size);
+  }
+
+  name(row: number): string {
+    return this.bytes.toString('latin1', this.starts[row]!, this.tabs[row]!);
+  }
+
+  hash(row: number): string {
+    return this.bytes.toString('latin1', this.tabs[row]! + 1, this.ends[row]!);
+  }
+
+  /** The row's `name<TAB>hash`, as bytes (no copy). */
+  rowBytes(row: number): Buffer {
+    return this.bytes.subarray(this.starts[row]!, this.ends[row]!);
+  }
+
+  /** Where the row is in `bytes`: its start, its tab, its end. */
+  startOf(row: number): number {
+    return this.starts[row]!;
+  }
+  tabOf(row: number): number {
+    return this.tabs[row]!;
+  }
+  endOf(row: number): number {
+    return this.ends[row]!;
+  }
+
+  forEachRow(visit: (table: ProfileTable, row: number) => void): void {
+    for (let row = 0; row < this.size; row++) visit(this, row);
+  }
+
+  /** This table's row `row` against `other`'s row `at`, by name. */
+  compareNames(row: number, other: ProfileTable, at: number): number {
+    return compareRanges(this.bytes, this.starts[row]!, this.tabs[row]!, other.bytes, other.starts[at]!, other.tabs[at]!);
+  }
+
+  /** Whether the two rows (of names equal) hold the same hash. */
+  sameHash(row: number, other: ProfileTable, at: number): boolean {
+    return compareRanges(this.bytes, this.tabs[row]! + 1, this.ends[row]!, other.bytes, other.tabs[at]! + 1, other.ends[at]!) === 0;
+  }
+
+  /** Whether the row's hash is `hash`. */
+  hashIs(row: number, hash: string): boolean {
+    const from = this.tabs[row]! + 1;
+    return this.ends[row]! - from === hash.length && this.bytes.toString('latin1', from, this.ends[row]!) === hash;
+  }
+
+  /** The row of `name` at `from` or after, or -1 (a binary search). */
+  rowOf(name: string, from = 0): number {
+    const key = Buffer.from(name, 'latin1');
+    let low = from,
+      high = this.size - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const order = compareRanges(this.bytes, this.starts[middle]!, this.tabs[middle]!, key, 0, key.length);
+      if (order === 0) return middle;
+      if (order < 0) low = middle + 1;
+      else high = middle - 1;
+    }
+    return -1;
+  }
+
+  has(name: string): boolean {
+    return this.rowOf(name) !== -1;
+  }
+
+  get(name: string): string | undefined {
+    const row = this.rowOf(name);
+    return row === -1 ? undefined : this.hash(row);
+  }
+
+  *keys(): IterableIterator<string> {
+    for (let row = 0; row < this.size; row++) yield this.name(row);
+  }
+
+  *[Symbol.iterator](): IterableIterator<[string, string]> {
+    for (let row = 0; row < this.size; row++) yield [this.name(row), this.hash(row)];
+  }
+
+  /** This table with each of `names` given `hash` (added where absent). */
+  withHash(names: Iterable<string>, hash: string): ProfileTable {
+    return tableOf(union(this, ProfileTable.of(Array.from(names, (name) => [name, hash] as const))));
+  }
+}
+
+/** Rows in name order, as a state is written from them: a table, or two merged as they are read. */
+export interface RowSource {
+  readonly size: number;
+  forEachRow(visit: (table: ProfileTable, row: number) => void): void;
+}
+
+/** Every row of both tables, in name order; where both have a name, `over`'s row wins. Made as it is read, never held. */
+export function union(base: ProfileTable, over: ProfileTable): RowSource {
+  if (over.size === 0) return base;
+  if (base.size === 0) return over;
+  const forEachRow = (visit: (table: ProfileTable, row: number) => void) =>
+    mergeRows(base, over, {
+      left: (row) => visit(base, row),
+      right: (row) => visit(over, row),
+      both: (_, row) => visit(over, row),
+    });
+  let size = 0;
+  forEachRow(() => size++);
+  return { size, forEachRow };
+}
+
+/** The rows of `source` as a table of their own. */
+export function tableOf(source: RowSource): ProfileTable {
+  if (source instanceof ProfileTable) return source;
+  const rows = new TableBuilder();
+  source.forEachRow((table, row) => rows.addRow(table, row));
+  return rows.build();
+}
+
+/** What a merge of two sorted tables calls for each name: in the left only, the right only, or both. */
+export interface MergeVisitor {
+  left(row: number): void;
+  right(row: number): void;
+  both(leftRow: number, rightRow: number): void;
+}
+
+/** Walks two tables side by side in name order, as `comm` does. */
+export function mergeRows(left: ProfileTable, right: ProfileTable, visit: MergeVisitor): void {
+  let i = 0,
+    j = 0;
+  while (i < left.size && j < right.size) {
+    const order = left.compareNames(i, right, j);
+    if (order < 0) visit.left(i++);
+    else if (order > 0) visit.right(j++);
+    else visit.both(i++, j++);
+  }
+  while (i < left.size) visit.left(i++);
+  while (j < right.size) visit.right(j++);
+}
+
+/** Byte order of two ranges (for ASCII, the order of the strings). */
+export function compareRanges(a: Uint8Array, aStart: number, aEnd: number, b: Uint8Array, bStart: number, bEnd: number): number {
+  const aLength = aEnd - aStart,
+    bLength = bEnd - bStart;
+  const common = Math.min(aLength, bLength);
+  for (let k = 0; k < common; k++) {
+    const difference = a[aStart + k]! - b[bStart + k]!;
+    if (difference !== 0) return difference;
+  }
+  return aLength - bLength;
+}
+
+/**
+ * Rows added in any order, copied into a buffer of its own or (`over`) found in place in bytes the
+ * caller already holds. Sorted when built, unless they came in order: the manifest's list members
+ * and a state this version wrote do.
+ */
+export class TableBuilder {
+  private bytes: Buffer;
+  private starts: Uint32Array = new Uint32Array(1024);
+  private tabs: Uint32Array = new Uint32Array(1024);
+  private ends: Uint32Array = new Uint32Array(1024);
+  private size = 0;
+  private used = 0;
+  private inOrder = true;
+
+  /** With `over`, rows are ranges of those bytes (addRange), not copies. */
+  constructor(private readonly over?: Buffer) {
+    this.bytes = over ?? Buffer.allocUnsafe(64 * 1024);
+  }
+
+  add(name: string, hash: string): void {
+    const start = this.reserve(name.length + 1 + hash.length);
+    this.bytes.write(name, start, 'latin1');
+    this.bytes[start + name.length] = TAB;
+    this.bytes.write(hash, start + name.length + 1, 'latin1');
+    this.push(start, start + name.length, start + name.length + 1 + hash.length);
+  }
+
+  /** A row of `name<TAB>hash` found in `source` (copied, unless it is the bytes the builder is over). */
+  addBytes(source: Uint8Array, start: number, tab: number, end: number): void {
+    if (source === this.over) return this.push(start, tab, end);
+    const at = this.reserve(end - start);
+    this.bytes.set(source.subarray(start, end), at);
+    this.push(at, at + tab - start, at + end - start);
+  }
+
+  addRow(table: ProfileTable, row: number): void {
+    this.addBytes(table.bytes, table.startOf(row), table.tabOf(row), table.endOf(row));
+  }
+
+  build(): ProfileTable {
+    const { starts, tabs, ends, size } = this;
+    const bytes = this.over ?? this.bytes.subarray(0, this.used);
+    // Views, not copies: rows added later go past `size`, and a grown array is a new one.
+    if (this.inOrder) return ProfileTable.view(bytes, starts.subarray(0, size), tabs.subarray(0, size), ends.subarray(0, size), size);
+    const order = sortedRows(bytes, starts, tabs, size);
+    const kept = new Uint32Array(order.length);
+    let count = 0;
+    for (let k = 0; k < order.length; k++) {
+      const row = order[k]!;
+      // Equal names sort by the order they came in: the last one wins.
+      const next = order[k + 1];
+      if (next !== undefined && compareRanges(bytes, starts[row]!, tabs[row]!, bytes, starts[next]!, tabs[next]!) === 0) continue;
+      kept[count++] = row;
+    }
+    const pick = (from: Uint32Array) => Uint32Array.from(kept.subarray(0, count), (row) => from[row]!);
+    return ProfileTable.view(bytes, pick(starts), pick(tabs), pick(ends), count);
+  }
+
+  private reserve(length: number): number {
+    if (this.used + length > this.bytes.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.bytes.length * 2, this.used + length));
+      this.bytes.copy(grown, 0, 0, this.used);
+      this.bytes = grown;
+    }
+    const at = this.used;
+    this.used += length;
+    return at;
+  }
+
+  private push(start: number, tab: number, end: number): void {
+    if (this.size === this.starts.length) {
+      this.starts = grow(this.starts);
+      this.tabs = grow(this.tabs);
+      this.ends = grow(this.ends);
+    }
+    const bytes = this.over ?? this.bytes;
+    const last = this.size - 1;
+    if (this.inOrder && last >= 0 && compareRanges(bytes, this.starts[last]!, this.tabs[last]!, bytes, start, tab) >= 0)
+      this.inOrder = false;
+    this.starts[this.size] = start;
+    this.tabs[this.size] = tab;
+    this.ends[this.size] = end;
+    this.size++;
+  }
+}
+
+function grow(array: Uint32Array): Uint32Array<ArrayBuffer> {
+  const grown = new Uint32Array(array.length * 2);
+  grown.set(array);
+  return grown;
+}
+
+/** The rows' numbers in name order, equal names in the order they came. */
+function sortedRows(bytes: Buffer, starts: Uint32Array, tabs: Uint32Array, size: number): Uint32Array {
+  const order = new Uint32Array(size);
+  for (let row = 0; row < size; row++) order[row] = row;
+  return order.sort((a, b) => compareRanges(bytes, starts[a]!, tabs[a]!, bytes, starts[b]!, tabs[b]!) || a - b);
+}

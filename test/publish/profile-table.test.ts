@@ -1,0 +1,147 @@
+/**
+ * What a publish holds of the tree and of the bucket (src/publish/plan/profile-table.ts), and how it
+ * compares them (plan.ts) and writes them back (record/format.ts): sorted tables merged as streams,
+ * checked against the maps they replace on random trees and states.
+ */
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { ProfileTable, tableOf, union } from '../../src/publish/plan/profile-table.js';
+import { planPublish } from '../../src/publish/plan/plan.js';
+import { emptyLive, UNKNOWN } from '../../src/publish/plan/live-set.js';
+import type { LocalTree } from '../../src/publish/plan/local.js';
+import { parseIntent, parseState, parseStateHead, serializeIntent, serializeState } from '../../src/publish/record/format.js';
+
+/** A seeded generator (mulberry32): the same rows every run. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const NAME_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789_.-';
+const nameOf = (next: () => number) =>
+  Array.from({ length: 1 + Math.floor(next() * 12) }, () => NAME_CHARS[Math.floor(next() * NAME_CHARS.length)]).join('');
+const hashOf = (next: () => number) =>
+  next() < 0.05
+    ? UNKNOWN
+    : Math.floor(next() * 8)
+        .toString(36)
+        .repeat(16);
+
+/** `count` rows of random names (some repeated) and hashes, in no order. */
+const rows = (next: () => number, count: number): [string, string][] =>
+  Array.from({ length: count }, () => [nameOf(next), hashOf(next)] as [string, string]);
+
+const treeOf = (profiles: ProfileTable): LocalTree => ({ profiles, files: new Map() }) as unknown as LocalTree;
+
+describe('a table of profiles', () => {
+  it('is in name order, the last row of a name winning, and finds each name', () => {
+    const table = ProfileTable.of([
+      ['carol', 'h3'],
+      ['alice', 'h1'],
+      ['bob', 'h2'],
+      ['alice', 'h4'],
+      ['al', 'h5'],
+    ]);
+    expect([...table]).toEqual([
+      ['al', 'h5'],
+      ['alice', 'h4'],
+      ['bob', 'h2'],
+      ['carol', 'h3'],
+    ]);
+    expect(table.size).toBe(4);
+    expect([table.get('alice'), table.get('al'), table.get('ali'), table.get('zed')]).toEqual(['h4', 'h5', undefined, undefined]);
+    expect([table.rowOf('bob'), table.rowOf('bob', 3), table.rowOf('carol', 2)]).toEqual([2, -1, 3]);
+  });
+
+  it('holds what a map of the same rows holds, at every seed', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const given = rows(random(seed), 2000);
+      const map = new Map(given);
+      const table = ProfileTable.of(given);
+      expect([...table]).toEqual([...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+      for (const [name, hash] of map) expect(table.get(name)).toBe(hash);
+    }
+  });
+
+  it('merges with another as a union in which the second wins, as a map updated by it', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const next = random(seed);
+      const base = rows(next, 500);
+      const over = rows(next, 300);
+      const merged = union(ProfileTable.of(base), ProfileTable.of(over));
+      expect([...tableOf(merged)]).toEqual([...ProfileTable.of([...base, ...over])]);
+      expect(merged.size).toBe(ProfileTable.of([...base, ...over]).size);
+    }
+    expect(ProfileTable.EMPTY.withHash(['b', 'a'], UNKNOWN).get('a')).toBe(UNKNOWN);
+  });
+});
+
+/** The plan as the maps made it before the tables: each tree profile looked up in the live ones. */
+function plannedByMaps(tree: Map<string, string>, live: Map<string, string>) {
+  const profiles = [...tree].filter(([name, hash]) => live.get(name) !== hash).map(([name]) => name);
+  const deleteProfiles = [...live.keys()].filter((name) => !tree.has(name));
+  const unchanged = [...tree].filter(([name, hash]) => live.get(name) === hash).length * 2;
+  return { profiles: profiles.sort(), deleteProfiles: deleteProfiles.sort(), unchanged };
+}
+
+describe('a plan made by merging the tree with the state', () => {
+  it('sends, deletes and keeps what the maps did, each list in name order, at every seed', () => {
+    for (let seed = 1; seed <= 30; seed++) {
+      const next = random(seed * 7919);
+      const tree = rows(next, 1000).filter(([, hash]) => hash !== UNKNOWN);
+      // Most of the state is the tree's, some changed, some gone, some only in the bucket.
+      const live: [string, string][] = [
+        ...tree.filter(() => next() < 0.9).map(([name, hash]) => [name, next() < 0.1 ? hashOf(next) : hash] as [string, string]),
+        ...rows(next, 100),
+      ];
+      const plan = planPublish(treeOf(ProfileTable.of(tree)), { ...emptyLive(), profiles: ProfileTable.of(live) });
+      const expected = plannedByMaps(new Map(tree), new Map(live));
+      expect({ profiles: plan.profiles, deleteProfiles: plan.deleteProfiles, unchanged: plan.unchanged }).toEqual(expected);
+    }
+  });
+});
+
+describe('the record, written as streams', () => {
+  const many = (count: number): [string, string][] =>
+    Array.from({ length: count }, (_, i) => [`user${(i * 7919) % count}`, `h${i.toString(36).padStart(15, '0')}`]);
+
+  it('lists the profiles in name order, whatever order they were given in, in gzip members a plain gunzip reads', () => {
+    const given = many(60_000); // about 2 MB of lines: more than one member
+    const bytes = serializeState('s1', given, [['service-api/v1/creators', 'c1']], { tree: 'd1', profiles: given.length, files: 1 });
+    const lines = gunzipSync(bytes).toString('utf8').split('\n');
+    const names = lines.filter((line) => line.startsWith('p\t')).map((line) => line.split('\t')[1]!);
+    expect(names).toEqual([...names].sort());
+    expect(names).toHaveLength(given.length);
+    expect(lines[0]).toBe('profile-snapshot remote state 1\ts1\td1\t60000\t1');
+    // The quiet check reads the first 4 KB only.
+    expect(parseStateHead(bytes.subarray(0, 4096))).toEqual({ id: 's1', tree: 'd1', profiles: 60_000, files: 1 });
+    const parsed = parseState(bytes);
+    expect([...parsed.live.profiles]).toEqual([...ProfileTable.of(given)]);
+    expect([...parsed.live.files]).toEqual([['service-api/v1/creators', 'c1']]);
+  });
+
+  it("reads an older version's state: one gzip member, profiles in any order", () => {
+    const given = many(5000);
+    const text = ['profile-snapshot remote state 1\told', 'f\tservice-api/v1/creators\tc1', ...given.map(([n, h]) => `p\t${n}\t${h}`), ''];
+    const parsed = parseState(gzipSync(Buffer.from(text.join('\n'))));
+    expect(parsed.id).toBe('old');
+    expect([...parsed.live.profiles]).toEqual([...ProfileTable.of(given)]);
+  });
+
+  it('writes an intent of a million-profile plan from iterables, and reads it back as sets', () => {
+    const names = many(30_000).map(([name]) => name);
+    const bytes = serializeIntent({ id: 'i1', base: 's1', profiles: names.values(), files: ['a', 'ü/b'], strays: ['x y'] });
+    const intent = parseIntent(bytes);
+    expect([intent.id, intent.base, intent.profiles.size, [...intent.files], [...intent.strays]]).toEqual([
+      'i1',
+      's1',
+      names.length,
+      ['a', 'ü/b'],
+      ['x y'],
+    ]);
+  });
+});

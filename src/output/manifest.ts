@@ -266,19 +266,19 @@ function parseManifest(fd: number, path: string, chunkBytes: number, part: Manif
 /**
  * The manifest's entries without keeping them: each profile's name and data hash as ranges of
  * `bytes` (valid during the call only), each file's path and entry, in file order (a later line for
- * the same key wins). Returns the manifest's digest (see readManifest); null when there is none.
+ * the same key wins). Returns the manifest's digest (see readManifest); undefined when there is none.
  */
 export function scanManifest(
   outDir: string,
   profile: (bytes: Buffer, nameStart: number, tab: number, hashEnd: number) => void,
   file: (path: string, entry: string) => void,
-): { digest: string | undefined } | null {
-  return withManifest<{ digest: string | undefined } | null>(
+): { digest: string | undefined } | undefined {
+  return withManifest<{ digest: string | undefined } | undefined>(
     outDir,
-    () => null,
+    () => undefined,
     (fd, path) => {
       const { digest } = forEachEntry(fd, path, LINE_CHUNK, (kind, text, bytes, keyStart, tab, end) => {
-        if (kind === 'f') return file(text.slice(keyStart, tab), text.slice(tab + 1, end));
+        if (kind === 'f') return file(own(text, bytes, keyStart, tab), own(text, bytes, tab + 1, end));
         // The entry's data hash: up to its next tab (entryHash).
         const hashEnd = text.indexOf('\t', tab + 1);
         profile(bytes, keyStart, tab, hashEnd === -1 || hashEnd > end ? end : hashEnd);

@@ -1,7 +1,7 @@
 /**
  * If-None-Match as RFC 9110 defines it (13.1.2, 8.8.3.2, 15.4.5): the matching itself
- * (matchesIfNoneMatch in src/hosting/routes/routing.js, which the Worker embeds too), then the origin's answers on every path over real sockets on
- * 127.0.0.1: the quick path, Node's path from memory, every answer read from disk (cacheBytes 0),
+ * (matchesIfNoneMatch in src/hosting/routes/routing.js, which the Worker embeds too), then the
+ * origin's answers on every path over real sockets on 127.0.0.1: the quick path, Node's path from memory, every answer read from disk (cacheBytes 0),
  * and serve-handler's path for a creators list too large to keep in memory. A real snapshot.
  */
 import { once } from 'node:events';

@@ -122,8 +122,8 @@ function errorAnswerBody(code, isoTimestamp) {
 // ---- host code: conditional ----
 /**
  * If-None-Match as RFC 9110 defines it (13.1.2), for every host that answers from the snapshot (the
- * origin on every path, serve/origin.ts and serve/cached-answers.ts; the Worker): a list of entity-tags, or `*`, compared weakly (8.8.3.2:
- * `W/"x"` and `"x"` match).
+ * origin on every path, serve/origin.ts and serve/cached-answers.ts; the Worker): a list of
+ * entity-tags, or `*`, compared weakly (8.8.3.2: `W/"x"` and `"x"` match).
  *
  * A field value outside the grammar matches nothing: the request is answered as if it had no
  * condition (a 200 with the document). A full answer is never wrong, where a 304 on a value read

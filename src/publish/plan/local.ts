@@ -68,7 +68,7 @@ export function readLocalTree(reader: TreeReader, waitMs: number): LocalTree {
       (bytes, nameStart, tab, hashEnd) => profiles.addBytes(bytes, nameStart, tab, hashEnd),
       (path, entry) => files.set(path, entry),
     );
-    if (stamp === undefined || scan === null) {
+    if (stamp === undefined || scan === undefined) {
       throw outputError(`${out} holds no snapshot (no ${MANIFEST_FILE})`, `${REBUILD}; --out names the folder build wrote`);
     }
     const table = profiles.build();

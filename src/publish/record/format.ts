@@ -68,6 +68,11 @@ export type IntentToWrite = Pick<RemoteIntent, 'id' | 'base'> & Record<'profiles
 
 export const newPublishId = (): string => randomBytes(9).toString('base64url');
 
+const TAB = 9;
+const NEWLINE = Buffer.from('\n');
+/** Each line's kind and its tab, as bytes: one copy per line, at a million lines a state. */
+const LINE_KINDS = { f: Buffer.from('f\t'), k: Buffer.from('k\t'), p: Buffer.from('p\t') };
+
 /** Text gathered before it is deflated: a state is written a batch at a time, never whole. */
 const BATCH_BYTES = 1 << 20;
 
@@ -82,12 +87,12 @@ class GzipLines {
 
   constructor(header: string) {
     this.text(header);
+    this.raw(NEWLINE);
   }
 
-  /** A line of `kind` and a tab, then `value` (a table's row, or text). */
-  line(kind: 'f' | 'k' | 'p', value: Uint8Array | string): void {
-    this.text(kind);
-    this.raw(TAB_BYTE);
+  /** A line of its kind, a tab, then `value` (a table's row, or text). */
+  line(kind: keyof typeof LINE_KINDS, value: Uint8Array | string): void {
+    this.raw(LINE_KINDS[kind]);
     if (typeof value === 'string') this.text(value);
     else this.raw(value);
     this.raw(NEWLINE);
@@ -121,9 +126,6 @@ class GzipLines {
     this.used = 0;
   }
 }
-
-const NEWLINE = Buffer.from('\n'),
-  TAB_BYTE = Buffer.from('\t');
 
 /** The header line under gunzip (throws for another file than gzip), and the lines below it as bytes. */
 function gunzipped(bytes: Uint8Array, header: string, what: string): { head: string[]; text: Buffer; body: number } {
@@ -162,7 +164,7 @@ export function serializeState(
   summary?: StateSummary,
 ): Buffer {
   const head = summary === undefined ? '' : `\t${summary.tree ?? NO_TREE}\t${summary.profiles}\t${summary.files}`;
-  const out = new GzipLines(`${STATE_HEADER}\t${id}${head}\n`);
+  const out = new GzipLines(`${STATE_HEADER}\t${id}${head}`);
   for (const [path, hash] of files) out.line('f', `${path}\t${hash}`);
   const rows = 'forEachRow' in profiles ? profiles : ProfileTable.of(profiles);
   rows.forEachRow((table, row) => out.line('p', table.rowBytes(row)));
@@ -188,10 +190,8 @@ export function parseState(bytes: Uint8Array): RemoteState {
   return { id: head[1]!, live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
 }
 
-const TAB = 9;
-
 export function serializeIntent(intent: IntentToWrite): Buffer {
-  const out = new GzipLines(`${INTENT_HEADER}\t${intent.id}\t${intent.base}\n`);
+  const out = new GzipLines(`${INTENT_HEADER}\t${intent.id}\t${intent.base}`);
   for (const path of intent.files) out.line('f', path);
   for (const key of intent.strays) out.line('k', key);
   for (const name of intent.profiles) out.line('p', name);

@@ -125,7 +125,7 @@ const lines = [
   `### A shard's part upload against a raw PUT (bench-part-upload)`,
   '',
   `${(BYTES / 1e6).toFixed(0)} MB (the part of shard 0/8 of a 10M store), into the in-memory S3 server ${DELAY} ms away, alternating, medians of ${REPEATS}.`,
-  `Raw PUT: one \`curl -T\` request. Part upload: \`putPieces\` (a multipart upload of 16 MiB parts, 4 at a time), as a shard's publish sends its part.`,
+  `Raw PUT: one \`curl -T\` request. Part upload: \`putPieces\` (a multipart upload of 8 MiB parts, 4 at a time), as a shard's publish sends its part.`,
   '',
   '| | seconds | MB/s | ratio to raw PUT |',
   '|---|---:|---:|---:|',

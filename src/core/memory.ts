@@ -44,6 +44,11 @@ export const COLLECTION_POINTS = [
    * just grown to take the profiles in, and their old storage is garbage before the list's grows.
    */
   'adopted-profiles',
+  /**
+   * In a publish, once its plan is made and the bucket's state let go of (publish.ts): nothing else
+   * frees that much memory before the creators list goes up, its peak.
+   */
+  'planned',
 ] as const;
 export type CollectionPoint = (typeof COLLECTION_POINTS)[number];
 

@@ -25,6 +25,7 @@
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
 import { resolveOutDir, PROFILE_DIRS } from '../core/layout.js';
+import { collectNow } from '../core/memory.js';
 import type { Slice } from '../core/slice.js';
 import { OutDirLock } from '../output/lock.js';
 import { entryHash } from '../output/manifest.js';
@@ -170,6 +171,7 @@ async function publishHeld(
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
   const base = live ? record.base : NO_BASE;
   const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, base, options.checkpointProfiles);
+  if (keepOnlyWhatIsReadAgain(compared, plan, checkpoints.every)) collectNow('planned');
   outcome.bytes = await sendInOrder(remote, tree, plan, options, record.scope, checkpoints);
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
@@ -190,6 +192,18 @@ async function publishHeld(
     files: tree.files.size,
   });
   return outcome;
+}
+
+/**
+ * After the plan, what was live is read again only by checkpoints, which merge all of it, and for the
+ * hashes of a shard's deferred deletions. A publish too short for a checkpoint keeps only its
+ * deletions' rows: the state's table of every profile is not held through the uploads. True when
+ * it let the table go.
+ */
+function keepOnlyWhatIsReadAgain(live: LiveSet, plan: PublishPlan, checkpointEvery: number): boolean {
+  if (plan.profiles.length > checkpointEvery) return false;
+  live.profiles = ProfileTable.of(plan.deleteProfiles.map((name) => [name, live.profiles.get(name) ?? UNKNOWN] as const));
+  return true;
 }
 
 /** The tree's profiles, and those whose deletion waits for the joined list (with the hash they are live with). */

@@ -64,9 +64,9 @@ export async function sendInOrder(
   const concurrency = remote.options.concurrency;
   // In chunks, each followed by a checkpoint of the record but the last: a takeover re-sends only what came after.
   for (let from = 0; from < plan.profiles.length; from += checkpoints.every) {
-    const chunk = plan.profiles.slice(from, from + checkpoints.every);
+    const chunk = plan.profiles.names(from, from + checkpoints.every);
     await options.later.inPool(chunk, concurrency, (name) => send(profileDocument(name), profilePaths(name)));
-    if (from + chunk.length < plan.profiles.length) await checkpoints.after(chunk);
+    if (from + chunk.length < plan.profiles.length) await checkpoints.after(chunk.length);
   }
   await options.later.inPool(plan.files, concurrency, (path) => send(path, [path]));
   if (scope.shard !== undefined && plan.listFiles.length > 0) {

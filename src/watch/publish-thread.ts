@@ -14,6 +14,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, Worker } from 'node:worker_threads';
 import { SnapshotError, type SnapshotErrorKind } from '../core/errors.js';
+import { memoryUpkeep } from '../core/memory.js';
 import type { TreeReader } from '../output/pin.js';
 import type { SeenVersion, Sightings } from '../publish/lease/view.js';
 import type { PublishOptions, PublishProgress, PublishReport } from '../publish/report.js';
@@ -85,7 +86,9 @@ export class PublishThread {
     try {
       // The SDK warns once per thread: this thread has, the publish thread need not repeat it.
       const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-      return (PublishThread.instance = new PublishThread(new Worker(WORKER_URL, { env })));
+      // The thread follows the process's memory upkeep (core/memory.ts): it collects once a plan is made.
+      const workerData = { memoryUpkeep: memoryUpkeep() };
+      return (PublishThread.instance = new PublishThread(new Worker(WORKER_URL, { env, workerData })));
     } catch {
       return undefined;
     }

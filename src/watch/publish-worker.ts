@@ -3,8 +3,9 @@
  * time as asked, posting its progress at most every PROGRESS_EVERY_MS (and at each new phase), then
  * its report or its failure.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { messageWithCause, SnapshotError } from '../core/errors.js';
+import { enableMemoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
 import { TreePin } from '../output/pin.js';
 import { Sightings } from '../publish/lease/view.js';
 import { publish } from '../publish/publish.js';
@@ -13,6 +14,9 @@ import type { FromPublishThread, PublishRequest, ThreadFailure, ToPublishThread 
 
 /** The watcher saves its status every 2 s: more often than this would only cost messages. */
 const PROGRESS_EVERY_MS = 250;
+
+const { memoryUpkeep } = workerData as { memoryUpkeep: MemoryUpkeep | undefined };
+if (memoryUpkeep) enableMemoryUpkeep(memoryUpkeep);
 
 const port = parentPort!;
 const post = (message: FromPublishThread) => port.postMessage(message);

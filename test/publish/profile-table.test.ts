@@ -100,8 +100,24 @@ describe('a plan made by merging the tree with the state', () => {
       ];
       const plan = planPublish(treeOf(ProfileTable.of(tree)), { ...emptyLive(), profiles: ProfileTable.of(live) });
       const expected = plannedByMaps(new Map(tree), new Map(live));
-      expect({ profiles: plan.profiles, deleteProfiles: plan.deleteProfiles, unchanged: plan.unchanged }).toEqual(expected);
+      expect({ profiles: [...plan.profiles], deleteProfiles: plan.deleteProfiles, unchanged: plan.unchanged }).toEqual(expected);
     }
+  });
+
+  it("holds the profiles to send as rows of the tree's table, named a chunk at a time", () => {
+    const names = Array.from({ length: 5000 }, (_, i) => `user${String(i).padStart(5, '0')}`);
+    const tree = ProfileTable.of(names.map((name) => [name, 'a'.repeat(16)] as const));
+    const live = ProfileTable.of(names.filter((_, i) => i % 3 === 0).map((name) => [name, 'a'.repeat(16)] as const));
+    const plan = planPublish(treeOf(tree), { ...emptyLive(), profiles: live });
+    const sent = names.filter((_, i) => i % 3 !== 0);
+    expect(plan.profiles.length).toBe(sent.length);
+    // Past the first grown block of rows, each pick is the tree's row of that name.
+    for (const index of [0, 1023, 1024, 2047, sent.length - 1]) {
+      expect(plan.profiles.name(index)).toBe(sent[index]);
+      expect(tree.name(plan.profiles.row(index))).toBe(sent[index]);
+    }
+    expect(plan.profiles.names(3000, 3000 + 1000)).toEqual(sent.slice(3000, 4000));
+    expect(plan.profiles.names(3000)).toEqual(sent.slice(3000));
   });
 });
 

@@ -10,6 +10,8 @@ import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sd
 import { describe, expect, it } from 'vitest';
 import { CREATORS_FILE } from '../../src/core/layout.js';
 import { sliceOf } from '../../src/core/slice.js';
+import { parseState } from '../../src/publish/record/format.js';
+import { scopeOf } from '../../src/publish/keys.js';
 import { runCliAsync } from '../helpers/process.js';
 import { userName } from '../helpers/store.js';
 import { clientFor, hasMoto, s3Env, startMoto } from '../helpers/s3.js';
@@ -149,8 +151,17 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
       };
       await client.send(new PutObjectCommand({ ...key('.profile-snapshot/compose'), Body: JSON.stringify(lease) }));
       const before = await read(CREATORS_FILE);
-      const id = Array.from({ length: 60 }, (_, i) => i + 1).find((i) => sliceOf(userName(i), 2) === 1)!;
+      const ofShard1 = Array.from({ length: 60 }, (_, i) => i + 1).filter((i) => sliceOf(userName(i), 2) === 1);
+      const id = ofShard1[0]!;
       sql(site.db, `UPDATE users SET display_name = 'Renamed', status = 'active' WHERE id = ${id}`);
+      // A user removed meanwhile: the list still names them, so their objects wait for the join, and
+      // the shard's state keeps them live with the hash they were published with.
+      const gone = userName(ofShard1[1]!).toLowerCase();
+      const stateKey = scopeOf({ index: 1, count: 2 }).state;
+      const hashIn = async (name: string) => parseState(await read(stateKey)).live.profiles.get(name);
+      const goneHash = await hashIn(gone);
+      expect(goneHash).toMatch(/^[^?]+$/);
+      sql(site.db, `UPDATE users SET status = 'deleted' WHERE id = ${ofShard1[1]}`);
       buildShards(site);
       const behind = await runCliAsync(shardArgs(site, 1, site.server.endpoint, '--lock-timeout', '2'), { env: s3Env() });
       expect(behind.code, behind.stderr).toBe(12);
@@ -158,6 +169,8 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
       // Its profiles went out; the list stands as it was.
       expect((await read(`api/v1/users/${userName(id).toLowerCase()}`)).toString()).toContain('Renamed');
       expect((await read(CREATORS_FILE)).equals(before)).toBe(true);
+      expect((await read(`api/v1/users/${gone}`)).length).toBeGreaterThan(0);
+      expect(await hashIn(gone)).toBe(goneHash);
       await client.send(new DeleteObjectCommand(key('.profile-snapshot/compose')));
       const next = await runCliAsync(shardArgs(site, 1, site.server.endpoint), { env: s3Env() });
       expect(next.code, next.stderr).toBe(0);

@@ -19,10 +19,18 @@ import { inPool } from './pool.js';
 import { quirksOf } from './stores.js';
 import { objectKey } from './target.js';
 
-/** Part size of multipart uploads (plan/reconcile.ts recomputes such ETags with it). */
-export const MULTIPART_PART_BYTES = 16 * 1024 * 1024;
-/** Files larger than this go up in parts (the creators list, at a million profiles). */
-export const MULTIPART_THRESHOLD_BYTES = 64 * 1024 * 1024;
+/**
+ * Part size of multipart uploads (plan/reconcile.ts recomputes such ETags with it). Each part in
+ * flight holds a buffer of this size, so it is what a large upload costs in memory, four times over;
+ * 8 MiB stays above the stores' 5 MiB minimum, and S3's 10,000 parts still hold an 80 GiB list.
+ */
+export const MULTIPART_PART_BYTES = 8 * 1024 * 1024;
+/**
+ * Files larger than this go up in parts (the creators list and its variant, from some tens of
+ * thousands of profiles on): a smaller file is read whole into a buffer of its own, asked anew for
+ * each one, where parts reuse the same few buffers.
+ */
+export const MULTIPART_THRESHOLD_BYTES = 2 * MULTIPART_PART_BYTES;
 /** S3's limit of keys per DeleteObjects request. */
 const DELETE_BATCH = 1000;
 

@@ -6,12 +6,12 @@ import { SnapshotError } from '../../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import { fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './live-set.js';
-import { mergeRows } from './profile-table.js';
+import { mergeRows, PickedRows } from './profile-table.js';
 import { count } from '../../core/text.js';
 
 export interface PublishPlan {
-  /** Profiles to upload (each under every alias), new or changed, in name order. */
-  profiles: string[];
+  /** Profiles to upload (each under every alias), new or changed, in name order: rows of the tree's table. */
+  profiles: PickedRows;
   /** Other documents to upload, new or changed, the creators list and its variant apart. */
   files: string[];
   /** The creators list and its gzip variant (LIST_FILES), those new or changed: uploaded after every profile. */
@@ -33,7 +33,7 @@ export const LIST_FILES: readonly string[] = [CREATORS_FILE, CREATORS_GZIP_FILE]
 
 export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
   const plan: PublishPlan = {
-    profiles: [],
+    profiles: new PickedRows(tree.profiles),
     files: [],
     listFiles: [],
     deleteProfiles: [],
@@ -43,11 +43,11 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
   };
   // Both in name order: one merge, no lookup per profile; the plan's profiles come out in name order.
   mergeRows(tree.profiles, live.profiles, {
-    left: (row) => plan.profiles.push(tree.profiles.name(row)),
+    left: (row) => plan.profiles.push(row),
     right: (row) => plan.deleteProfiles.push(live.profiles.name(row)),
     both: (row, at) => {
       if (tree.profiles.sameHash(row, live.profiles, at)) plan.unchanged += ALIASES;
-      else plan.profiles.push(tree.profiles.name(row));
+      else plan.profiles.push(row);
     },
   });
   for (const path of tree.files.keys()) {

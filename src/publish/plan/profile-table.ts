@@ -116,6 +116,46 @@ export class ProfileTable {
   }
 }
 
+/**
+ * Some rows of one table, in the order they were picked: the plan's profiles as row numbers, where a
+ * string each was a million strings on a first publish. Names are made only when asked for.
+ */
+export class PickedRows implements Iterable<string> {
+  private rows = new Uint32Array(1024);
+  private count = 0;
+
+  constructor(private readonly table: ProfileTable) {}
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(row: number): void {
+    if (this.count === this.rows.length) this.rows = grow(this.rows);
+    this.rows[this.count++] = row;
+  }
+
+  /** The table's row of the `index`th pick. */
+  row(index: number): number {
+    return this.rows[index]!;
+  }
+
+  name(index: number): string {
+    return this.table.name(this.rows[index]!);
+  }
+
+  /** The names of the picks from `from` to before `to`, as strings (a chunk's worth at a time). */
+  names(from = 0, to = this.count): string[] {
+    const names: string[] = [];
+    for (let index = from; index < Math.min(to, this.count); index++) names.push(this.name(index));
+    return names;
+  }
+
+  *[Symbol.iterator](): IterableIterator<string> {
+    for (let index = 0; index < this.count; index++) yield this.name(index);
+  }
+}
+
 /** Rows in name order, as a state is written from them: a table, or two merged as they are read. */
 export interface RowSource {
   readonly size: number;

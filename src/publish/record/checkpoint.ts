@@ -31,8 +31,6 @@ export class Checkpoints {
   private sent = 0;
   /** Those profiles with the tree's hashes, in name order (the plan's order), grown chunk by chunk: rows of the tree's table, not copies. */
   private readonly sentRows: TableBuilder;
-  /** Where the last sent profile is in the tree's table: the next are after it. */
-  private treeRow = 0;
 
   private constructor(
     private readonly remote: Remote,
@@ -64,15 +62,11 @@ export class Checkpoints {
     return new Checkpoints(remote, tree, plan, before, written, id, every);
   }
 
-  /** After a chunk of profiles was sent (none in flight): the state with them live, then the intent of what is left. */
-  async after(chunk: readonly string[]): Promise<void> {
-    if (this.plan.profiles[this.sent] !== chunk[0]) throw new Error('bug: checkpoints must follow the plan in order');
-    this.sent += chunk.length;
-    for (const name of chunk) {
-      this.treeRow = this.tree.profiles.rowOf(name, this.treeRow);
-      if (this.treeRow === -1) throw new Error(`bug: the plan sends ${name}, which the tree does not have`);
-      this.sentRows.addRow(this.tree.profiles, this.treeRow);
-    }
+  /** After the plan's next `count` profiles were sent (none in flight): the state with them live, then the intent of what is left. */
+  async after(count: number): Promise<void> {
+    const picked = this.plan.profiles;
+    for (let index = this.sent; index < this.sent + count; index++) this.sentRows.addRow(this.tree.profiles, picked.row(index));
+    this.sent += count;
     const files = this.before?.files ?? new Map<string, string>();
     const profiles = this.liveProfiles();
     const stateEtag = await writeState(this.remote, this.record, this.id, profiles, files, {
@@ -98,7 +92,7 @@ export function intentOf(id: string, base: string, plan: PublishPlan, from = 0):
     base,
     // Disjoint: the tree's profiles to send, and live ones it no longer has.
     profiles: (function* () {
-      for (let i = from; i < plan.profiles.length; i++) yield plan.profiles[i]!;
+      for (let i = from; i < plan.profiles.length; i++) yield plan.profiles.name(i);
       yield* plan.deleteProfiles;
     })(),
     files: new Set([...plan.files, ...plan.listFiles]),

@@ -26,9 +26,9 @@ import { runInNewContext } from 'node:vm';
 const MIN_STEP = 16 * 2 ** 20;
 
 /**
- * Where a pass asks for a collection. Each is kept because the memory benchmark (`npm run
- * bench:memory`, BENCHMARKS.md) shows the peak resident memory rise without it; that benchmark
- * skips them one at a time.
+ * Where a pass (or a publish) asks for a collection. Each is kept because a memory benchmark shows the
+ * peak resident memory rise without it: a build's points in `npm run bench:memory`, which skips them
+ * one at a time, and a publish's in bench-publish-1m (BENCHMARKS.md).
  */
 export const COLLECTION_POINTS = [
   /** Every few thousand rows of a pass, when the heap grew enough. */

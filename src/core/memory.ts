@@ -109,6 +109,14 @@ export function collectNow(point: CollectionPoint): void {
 }
 
 /**
+ * Collects now when `bytes` were just let go of and they are worth a collection (MIN_STEP or more):
+ * a small publish's state is not.
+ */
+export function collectAfterLettingGo(point: CollectionPoint, bytes: number): void {
+  if (bytes >= MIN_STEP) collectNow(point);
+}
+
+/**
  * Keeps V8's young generation at its starting size. Left to grow, it reaches tens of megabytes per
  * thread in a pass that allocates steadily (each row's strings die young), which is resident memory
  * and buys nothing here. A worker thread's start applies the process's V8 flags again, so a pass

@@ -25,7 +25,7 @@
 import { performance } from 'node:perf_hooks';
 import { outputError, SnapshotError } from '../core/errors.js';
 import { resolveOutDir, PROFILE_DIRS } from '../core/layout.js';
-import { collectNow } from '../core/memory.js';
+import { collectAfterLettingGo } from '../core/memory.js';
 import type { Slice } from '../core/slice.js';
 import { OutDirLock } from '../output/lock.js';
 import { entryHash } from '../output/manifest.js';
@@ -171,7 +171,7 @@ async function publishHeld(
   // Always replaced, even when empty: the state written last names it, which marks any earlier one done.
   const base = live ? record.base : NO_BASE;
   const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, base, options.checkpointProfiles);
-  if (keepOnlyWhatIsReadAgain(compared, plan, checkpoints.every)) collectNow('planned');
+  if (!checkpoints.writesAny) collectAfterLettingGo('planned', keepOnlyDeletions(compared, plan));
   outcome.bytes = await sendInOrder(remote, tree, plan, options, record.scope, checkpoints);
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
@@ -196,19 +196,23 @@ async function publishHeld(
 
 /**
  * After the plan, what was live is read again only by checkpoints, which merge all of it, and for the
- * hashes of a shard's deferred deletions. A publish too short for a checkpoint keeps only its
- * deletions' rows: the state's table of every profile is not held through the uploads. True when
- * it let the table go.
+ * hashes of a shard's deferred deletions. A publish that writes no checkpoint keeps only its
+ * deletions' rows: the state's table of every profile is not held through the uploads. Returns the
+ * bytes it let go of.
  */
-function keepOnlyWhatIsReadAgain(live: LiveSet, plan: PublishPlan, checkpointEvery: number): boolean {
-  if (plan.profiles.length > checkpointEvery) return false;
-  live.profiles = ProfileTable.of(plan.deleteProfiles.map((name) => [name, live.profiles.get(name) ?? UNKNOWN] as const));
-  return true;
+function keepOnlyDeletions(live: LiveSet, plan: PublishPlan): number {
+  const held = live.profiles.byteLength;
+  live.profiles = liveRowsOf(live, plan.deleteProfiles);
+  return held - live.profiles.byteLength;
 }
+
+/** These profiles with the hash each is live with (UNKNOWN where none is known). */
+const liveRowsOf = (live: LiveSet | undefined, names: Iterable<string>): ProfileTable =>
+  ProfileTable.of(Array.from(names, (name) => [name, live?.profiles.get(name) ?? UNKNOWN] as const));
 
 /** The tree's profiles, and those whose deletion waits for the joined list (with the hash they are live with). */
 function liveProfiles(tree: LocalTree, live: LiveSet | undefined, deferred: ReadonlySet<string>): RowSource {
-  return union(ProfileTable.of(Array.from(deferred, (name) => [name, live?.profiles.get(name) ?? UNKNOWN] as const)), tree.profiles);
+  return union(liveRowsOf(live, deferred), tree.profiles);
 }
 
 /** Progress of the listing a publish with no trusted record compares with: objects listed, of about the tree's. */

@@ -8,6 +8,9 @@ import { buildTo } from '../helpers/build.js';
 import { clientFor, hasMoto, readBucket, startMoto, startS3rver, type S3Server } from '../helpers/s3.js';
 import { DeletionGuardError } from '../../src/publish/plan/plan.js';
 import type { PublishOptions } from '../../src/publish/report.js';
+import { parseState } from '../../src/publish/record/format.js';
+
+const REMOTE_STATE_KEY = '.profile-snapshot/remote-state';
 import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql, totalRequests } from './helpers.js';
 
 const servers: [string, () => Promise<S3Server>][] = [['s3rver', startS3rver]];
@@ -145,6 +148,31 @@ describe.each(servers)('publish to %s', (_name, start) => {
     const next = await publishSite(site);
     expect(next.compared).toBe('state');
     expect(next.requests.LIST).toBe(0);
+    await expectExact(site);
+  });
+
+  it("keeps what was live in each checkpoint's state: a publish stopped after one re-sends only the rest", async () => {
+    const site = await newSite(server(), workspace.dir, 60);
+    await publishSite(site);
+    const stateOf = async () => {
+      const objects = await readBucket(site.endpoint, site.bucket, PREFIX, (key) => key === REMOTE_STATE_KEY);
+      return parseState(Buffer.from(objects.get(REMOTE_STATE_KEY)!.bytes, 'latin1'));
+    };
+    const live = (await stateOf()).live.profiles;
+    // A third of the users change; the publish checkpoints every 5 and is stopped after its second chunk.
+    sql(site.db, 'UPDATE users SET views = views + 1 WHERE id % 3 = 0;');
+    buildTo(site.db, site.out);
+    const stopped = new Error('stopped by the test');
+    const onProgress = (progress: { phase: string; done: number }) => {
+      if (progress.phase === 'upload' && progress.done > 2 * 2 * 5) throw stopped;
+    };
+    await expect(publishSite(site, { checkpointProfiles: 5, onProgress })).rejects.toBe(stopped);
+    // The checkpoint's state: every profile live before, the sent ones with their new hashes.
+    const checkpoint = (await stateOf()).live.profiles;
+    expect([...checkpoint.keys()]).toEqual([...live.keys()]);
+    expect([...checkpoint].filter(([name, hash]) => hash !== live.get(name)).length).toBeGreaterThanOrEqual(5);
+    const next = await publishSite(site);
+    expect(next.objects.put).toBeLessThan(2 * 20);
     await expectExact(site);
   });
 });

@@ -21,8 +21,9 @@ import { objectKey } from './target.js';
 
 /**
  * Part size of multipart uploads (plan/reconcile.ts recomputes such ETags with it). Each part in
- * flight holds a buffer of this size, so it is what a large upload costs in memory, four times over;
- * 8 MiB stays above the stores' 5 MiB minimum, and S3's 10,000 parts still hold an 80 GiB list.
+ * flight holds a buffer of this size, so it is what a large upload costs in memory, PARTS_IN_FLIGHT
+ * times over. 8 MiB stays above the stores' 5 MiB minimum, and S3's 10,000 parts still hold an
+ * 80 GiB list.
  */
 export const MULTIPART_PART_BYTES = 8 * 1024 * 1024;
 /**

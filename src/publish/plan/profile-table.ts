@@ -34,6 +34,11 @@ export class ProfileTable {
     return new ProfileTable(bytes, starts, tabs, ends, size);
   }
 
+  /** The memory the table holds: its bytes, and three offsets per row. */
+  get byteLength(): number {
+    return this.bytes.length + this.size * 3 * Uint32Array.BYTES_PER_ELEMENT;
+  }
+
   name(row: number): string {
     return this.bytes.toString('latin1', this.starts[row]!, this.tabs[row]!);
   }

@@ -62,6 +62,14 @@ export class Checkpoints {
     return new Checkpoints(remote, tree, plan, before, written, id, every);
   }
 
+  /**
+   * Whether this publish writes any checkpoint: one follows each chunk of `every` profiles but the
+   * last (send.ts), so only a plan of more than one chunk does. Otherwise `before` is never read.
+   */
+  get writesAny(): boolean {
+    return this.plan.profiles.length > this.every;
+  }
+
   /** After the plan's next `count` profiles were sent (none in flight): the state with them live, then the intent of what is left. */
   async after(count: number): Promise<void> {
     const picked = this.plan.profiles;

@@ -11,7 +11,7 @@
  *   node scripts/bench-ab.mjs --baseline <git ref> [--users 100000] [--rounds 7] [--publish] [--name <section>] [--report BENCHMARKS.md]
  *
  * The baseline is checked out into a temporary worktree and compiled there with this checkout's
- * node_modules.
+ * node_modules. The stores and trees live in /dev/shm/profile-snapshot-ab-bench, or in BENCH_WORK.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -32,7 +32,8 @@ const NAME = value('--name', 'ab');
 const REPORT = value('--report', undefined);
 const PUBLISH = args.includes('--publish');
 if (BASELINE === undefined) throw new Error('--baseline <git ref> is required');
-const work = '/dev/shm/profile-snapshot-ab-bench';
+/** BENCH_WORK: another folder (at 1M, two trees side by side pass the inode limit of a default /dev/shm). */
+const work = process.env.BENCH_WORK ?? '/dev/shm/profile-snapshot-ab-bench';
 const log = (line) => process.stdout.write(`${line}\n`);
 
 const db = workingStore(repo, work, USERS);
@@ -132,6 +133,10 @@ function measure(s3) {
       : []),
   ]);
   for (const line of table) log(line);
+  // Every run, for the spread behind each median.
+  for (const [side, kindsOf] of Object.entries(times))
+    for (const [kind, runs] of Object.entries(kindsOf))
+      if (runs.length > 0) log(`runs (s), ${side} ${kind}: ${runs.map((ms) => (ms / 1000).toFixed(2)).join(', ')}`);
   if (REPORT) {
     const section = [
       `<!-- ${NAME}:start -->`,

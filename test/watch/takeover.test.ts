@@ -132,8 +132,8 @@ describe.skipIf(!hasMoto)('a leader that fails, a leader that builds long (moto_
           const body = await lease(bucket, name);
           if (body?.holder.pid === b.pid) takenAt[name] ??= Date.parse(body.acquiredAt);
         };
-        // The change is in the bucket once every alias holds it: the two are written side by side, so
-        // one may be readable while the proxy still waits on the other's answer.
+        // The change is in the bucket once every alias holds it: a profile's aliases are put one after
+        // the other, so the first may be readable before the second is even sent.
         const aliases = ['api', 'service-api'].map((root) => `${root}/v1/users/${userName(2)}`);
         const writesOfChange = () =>
           proxy.log.filter(

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BENCH_ENV, machine, median, workingStore } from './bench-common.mjs';
 import { writeSection } from './report-section.mjs';
-import { COLLECTION_POINTS } from '../build/core/memory.js';
+import { BUILD_COLLECTION_POINTS } from '../build/core/memory.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
@@ -29,8 +29,7 @@ const child = join(repo, 'scripts/bench-child.mjs');
 const log = (line) => process.stdout.write(`${line}\n`);
 
 /** The parts, as PROFILE_SNAPSHOT_MEMORY_UPKEEP names them. */
-// 'planned' is a publish's point, not a build's: bench-publish-1m measures it.
-const PARTS = ['young-generation', ...COLLECTION_POINTS.filter((point) => point !== 'planned')];
+const PARTS = ['young-generation', ...BUILD_COLLECTION_POINTS];
 const SETTINGS = [
   { name: 'all on', env: '' },
   { name: 'all off', env: 'off' },

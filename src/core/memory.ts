@@ -26,11 +26,11 @@ import { runInNewContext } from 'node:vm';
 const MIN_STEP = 16 * 2 ** 20;
 
 /**
- * Where a pass (or a publish) asks for a collection. Each is kept because a memory benchmark shows the
- * peak resident memory rise without it: a build's points in `npm run bench:memory`, which skips them
- * one at a time, and a publish's in bench-publish-1m (BENCHMARKS.md).
+ * Where a pass asks for a collection. Each is kept because the memory benchmark (`npm run
+ * bench:memory`, BENCHMARKS.md) shows the peak resident memory rise without it; that benchmark
+ * skips them one at a time.
  */
-export const COLLECTION_POINTS = [
+export const BUILD_COLLECTION_POINTS = [
   /** Every few thousand rows of a pass, when the heap grew enough. */
   'rows',
   /** After a full pass's rows, before the list: the threads' handovers have just been taken in. */
@@ -44,6 +44,14 @@ export const COLLECTION_POINTS = [
    * just grown to take the profiles in, and their old storage is garbage before the list's grows.
    */
   'adopted-profiles',
+] as const;
+
+/**
+ * Every point where a collection is asked for: a build's, and a publish's, each kept because
+ * bench-publish-1m (BENCHMARKS.md) shows the peak rise without it.
+ */
+export const COLLECTION_POINTS = [
+  ...BUILD_COLLECTION_POINTS,
   /**
    * In a publish, once its plan is made and the bucket's state let go of (publish.ts): nothing else
    * frees that much memory before the creators list goes up, its peak.
@@ -71,6 +79,15 @@ export function enableMemoryUpkeep(settings: MemoryUpkeep = {}): void {
 
 /** The upkeep this process opted into, for the threads a pass starts (undefined: none). */
 export const memoryUpkeep = (): MemoryUpkeep | undefined => upkeep;
+
+/**
+ * In a thread started with its parent's `memoryUpkeep()`: the same upkeep, and the young generation
+ * kept small again, since the thread's start applied V8's default flags to the whole process.
+ */
+export function followMemoryUpkeep(parent: MemoryUpkeep | undefined): void {
+  if (parent) enableMemoryUpkeep(parent);
+  keepYoungGenerationSmall();
+}
 
 const collectsAt = (point: CollectionPoint): boolean => upkeep !== undefined && !upkeep.skip.includes(point);
 

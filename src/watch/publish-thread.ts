@@ -86,7 +86,8 @@ export class PublishThread {
     try {
       // The SDK warns once per thread: this thread has, the publish thread need not repeat it.
       const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-      // The thread follows the process's memory upkeep (core/memory.ts): it collects once a plan is made.
+      // The thread follows the process's memory upkeep (core/memory.ts): it collects once a plan is
+      // made, and keeps the young generation small again after its start reset V8's flags.
       const workerData = { memoryUpkeep: memoryUpkeep() };
       return (PublishThread.instance = new PublishThread(new Worker(WORKER_URL, { env, workerData })));
     } catch {

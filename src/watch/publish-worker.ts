@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { messageWithCause, SnapshotError } from '../core/errors.js';
-import { enableMemoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
+import { followMemoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
 import { TreePin } from '../output/pin.js';
 import { Sightings } from '../publish/lease/view.js';
 import { publish } from '../publish/publish.js';
@@ -16,7 +16,7 @@ import type { FromPublishThread, PublishRequest, ThreadFailure, ToPublishThread 
 const PROGRESS_EVERY_MS = 250;
 
 const { memoryUpkeep } = workerData as { memoryUpkeep: MemoryUpkeep | undefined };
-if (memoryUpkeep) enableMemoryUpkeep(memoryUpkeep);
+followMemoryUpkeep(memoryUpkeep);
 
 const port = parentPort!;
 const post = (message: FromPublishThread) => port.postMessage(message);

@@ -152,7 +152,8 @@ export class PickedRows implements Iterable<string> {
   /** The names of the picks from `from` to before `to`, as strings (a chunk's worth at a time). */
   names(from = 0, to = this.count): string[] {
     const names: string[] = [];
-    for (let index = from; index < Math.min(to, this.count); index++) names.push(this.name(index));
+    const end = Math.min(to, this.count);
+    for (let index = from; index < end; index++) names.push(this.name(index));
     return names;
   }
 

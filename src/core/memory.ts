@@ -44,6 +44,11 @@ export const BUILD_COLLECTION_POINTS = [
    * just grown to take the profiles in, and their old storage is garbage before the list's grows.
    */
   'adopted-profiles',
+  /**
+   * Once a build of a process that builds again (a watcher) has committed: the build's garbage is
+   * shed before the wait for the next one (and the publish that runs in it).
+   */
+  'committed',
 ] as const;
 
 /**

@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { PROFILE_DIRS } from '../core/layout.js';
 import { asOutputError, linkOrCopy, prepareDir } from './folders.js';
-import { fileEntry, fileStamp, PENDING, writeClaims, writeManifest } from './manifest.js';
+import { fileEntry, fileStamp, PENDING, writeClaims, writeManifest, type Manifest, type WrittenManifest } from './manifest.js';
 import { PinKeeper } from './pin.js';
 import type { TreeDiff } from './diff.js';
 import type { Staging } from './staging.js';
@@ -34,11 +34,20 @@ interface Claims {
   files: readonly string[];
 }
 
-/** Publishes everything staged and removes what is no longer published; the staging folder goes. */
-export function commitTree(diff: TreeDiff, staging: Staging): WriteCounts {
+/**
+ * Publishes everything staged and removes what is no longer published; the staging folder goes.
+ * With `keep`, also returns the manifest as a watcher keeps it for its next build: as written (see
+ * writeManifest), or `diff.next` when no manifest was written or it cannot be held as written.
+ */
+export function commitTree(
+  diff: TreeDiff,
+  staging: Staging,
+  keep = false,
+): { counts: WriteCounts; kept: Manifest | WrittenManifest | undefined } {
   const { outDir, next, previous } = diff;
   const stale: Claims = { profiles: [...previous.profiles.keys()], files: [...previous.files.keys()] };
   const counts: WriteCounts = { written: 0, unchanged: diff.unchangedFiles, removed: 0 };
+  let kept: WrittenManifest | undefined;
   try {
     // Each staged profile's final entry (hash, signature, list length), put back once its files are in.
     const stagedEntries = staging.names.map((name) => next.profiles.get(name)!);
@@ -49,17 +58,14 @@ export function commitTree(diff: TreeDiff, staging: Staging): WriteCounts {
       counts.written = moveStagedIntoPlace(diff, staging, stagedEntries, keeper);
       counts.removed = removeStale(diff, stale, keeper);
     }
-    if (changing > 0 || diff.manifestChanged) {
-      completeListEntries(diff);
-      writeManifest(outDir, next, diff.lastMemberLines);
-    }
+    if (changing > 0 || diff.manifestChanged) kept = writeManifest(outDir, next, keep);
   } catch (cause) {
     // What was not renamed yet is of no use (the manifest, if rewritten, claims it as pending).
     staging.discard();
     throw asOutputError(cause, `cannot publish into ${outDir}`);
   }
   staging.discard();
-  return counts;
+  return { counts, kept: keep ? (kept ?? { ...next }) : undefined };
 }
 
 /**
@@ -77,17 +83,6 @@ function claim(diff: TreeDiff, staging: Staging, stale: Claims): void {
   prepareFolders(outDir, staging);
   const claims = { profiles: [...staging.names, ...stale.profiles], files: [...staging.files.map((s) => s.path), ...stale.files] };
   if (!writeClaims(outDir, claims)) writeManifest(outDir, { ...next, list: undefined });
-}
-
-/**
- * Fills in the list's entries it does not know (members rendered in this build) from the
- * committed entries, so the manifest and the next cycle (the session's ManifestCache) take each from there.
- */
-function completeListEntries(diff: TreeDiff): void {
-  const { list, profiles } = diff.next;
-  if (list === undefined) return;
-  const entries = (list.entries ??= new Array<string | undefined>(list.names.length));
-  for (let i = 0; i < list.names.length; i++) entries[i] ??= profiles.get(list.names[i]!);
 }
 
 /** Folders first: a path that cannot be used (a symlink, a file) fails before anything moves. */

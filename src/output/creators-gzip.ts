@@ -16,6 +16,7 @@ import { FINGERPRINT_LENGTH } from '../core/hash.js';
 import { join } from 'node:path';
 import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
+import type { Column } from './list-order.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
 import { readIndexFile, readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
 import { pieceDeflater, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
@@ -45,10 +46,10 @@ const PART_PIECE_SETTINGS = `${PIECE_SETTINGS} first alone, ends by data`;
 export interface ListLayout {
   /** Bytes before the array's "[". */
   headLength: number;
-  names: readonly string[];
+  names: Column<string>;
   /** Each member's data hash, FINGERPRINT_LENGTH bytes, one after the other. */
   hashes: Buffer;
-  lengths: readonly number[];
+  lengths: ArrayLike<number>;
   /**
    * For a whole list, each member's piece mark where the last list knew it (PIECE_END, NOT_END;
    * UNMARKED elsewhere): completed here, in place, so the next list can take its members' marks
@@ -141,7 +142,7 @@ function pieceMarks(layout: ListLayout): Uint8Array {
   }
   const marks = layout.pieceMarks ?? new Uint8Array(count).fill(UNMARKED);
   const { names } = layout;
-  for (let i = 0; i < count; i++) if (marks[i] === UNMARKED) marks[i] = nameHash(names[i]!) % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
+  for (let i = 0; i < count; i++) if (marks[i] === UNMARKED) marks[i] = nameHash(names.at(i)!) % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
   return marks;
 }
 

@@ -16,7 +16,7 @@ import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
 import { stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js';
 import type { BufferedFileWriter } from './file-writer.js';
-import type { ListMembers, ListOrder } from './manifest.js';
+import { ComposedColumn, type Column, type ListMembers, type ListOrder } from './list-order.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { CarriedOver } from './diff.js';
 import { positionsAmong } from './staging.js';
@@ -158,8 +158,7 @@ export class CreatorsList {
   keepCarried(owner: OutputTransaction, { released }: CarriedOver): boolean {
     const last = this.last;
     if (last === undefined) return false;
-    const { names } = last.members;
-    const entries = (last.members.entries ??= new Array<string | undefined>(names.length));
+    const { names, entries: known } = last.members;
     const dropped = new Uint8Array(names.length);
     let count = names.length;
     const drop = (index: number) => {
@@ -170,8 +169,13 @@ export class CreatorsList {
       const index = indexOfName(names, name);
       if (index !== -1) drop(index);
     }
-    for (let i = 0; i < names.length; i++) {
-      if (dropped[i] === 0 && entries[i] === undefined && (entries[i] = owner.carriedEntry(names[i]!)) === undefined) drop(i);
+    let entries: Column<string | undefined> = known ?? [];
+    if (known?.complete !== true) {
+      const filled = new Array<string | undefined>(names.length);
+      for (let i = 0; i < names.length; i++) {
+        if (dropped[i] === 0 && (filled[i] = known?.at(i) ?? owner.carriedEntry(names.at(i)!)) === undefined) drop(i);
+      }
+      entries = filled;
     }
     this.carried = { members: last.members, entries, dropped, count };
     return true;
@@ -253,18 +257,26 @@ export class CreatorsList {
 
   /** The list's members in `order`, with their lengths and (where this pass leaves it as it was) manifest entries. */
   private inListOrder(order: number[]): ListMembers {
-    const listed = {
-      names: new Array<string>(order.length),
-      lengths: new Array<number>(order.length),
-      entries: new Array<string | undefined>(order.length),
-    };
     const last = this.carried?.members;
-    const entries = this.carried?.entries;
+    // Views, not a copy per member: the last list's members stay where they are (its manifest
+    // table, at best), and this build's own names are kept past letGoOfMembers.
+    const lengths = new Float64Array(order.length);
     for (let at = 0; at < order.length; at++) {
       const i = order[at]!;
-      listed.names[at] = i < 0 ? last!.names[~i]! : this.names[i]!;
-      listed.lengths[at] = i < 0 ? last!.lengths[~i]! : this.lengths[i]!;
-      listed.entries[at] = i < 0 ? entries![~i] : undefined;
+      lengths[at] = i < 0 ? last!.lengths[~i]! : this.lengths[i]!;
+    }
+    const listed: ListMembers = {
+      names: new ComposedColumn(order, last?.names, this.names.slice()),
+      lengths,
+      entries: new ComposedColumn(order, this.carried?.entries, undefined),
+    };
+    const lastRow = last?.tableRow;
+    if (last?.table !== undefined && lastRow !== undefined) {
+      listed.table = last.table;
+      listed.tableRow = (at) => {
+        const i = order[at]!;
+        return i < 0 ? lastRow(~i) : -1;
+      };
     }
     return listed;
   }
@@ -304,7 +316,7 @@ export class CreatorsList {
         position = end - 1;
         continue;
       }
-      const text = i < 0 ? carried!.entries[~i]! : this.hashes[i]!;
+      const text = i < 0 ? carried!.entries.at(~i)! : this.hashes[i]!;
       // Copied by a loop: a call into the encoder per member cost several times the copying.
       for (let c = 0; c < FINGERPRINT_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
     }
@@ -366,9 +378,10 @@ export class CreatorsList {
    * no stamp: record one once the file is checked to have the shape the members' lengths give it,
    * so the next build can copy from it.
    */
-  private stampUnchanged(owner: OutputTransaction, headLength: number, lengths: number[]): void {
+  private stampUnchanged(owner: OutputTransaction, headLength: number, lengths: ArrayLike<number>): void {
     if (this.last !== undefined) return;
-    const closing = lengths.reduce((at, length) => at + length + 1, headLength + 1) - (lengths.length > 0 ? 1 : 0);
+    let closing = headLength + 1 - (lengths.length > 0 ? 1 : 0);
+    for (let i = 0; i < lengths.length; i++) closing += lengths[i]! + 1;
     owner.stampUnchangedFile(this.path, (file) => {
       try {
         const reader = new PositionedReader(file, false);
@@ -391,7 +404,7 @@ const KEPT = -1;
 interface CarriedMembers {
   members: ListOrder;
   /** Each member's manifest entry (filled in where the list recorded none). */
-  entries: (string | undefined)[];
+  entries: Column<string | undefined>;
   /** 1 for a member not carried over. */
   dropped: Uint8Array;
   /** Members carried over. */
@@ -399,11 +412,11 @@ interface CarriedMembers {
 }
 
 /** The first index from `low` on whose name is greater than `name` (names.length: none is). */
-function firstAfter(names: readonly string[], name: string, low: number): number {
+function firstAfter(names: Column<string>, name: string, low: number): number {
   let high = names.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (names[middle]! > name) high = middle;
+    if (names.at(middle)! > name) high = middle;
     else low = middle + 1;
   }
   return low;
@@ -416,9 +429,9 @@ function appendCarried(order: number[], at: number, dropped: Uint8Array, from: n
 }
 
 /** The index of `name` in `names`, which are in code-unit order; -1 when it is not there. */
-function indexOfName(names: readonly string[], name: string): number {
+function indexOfName(names: Column<string>, name: string): number {
   const last = firstAfter(names, name, 0) - 1;
-  return last >= 0 && names[last] === name ? last : -1;
+  return last >= 0 && names.at(last) === name ? last : -1;
 }
 
 /**
@@ -485,6 +498,6 @@ class LastListCursor {
 
   /** Whether the member `ahead` places after the located one in the last list is `name`. */
   isFollowedBy(ahead: number, name: string): boolean {
-    return this.members?.names[this.index + ahead] === name;
+    return this.members?.names.at(this.index + ahead) === name;
   }
 }

@@ -8,10 +8,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { outputError } from '../core/errors.js';
-import { PROFILE_DIRS, MANIFEST_FILE } from '../core/layout.js';
+import { PROFILE_DIRS } from '../core/layout.js';
 import { damagedProfileFiles } from './intact.js';
-import { lastMemberLines, type LastMemberLines } from './unchanged-lines.js';
-import { entryHash, fileEntry, fileEntryStamp, fileStamp, PENDING, profileEntry, type ListOrder, type Manifest } from './manifest.js';
+import { entryHash, fileEntry, fileEntryStamp, fileStamp, PENDING, profileEntry, type Manifest } from './manifest.js';
+import type { ListOrder } from './list-order.js';
+import type { EntryTable } from './entry-table.js';
+import { ProfileEntries } from './profile-entries.js';
 
 /** What a build may take on trust from the last one; the rules are incremental/trust.ts's. */
 export interface Trust {
@@ -71,8 +73,8 @@ export class TreeDiff {
    * signature). Left as it was, the next build could keep nothing it rendered.
    */
   manifestChanged: boolean;
-  /** The last manifest's member lines, when this process wrote it: unchanged ones are copied from there. */
-  lastMemberLines: LastMemberLines | undefined;
+  /** The table of the last manifest's lines this diff started from (a watcher's; else empty). */
+  readonly lastTable: EntryTable;
   /** Profiles `keepProfile` found damaged (their files already counted in `repaired`). */
   private readonly damaged = new Set<string>();
 
@@ -84,8 +86,9 @@ export class TreeDiff {
     /** Whether this diff writes the manifest (the owner's) and so must note a new render key. */
     writesManifest: boolean,
   ) {
-    this.next = { renderKey: trust.renderKey, profiles: new Map(), files: new Map(), list: undefined };
+    this.next = { renderKey: trust.renderKey, profiles: new ProfileEntries(), files: new Map(), list: undefined };
     this.signaturesHold = trust.signaturesHold(previous.renderKey);
+    this.lastTable = previous.profiles.base;
     this.manifestChanged = writesManifest && previous.renderKey !== trust.renderKey;
   }
 
@@ -94,7 +97,7 @@ export class TreeDiff {
   }
 
   /** Last entries of a slice the owner reads itself after all (see OutputTransaction.includeSlice). */
-  includeEntries(profiles: ReadonlyMap<string, string>): void {
+  includeEntries(profiles: Iterable<[string, string]>): void {
     for (const [name, entry] of profiles) this.previous.profiles.set(name, entry);
   }
 
@@ -251,9 +254,18 @@ export class TreeDiff {
   /** This build's creators list members in list order, with their lengths (the manifest lists them so). */
   setList(members: ListOrder): void {
     this.next.list = members;
-    const { previous } = this;
-    this.lastMemberLines = lastMemberLines(join(this.outDir, MANIFEST_FILE), previous.membersAt, previous.list);
-    previous.list = undefined; // read only while the new list is made: a million members' worth
+    this.previous.list = undefined; // read only while the new list is made
+  }
+
+  /**
+   * Once committed, lets go of both manifests' profiles and lists (what a watcher keeps for its
+   * next build is its own copy, see commitTree): at a million profiles they are most of the heap.
+   */
+  letGo(): void {
+    for (const manifest of [this.previous, this.next]) {
+      manifest.profiles = new ProfileEntries();
+      manifest.list = undefined;
+    }
   }
 
   /**
@@ -272,15 +284,9 @@ export class TreeDiff {
   carryOver(released: ReadonlySet<string>): CarriedOver | undefined {
     if (this.next.profiles.size > 0 || this.claimed !== undefined) return undefined;
     const carried = this.previous.profiles;
-    let anyPending = false;
-    for (const entry of carried.values()) {
-      if (entry === PENDING) {
-        anyPending = true;
-        break;
-      }
-    }
+    const anyPending = carried.anyPending(PENDING);
     if (!this.trust.mayCarryOver({ signaturesHold: this.signaturesHold, anyPending })) return undefined;
-    const returned = new Map<string, string>();
+    const returned = new ProfileEntries();
     for (const name of released) {
       const entry = carried.get(name);
       if (entry === undefined) continue;

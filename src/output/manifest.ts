@@ -29,7 +29,10 @@ import { BufferedFileWriter } from './file-writer.js';
 import { prepareDir, replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 import { inSlice, type Slice } from '../core/slice.js';
-import { UnchangedLineCopier, type LastMemberLines } from './unchanged-lines.js';
+import { EntryTableRecorder } from './entry-table.js';
+import { TableColumn, type ListOrder } from './list-order.js';
+import { ProfileEntries } from './profile-entries.js';
+import { ProfileSectionWriter, type SectionRules } from './profile-section.js';
 
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';
@@ -41,7 +44,7 @@ export interface Manifest {
   /** The render key of the build that wrote it (core/render-key.ts; '' when unknown: format 1). */
   renderKey: string;
   /** lower-case username -> `hash<TAB>signature<TAB>length` (see profileEntry), or PENDING */
-  profiles: Map<string, string>;
+  profiles: ProfileEntries;
   /** path relative to the out dir -> `hash<TAB>stamp`, or PENDING */
   files: Map<string, string>;
   /**
@@ -51,34 +54,9 @@ export interface Manifest {
   list: ListOrder | undefined;
   /** The digest line's digest, when the file has one and is still the size it records (see above). */
   digest?: string | undefined;
-  /** Where the member lines start in the file, when this process wrote it (unchanged-lines.ts). */
-  membersAt?: number;
 }
 
-export interface ListOrder {
-  names: string[];
-  lengths: number[];
-  /**
-   * Each member's manifest entry where known (undefined where not): at a million members, a lookup
-   * by name for each one costs more than the rest of a quiet watch cycle's bookkeeping.
-   */
-  entries?: (string | undefined)[];
-  /**
-   * Each member's data hash, FINGERPRINT_LENGTH bytes one after the other, when this process made
-   * the list: the next list copies its unchanged members' hashes from here in runs.
-   */
-  hashes?: Buffer;
-  /**
-   * A whole list's piece marks in its gzip variant (creators-gzip.ts), when this process made the
-   * list: the next list takes its carried members' marks from here.
-   */
-  pieceMarks?: Uint8Array;
-}
-
-/** A list's members as read or ordered, before any hashes are attached. */
-export type ListMembers = Required<Omit<ListOrder, 'hashes' | 'pieceMarks'>>;
-
-const emptyManifest = (): Manifest => ({ renderKey: '', profiles: new Map(), files: new Map(), list: undefined });
+const emptyManifest = (): Manifest => ({ renderKey: '', profiles: new ProfileEntries(), files: new Map(), list: undefined });
 
 /**
  * Entries are kept as the manifest line's own text, one string per profile: at a million profiles a
@@ -228,7 +206,7 @@ function forEachEntry(
 function parseManifest(fd: number, path: string, chunkBytes: number, part: ManifestSlice | undefined): Manifest {
   const manifest = emptyManifest();
   // List members come first, in list order; any that do not are not used as a list.
-  const list: ListMembers = { names: [], lengths: [], entries: [] };
+  const list = { names: [] as string[], lengths: [] as number[], entries: [] as string[] };
   const inPart = (name: string) => part === undefined || inSlice(name, part.slice);
   const wholeList = part === undefined || part.wholeList;
   let membersInOrder = true,
@@ -352,11 +330,14 @@ function forEachLine(
 }
 
 /**
- * Replaces the manifest atomically (temporary file, then rename), streaming it out. Member lines
- * found unchanged in `last` (the file on disk, as this process wrote it) are copied from there.
+ * Replaces the manifest atomically (temporary file, then rename), streaming it out. Profile lines
+ * that are rows of `manifest.profiles`' table (carried over unchanged) are copied from there in runs.
+ * With `keep`, returns the manifest as written, for a watcher's next build to take back (see
+ * WrittenManifest); undefined when it cannot be held so (no creators list: the lines are then in no
+ * order a table can search).
  */
-export function writeManifest(outDir: string, manifest: Manifest, last?: LastMemberLines): void {
-  let membersAt = 0;
+export function writeManifest(outDir: string, manifest: Manifest, keep = false): WrittenManifest | undefined {
+  let kept: WrittenManifest | undefined;
   replaceManifest(outDir, 'new', (out, temporary) => {
     const header = `${HEADER}\t${manifest.renderKey}\n`;
     out.write(header);
@@ -366,28 +347,90 @@ export function writeManifest(outDir: string, manifest: Manifest, last?: LastMem
     // megabytes of garbage every watch cycle at a million profiles.
     for (const [key, entry] of manifest.files) out.writeTabbedLine('f', key, entry);
     // List members first, in list order (see the format above), then every other profile.
-    membersAt = out.bytesWritten;
-    const members = manifest.list?.names ?? [];
-    const entries = manifest.list?.entries;
-    const copier = last && new UnchangedLineCopier(last, out);
-    try {
-      for (let i = 0; i < members.length; i++) {
-        const key = members[i]!;
-        const entry = entries?.[i] ?? manifest.profiles.get(key) ?? PENDING;
-        if (copier?.take(key, entry) !== true) out.writeTabbedLine('u', key, entry);
-      }
-    } finally {
-      copier?.close();
-    }
-    for (const [key, entry] of manifest.profiles) {
-      // A member's entry ends in its length, any other in a tab (or its hash: format 1).
-      if (members.length === 0 || !isDigit(entry.charCodeAt(entry.length - 1)) || !hasListLength(entry))
-        out.writeTabbedLine('u', key, entry);
-    }
+    const { list, profiles } = manifest;
+    const members = list?.names.length ?? 0;
+    const sectionAt = out.bytesWritten;
+    const recorder = keep && members > 0 ? new EntryTableRecorder(profiles.size, members) : undefined;
+    const section = new ProfileSectionWriter(out, profiles, SECTION_RULES, recorder);
+    if (list !== undefined) section.members(list);
+    section.others(members === 0);
     out.close();
     fillDigestLine(temporary, Buffer.byteLength(header), digest.digest('hex'));
+    if (recorder !== undefined) kept = new WrittenManifest(join(outDir, MANIFEST_FILE), sectionAt, recorder, manifest, list!);
   });
-  manifest.membersAt = membersAt;
+  return kept;
+}
+
+/**
+ * A manifest as this process wrote it, for its next build to take back: everything but its profile
+ * lines, and where each of those lines is in the file. The lines are read back when taken, once the
+ * build that wrote them is gone: a watcher holds one copy of them at a time, and between its cycles
+ * (while a publish runs) none.
+ */
+export class WrittenManifest {
+  private readonly renderKey: string;
+  private readonly files: Map<string, string>;
+  private readonly hashes: Buffer | undefined;
+  private readonly pieceMarks: Uint8Array | undefined;
+
+  constructor(
+    private readonly file: string,
+    private readonly sectionAt: number,
+    private readonly lines: EntryTableRecorder,
+    written: Manifest,
+    list: ListOrder,
+  ) {
+    this.renderKey = written.renderKey;
+    this.files = written.files;
+    this.hashes = list.hashes;
+    this.pieceMarks = list.pieceMarks;
+  }
+
+  /**
+   * The manifest, its profile lines read back from the file (the caller knows it is the one written:
+   * same inode, size and mtime) into `spare` when it is large enough (a retired table's, see
+   * EntryTable.retire); undefined when they are not where they were written.
+   */
+  read(spare?: Buffer): Manifest | undefined {
+    const length = this.lines.bytes;
+    // Room to grow into: the next cycle's lines go into the same memory.
+    const into = spare !== undefined && spare.length >= length ? spare : Buffer.allocUnsafeSlow(Math.ceil(length * 1.125));
+    const table = this.lines.table(readRange(this.file, this.sectionAt, into.subarray(0, length)));
+    if (table === undefined) return undefined;
+    const count = table.memberCount;
+    const list: ListOrder = {
+      names: new TableColumn(table, 'name', count),
+      entries: new TableColumn(table, 'entry', count),
+      lengths: table.memberLengths,
+      table,
+      tableRow: (index) => index,
+      ...(this.hashes && { hashes: this.hashes }),
+      ...(this.pieceMarks && { pieceMarks: this.pieceMarks }),
+    };
+    return { renderKey: this.renderKey, files: this.files, profiles: new ProfileEntries(table), list };
+  }
+}
+
+/** Which entries are members' (manifest.ts's rules, for the profile section's writer). */
+const SECTION_RULES: SectionRules = {
+  // A member's entry ends in its length, any other in a tab (or its hash: format 1).
+  isOther: (entry) => !isDigit(entry.charCodeAt(entry.length - 1)) || !hasListLength(entry),
+  pending: PENDING,
+};
+
+/** Fills `into` with the bytes of `path` from `at`. */
+function readRange(path: string, at: number, into: Buffer): Buffer {
+  const fd = openSync(path, 'r');
+  try {
+    for (let done = 0; done < into.length;) {
+      const read = readSync(fd, into, done, into.length - done, at + done);
+      if (read === 0) throw new Error(`${path} is shorter than the manifest this process wrote`);
+      done += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return into;
 }
 
 const DIGEST_HEX = 64;

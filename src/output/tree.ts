@@ -17,13 +17,15 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CANONICAL_USERNAME, PROFILE_DIRS, STATE_DIR } from '../core/layout.js';
+import { collectNow } from '../core/memory.js';
 import type { Slice } from '../core/slice.js';
 import { commitTree, type WriteCounts } from './commit.js';
 import { refuseForeign, TreeDiff, TRUST_NOTHING, type CarriedOver, type SliceDiff, type Trust } from './diff.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { prepareDir } from './folders.js';
 import type { ManifestCache } from './manifest-cache.js';
-import { PENDING, fileEntryStamp, readManifest, type ListOrder } from './manifest.js';
+import { PENDING, fileEntryStamp, readManifest } from './manifest.js';
+import type { ListOrder } from './list-order.js';
 import { Staging } from './staging.js';
 
 export type { WriteCounts } from './commit.js';
@@ -230,9 +232,16 @@ export class OutputTransaction extends TreeWriter {
   commit(): WriteCounts {
     this.assertOpen();
     this.finished = true;
-    const counts = commitTree(this.diff, this.staging);
-    this.cache?.keep(this.outDir, this.diff.next);
+    const { counts, kept } = commitTree(this.diff, this.staging, this.cache !== undefined);
     this.runCommitted();
+    // A process that builds again (a watcher) sheds this build before it waits for the next: what
+    // it kept is its own, and the rest (the last manifest's lines, this build's strings) would
+    // otherwise still be resident when the next one starts.
+    if (this.cache !== undefined && kept !== undefined) {
+      this.diff.letGo();
+      this.cache.keep(this.outDir, kept, this.diff.lastTable);
+      collectNow('committed');
+    }
     return counts;
   }
 

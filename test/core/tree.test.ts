@@ -111,7 +111,7 @@ describe('byte stability', () => {
       .map((line) => line.split('\t'));
     const manifest = readManifest(out);
     const expected = (kind: string) => new Map(lines.filter((f) => f[0] === kind).map((f) => [f[1], f.slice(2).join('\t')]));
-    expect(manifest.profiles).toEqual(expected('u'));
+    expect(new Map(manifest.profiles)).toEqual(expected('u'));
     expect(manifest.files).toEqual(expected('f'));
     for (const name of names) expect(manifest.profiles.has(name)).toBe(true);
     // Read a few bytes at a time, every line crosses a chunk's end (and some are longer than a chunk).

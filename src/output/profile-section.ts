@@ -1,0 +1,103 @@
+/**
+ * Writes a manifest's profile lines: the creators list's members first, in list order, then every
+ * other profile in ascending names. A line that is a row of the last manifest's table (the profile
+ * was carried over unchanged) is copied from there with its neighbours in one run, not encoded
+ * again: in a watch cycle at a million profiles nearly every line is one. With a recorder, where
+ * each line lands is noted, so that the section read back is the next cycle's table.
+ */
+import type { EntryTable, EntryTableRecorder } from './entry-table.js';
+import type { BufferedFileWriter } from './file-writer.js';
+import type { ListOrder } from './list-order.js';
+import type { ProfileEntries } from './profile-entries.js';
+
+/** What decides which profiles are members, and which entry is a pending one (manifest.ts's rules). */
+export interface SectionRules {
+  /** Whether an entry records no list length: the profile is not a member. */
+  isOther(entry: string): boolean;
+  pending: string;
+}
+
+export class ProfileSectionWriter {
+  private readonly table: EntryTable;
+  /** The run of table rows not written yet: [runFrom, runTo). */
+  private runFrom = 0;
+  private runTo = 0;
+  private runOfMembers = false;
+
+  constructor(
+    private readonly out: BufferedFileWriter,
+    private readonly profiles: ProfileEntries,
+    private readonly rules: SectionRules,
+    private readonly recorder: EntryTableRecorder | undefined,
+  ) {
+    this.table = profiles.base;
+  }
+
+  /** The list's members, in list order. */
+  members(list: ListOrder): void {
+    const { profiles } = this;
+    const rowOf = list.table === this.table ? list.tableRow : undefined;
+    for (let i = 0; i < list.names.length; i++) {
+      const row = rowOf === undefined ? -1 : rowOf(i);
+      if (row !== -1 && row < this.table.memberCount && profiles.holdsRow(row)) {
+        this.take(row, true);
+        continue;
+      }
+      const name = list.names.at(i)!;
+      this.line(name, list.entries?.at(i) ?? profiles.get(name) ?? this.rules.pending, list.lengths[i]);
+    }
+    this.flush();
+  }
+
+  /**
+   * Every profile that is not a member, in ascending names: the table's other rows still held,
+   * merged with the entries set over it. With `everyProfile` (no list), every profile whatever its
+   * entry, in no particular order.
+   */
+  others(everyProfile: boolean): void {
+    const { table, profiles } = this;
+    if (everyProfile) {
+      for (let row = 0; row < table.size; row++) if (profiles.holdsRow(row)) this.take(row, false);
+      this.flush();
+      for (const [name, entry] of profiles.setEntries) this.line(name, entry, undefined);
+      return;
+    }
+    const names: string[] = [];
+    for (const [name, entry] of profiles.setEntries) if (this.rules.isOther(entry)) names.push(name);
+    names.sort();
+    let row = table.memberCount;
+    for (const name of names) {
+      const until = table.firstNotBefore(name, row, table.size);
+      for (; row < until; row++) if (profiles.holdsRow(row)) this.take(row, false);
+      this.line(name, profiles.setEntries.get(name)!, undefined);
+    }
+    for (; row < table.size; row++) if (profiles.holdsRow(row)) this.take(row, false);
+    this.flush();
+  }
+
+  /** Adds table row `row` to the run to copy (written first if the row does not follow it). */
+  private take(row: number, member: boolean): void {
+    if (row === this.runTo && this.runTo > this.runFrom && member === this.runOfMembers) {
+      this.runTo++;
+      return;
+    }
+    this.flush();
+    this.runFrom = row;
+    this.runTo = row + 1;
+    this.runOfMembers = member;
+  }
+
+  private line(name: string, entry: string, listLength: number | undefined): void {
+    this.flush();
+    this.out.writeTabbedLine('u', name, entry);
+    this.recorder?.line(name, entry, listLength, entry === this.rules.pending);
+  }
+
+  private flush(): void {
+    const { runFrom, runTo, table } = this;
+    if (runTo <= runFrom) return;
+    this.out.write(table.bytes.subarray(table.lineStart(runFrom), table.lineStart(runTo)));
+    this.recorder?.rowsOf(table, runFrom, runTo, this.runOfMembers);
+    this.runFrom = this.runTo = 0;
+  }
+}

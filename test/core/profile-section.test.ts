@@ -1,0 +1,184 @@
+/**
+ * A watcher keeps the manifest it wrote as that file's own profile lines (an EntryTable under a
+ * ProfileEntries), and writes the next one by copying the lines of profiles carried over unchanged
+ * (profile-section.ts). What it writes must be, byte for byte, the manifest encoded afresh from the
+ * same entries, whatever changed between them; and the entries must read as a Map of them would.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
+import { MANIFEST_FILE, STATE_DIR } from '../../src/core/layout.js';
+import { BufferedFileWriter } from '../../src/output/file-writer.js';
+import { ManifestCache } from '../../src/output/manifest-cache.js';
+import { writeManifest, type Manifest } from '../../src/output/manifest.js';
+import { ProfileEntries } from '../../src/output/profile-entries.js';
+import { prng } from '../../src/seed/synthetic.js';
+import { tempDir } from '../helpers/store.js';
+
+let dir: ReturnType<typeof tempDir>;
+beforeEach(() => (dir = tempDir()));
+afterEach(() => dir.cleanup());
+
+const outDir = (name: string) => {
+  const path = join(dir.path, name);
+  mkdirSync(join(path, STATE_DIR), { recursive: true });
+  return path;
+};
+
+const random = prng(62);
+const pick = (n: number) => Math.floor(random() * n);
+const memberEntry = (name: string, version: number) => `${name.padEnd(16, '0').slice(0, 16)}\tv${version}\t${100 + version + name.length}`;
+const otherEntry = (name: string, version: number) => `${name.padEnd(16, '0').slice(0, 16)}\tv${version}\t`;
+const lengthOf = (entry: string) => Number(entry.split('\t')[2]);
+
+/** A whole manifest with no table: members `names` (sorted), `others` not members, `files` other documents. */
+function freshManifest(members: Map<string, string>, others: Map<string, string>, files: number): Manifest {
+  const names = [...members.keys()].sort();
+  const entries = names.map((name) => members.get(name)!);
+  return {
+    renderKey: 'tool+1\thttp://x',
+    profiles: ProfileEntries.of([...members, ...others]),
+    files: new Map(Array.from({ length: files }, (_, i) => [`doc/${'x'.repeat(i)}`, `h${i}\t1:2:3`])),
+    list: { names, lengths: entries.map(lengthOf), entries },
+  };
+}
+
+it('writes, over the table it kept, exactly what a fresh encoding writes, copying what did not change', () => {
+  const version = new Map<string, number>();
+  let members = new Map(
+    Array.from({ length: 300 }, (_, i) => `user${String(i * 7).padStart(4, '0')}`).map((name) => [name, memberEntry(name, 0)]),
+  );
+  let others = new Map(['aa-other', 'mm-other', 'zz-other'].map((name) => [name, otherEntry(name, 0)]));
+  const kept = outDir('kept');
+  let last = writeManifest(kept, freshManifest(members, others, 3), true)!.read()!;
+  const encoded = vi.spyOn(BufferedFileWriter.prototype, 'writeTabbedLine');
+  let lines = 0;
+  let encodedLines = 0;
+  for (let round = 0; round < 40; round++) {
+    // As a cycle does: some entries change (longer or shorter), members go and come, a member
+    // becomes another profile and back, the other profiles change, and the lines before them.
+    const nextMembers = new Map(members);
+    const nextOthers = new Map(others);
+    const names = [...members.keys()];
+    for (let i = 0; i < pick(12); i++) {
+      const name = names[pick(names.length)]!;
+      version.set(name, pick(1000));
+      nextMembers.set(name, memberEntry(name, version.get(name)!));
+    }
+    for (let i = 0; i < pick(6); i++) nextMembers.delete(names[pick(names.length)]!);
+    for (let i = 0; i < pick(6); i++) {
+      const name = `user${String(pick(3000)).padStart(4, '0')}x`;
+      nextMembers.set(name, memberEntry(name, 0));
+    }
+    if (round % 4 === 1) {
+      const name = names[pick(names.length)]!;
+      nextMembers.delete(name);
+      nextOthers.set(name, otherEntry(name, round));
+    }
+    if (round % 5 === 2) nextOthers.delete([...nextOthers.keys()][pick(nextOthers.size)]!);
+    if (round % 3 === 0) nextOthers.set(`o${pick(100)}`, otherEntry('o', round));
+    if (round % 7 === 3 && nextOthers.size > 0) {
+      const name = [...nextOthers.keys()][0]!;
+      nextOthers.delete(name);
+      nextMembers.set(name, memberEntry(name, round));
+    }
+
+    // The build's view: the kept entries, each change set over them, and a list that names the
+    // table row of each member carried over.
+    const profiles = last.profiles;
+    for (const name of new Set([...members.keys(), ...others.keys()]))
+      if (!nextMembers.has(name) && !nextOthers.has(name)) profiles.delete(name);
+    for (const [name, entry] of [...nextMembers, ...nextOthers]) if (profiles.get(name) !== entry) profiles.set(name, entry);
+    const fresh = freshManifest(nextMembers, nextOthers, 1 + pick(5));
+    const table = profiles.base;
+    const listNames = fresh.list!.names as string[];
+    const next: Manifest = {
+      ...fresh,
+      profiles,
+      list: { ...fresh.list!, table, tableRow: (i) => table.find(listNames[i]!) },
+    };
+    expect(new Map(profiles)).toEqual(new Map(fresh.profiles));
+    encoded.mockClear();
+    last = writeManifest(kept, next, true)!.read()!;
+    encodedLines += encoded.mock.calls.filter(([kind]) => kind === 'u').length;
+    const freshDir = outDir(`fresh-${round}`);
+    writeManifest(freshDir, fresh);
+    const bytes = readFileSync(join(kept, MANIFEST_FILE), 'latin1');
+    expect(bytes, `round ${round}`).toBe(readFileSync(join(freshDir, MANIFEST_FILE), 'latin1'));
+    // What is kept reads as the entries written, and lists the members in order.
+    expect(new Map(last.profiles)).toEqual(new Map(fresh.profiles));
+    expect(Array.from({ length: last.list!.names.length }, (_, i) => last.list!.names.at(i))).toEqual(listNames);
+    expect(Array.from(last.list!.lengths)).toEqual(fresh.list!.lengths);
+    lines += profiles.size;
+    members = nextMembers;
+    others = nextOthers;
+  }
+  // Most profile lines were copied from the table, not encoded again.
+  expect(lines).toBeGreaterThan(10_000);
+  expect(encodedLines).toBeGreaterThan(0);
+  expect(encodedLines / lines).toBeLessThan(0.2);
+});
+
+it('reads and changes as a Map of the same entries does', () => {
+  const names = Array.from({ length: 200 }, (_, i) => `n${String(i * 3).padStart(4, '0')}`);
+  const map = new Map(names.map((name, i) => [name, i % 4 === 0 ? otherEntry(name, 0) : memberEntry(name, 0)]));
+  const written = writeManifest(
+    outDir('entries'),
+    freshManifest(
+      new Map([...map].filter(([, entry]) => !entry.endsWith('\t'))),
+      new Map([...map].filter(([, entry]) => entry.endsWith('\t'))),
+      0,
+    ),
+    true,
+  )!.read()!;
+  const entries = written.profiles;
+  expect(entries.base.size).toBe(200);
+  for (let op = 0; op < 2000; op++) {
+    const name = `n${String(pick(650)).padStart(4, '0')}`;
+    const which = pick(3);
+    if (which === 0) expect(entries.delete(name)).toBe(map.delete(name));
+    else if (which === 1) {
+      const entry = memberEntry(name, op);
+      entries.set(name, entry);
+      map.set(name, entry);
+    }
+    expect(entries.get(name)).toBe(map.get(name));
+    expect(entries.has(name)).toBe(map.has(name));
+    expect(entries.size).toBe(map.size);
+  }
+  expect(new Map(entries)).toEqual(map);
+});
+
+it('takes nothing back from a manifest whose lines are not where they were written', () => {
+  const out = outDir('changed');
+  const members = new Map(['ann', 'bo', 'cy'].map((name) => [name, memberEntry(name, 0)]));
+  const written = writeManifest(out, freshManifest(members, new Map([['zed', otherEntry('zed', 0)]]), 1), true)!;
+  expect(new Map(written.read()!.profiles)).toEqual(new Map([...members, ['zed', otherEntry('zed', 0)]]));
+  // The same size, a name one character longer and an entry one shorter: every tab moves.
+  const path = join(out, MANIFEST_FILE);
+  writeFileSync(
+    path,
+    readFileSync(path, 'latin1').replace(`bo\t${memberEntry('bo', 0)}`, `bob\t${memberEntry('bo', 0).slice(1)}`),
+    'latin1',
+  );
+  expect(written.read()).toBeUndefined();
+});
+
+it('reads each manifest a watcher takes back into the memory of the table its last build read', () => {
+  const out = outDir('cache');
+  const cache = new ManifestCache();
+  const members = new Map(['ann', 'bo', 'cy', 'dee'].map((name) => [name, memberEntry(name, 0)]));
+  cache.keep(out, writeManifest(out, freshManifest(members, new Map(), 1), true)!);
+  const first = cache.take(out)!;
+  const firstMemory = first.profiles.base.bytes.buffer;
+  // The next build changes one entry over the table it took, and commits.
+  first.profiles.set('bo', memberEntry('bo', 7));
+  members.set('bo', memberEntry('bo', 7));
+  const names = [...members.keys()];
+  const list = { names, lengths: names.map((name) => lengthOf(members.get(name)!)), entries: names.map((name) => members.get(name)!) };
+  cache.keep(out, writeManifest(out, { ...first, list }, true)!, first.profiles.base);
+  expect(() => first.profiles.get('ann'), 'a retired table is never read again').toThrow(/bug: a manifest table was used/);
+  const second = cache.take(out)!;
+  expect(second.profiles.base.bytes.buffer).toBe(firstMemory);
+  expect(new Map(second.profiles)).toEqual(members);
+});

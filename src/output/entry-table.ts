@@ -141,8 +141,9 @@ export class EntryTableRecorder {
     this.pending ||= pending;
   }
 
-  /** Rows [from, to) of `table`, copied as they are (members when `members`). */
-  rowsOf(table: EntryTable, from: number, to: number, members: boolean): void {
+  /** Rows [from, to) of `table`, copied as they are: all members' rows or all others'. */
+  rowsOf(table: EntryTable, from: number, to: number): void {
+    const members = from < table.memberCount;
     const shift = this.end - table.lineStart(from);
     for (let row = from; row < to; row++) {
       this.lineStarts[this.rows] = table.lineStart(row) + shift;

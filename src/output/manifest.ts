@@ -32,6 +32,7 @@ import { inSlice, type Slice } from '../core/slice.js';
 import { EntryTableRecorder } from './entry-table.js';
 import { TableColumn, type ListOrder } from './list-order.js';
 import { ProfileEntries } from './profile-entries.js';
+import { readInto } from '../core/read-into.js';
 import { ProfileSectionWriter, type SectionRules } from './profile-section.js';
 
 const HEADER = 'profile-snapshot manifest 2';
@@ -422,11 +423,7 @@ const SECTION_RULES: SectionRules = {
 function readRange(path: string, at: number, into: Buffer): Buffer {
   const fd = openSync(path, 'r');
   try {
-    for (let done = 0; done < into.length;) {
-      const read = readSync(fd, into, done, into.length - done, at + done);
-      if (read === 0) throw new Error(`${path} is shorter than the manifest this process wrote`);
-      done += read;
-    }
+    readInto(fd, at, into);
   } finally {
     closeSync(fd);
   }

@@ -73,10 +73,6 @@ export class ProfileEntries implements Iterable<[string, string]> {
     yield* this.overlay;
   }
 
-  entries(): IterableIterator<[string, string]> {
-    return this[Symbol.iterator]();
-  }
-
   *keys(): IterableIterator<string> {
     for (const [name] of this) yield name;
   }

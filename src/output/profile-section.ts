@@ -22,7 +22,6 @@ export class ProfileSectionWriter {
   /** The run of table rows not written yet: [runFrom, runTo). */
   private runFrom = 0;
   private runTo = 0;
-  private runOfMembers = false;
 
   constructor(
     private readonly out: BufferedFileWriter,
@@ -40,7 +39,7 @@ export class ProfileSectionWriter {
     for (let i = 0; i < list.names.length; i++) {
       const row = rowOf === undefined ? -1 : rowOf(i);
       if (row !== -1 && row < this.table.memberCount && profiles.holdsRow(row)) {
-        this.take(row, true);
+        this.take(row);
         continue;
       }
       const name = list.names.at(i)!;
@@ -57,7 +56,7 @@ export class ProfileSectionWriter {
   others(everyProfile: boolean): void {
     const { table, profiles } = this;
     if (everyProfile) {
-      for (let row = 0; row < table.size; row++) if (profiles.holdsRow(row)) this.take(row, false);
+      for (let row = 0; row < table.size; row++) if (profiles.holdsRow(row)) this.take(row);
       this.flush();
       for (const [name, entry] of profiles.setEntries) this.line(name, entry, undefined);
       return;
@@ -68,23 +67,25 @@ export class ProfileSectionWriter {
     let row = table.memberCount;
     for (const name of names) {
       const until = table.firstNotBefore(name, row, table.size);
-      for (; row < until; row++) if (profiles.holdsRow(row)) this.take(row, false);
+      for (; row < until; row++) if (profiles.holdsRow(row)) this.take(row);
       this.line(name, profiles.setEntries.get(name)!, undefined);
     }
-    for (; row < table.size; row++) if (profiles.holdsRow(row)) this.take(row, false);
+    for (; row < table.size; row++) if (profiles.holdsRow(row)) this.take(row);
     this.flush();
   }
 
-  /** Adds table row `row` to the run to copy (written first if the row does not follow it). */
-  private take(row: number, member: boolean): void {
-    if (row === this.runTo && this.runTo > this.runFrom && member === this.runOfMembers) {
+  /**
+   * Adds table row `row` to the run to copy (written first if the row does not follow it). A run
+   * never crosses from the members' rows to the others': `members` flushes before `others` takes.
+   */
+  private take(row: number): void {
+    if (row === this.runTo && this.runTo > this.runFrom) {
       this.runTo++;
       return;
     }
     this.flush();
     this.runFrom = row;
     this.runTo = row + 1;
-    this.runOfMembers = member;
   }
 
   private line(name: string, entry: string, listLength: number | undefined): void {
@@ -97,7 +98,7 @@ export class ProfileSectionWriter {
     const { runFrom, runTo, table } = this;
     if (runTo <= runFrom) return;
     this.out.write(table.bytes.subarray(table.lineStart(runFrom), table.lineStart(runTo)));
-    this.recorder?.rowsOf(table, runFrom, runTo, this.runOfMembers);
+    this.recorder?.rowsOf(table, runFrom, runTo);
     this.runFrom = this.runTo = 0;
   }
 }

@@ -11,7 +11,8 @@ import {
   DeleteObjectsCommand,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
-import { closeSync, fstatSync, readSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
+import { readInto } from '../../core/read-into.js';
 import { CONTRACT_HEADERS } from '../../hosting/routes/routes.js';
 import { Remote } from './client.js';
 import type { Later } from './later.js';
@@ -185,14 +186,6 @@ function readJoined(pieces: readonly BodyPiece[], start: number, target: Buffer)
     offset += length;
   }
   if (filled < target.length) throw new Error(`body shorter than expected (${start + filled} of ${start + target.length} bytes)`);
-}
-
-function readInto(fd: number, position: number, target: Buffer): void {
-  for (let done = 0; done < target.length;) {
-    const read = readSync(fd, target, done, target.length - done, position + done);
-    if (read === 0) throw new Error(`file shorter than expected (${position + done} of ${position + target.length} bytes)`);
-    done += read;
-  }
 }
 
 /** The pieces joined, `size` bytes in all, in one buffer. */

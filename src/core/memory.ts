@@ -9,12 +9,16 @@
  * gc() is reached the way jest-leak-detector reaches it (expose-gc, then a fresh context). Where the
  * runtime refuses, this does nothing and V8 collects on its own schedule.
  *
+ * Where a long-lived process (a watcher) goes idle or past its peak, it also hands what it freed back
+ * to the system (core/release-freed.ts): malloc otherwise keeps every thread's high-water mark.
+ *
  * All of it changes the process's V8 (its flags, a collection now), so it is the host's choice: it
  * does nothing until the process opts in (`enableMemoryUpkeep`; the CLI does), and a library user's
  * process is left as it was. Threads a pass starts follow their parent (`memoryUpkeep`).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { releaseFreedMemory } from './release-freed.js';
 
 /**
  * A collection runs once the heap has grown by a quarter of what the last one left live, and by at
@@ -62,13 +66,24 @@ export const COLLECTION_POINTS = [
    * frees that much memory before the creators list goes up, its peak.
    */
   'planned',
+  /** In a watcher's publish thread, once a publish is done: the thread is idle until the next. */
+  'published',
 ] as const;
 export type CollectionPoint = (typeof COLLECTION_POINTS)[number];
+
+/**
+ * Where the freed memory is handed back to the system too: a watcher's points before it waits, and
+ * a publish's once its plan let go of the bucket's state. Not within a pass, whose next rows would
+ * only take the same memory back.
+ */
+const RELEASE_POINTS: readonly CollectionPoint[] = ['committed', 'planned', 'published'];
 
 /** What the host lets the build do to its process (see `enableMemoryUpkeep`). */
 export interface MemoryUpkeep {
   /** Keep V8's young generation at its starting size (see `keepYoungGenerationSmall`); default true. */
   youngGeneration?: boolean;
+  /** Hand freed memory back to the system at RELEASE_POINTS (see core/release-freed.ts); default true. */
+  releaseFreed?: boolean;
   /** Collection points left out (for the benchmark that shows what each is worth). */
   skip?: readonly CollectionPoint[];
 }
@@ -79,7 +94,11 @@ let upkeep: Required<MemoryUpkeep> | undefined;
 
 /** Lets the build tune this process's V8 and collect when it should (the CLI's choice, and its threads'). */
 export function enableMemoryUpkeep(settings: MemoryUpkeep = {}): void {
-  upkeep = { youngGeneration: settings.youngGeneration ?? true, skip: [...(settings.skip ?? [])] };
+  upkeep = {
+    youngGeneration: settings.youngGeneration ?? true,
+    releaseFreed: settings.releaseFreed ?? true,
+    skip: [...(settings.skip ?? [])],
+  };
 }
 
 /** The upkeep this process opted into, for the threads a pass starts (undefined: none). */
@@ -128,6 +147,7 @@ export function collectNow(point: CollectionPoint): void {
   if (!collectsAt(point)) return;
   gc()?.();
   floor = process.memoryUsage().heapUsed;
+  if (upkeep?.releaseFreed && RELEASE_POINTS.includes(point)) releaseFreedMemory();
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { messageWithCause, SnapshotError } from '../core/errors.js';
-import { followMemoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
+import { collectNow, followMemoryUpkeep, type MemoryUpkeep } from '../core/memory.js';
 import { TreePin } from '../output/pin.js';
 import { Sightings } from '../publish/lease/view.js';
 import { publish } from '../publish/publish.js';
@@ -33,6 +33,8 @@ async function run(id: number, request: PublishRequest): Promise<void> {
   } catch (error) {
     post({ type: 'failed', id, failure: failureOf(error), lockSightings: lockSightings.toJSON() });
   }
+  // The publish is garbage now, and the thread idle until the next one.
+  collectNow('published');
 }
 
 function throttled(id: number): (progress: PublishProgress) => void {

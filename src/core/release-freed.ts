@@ -39,14 +39,12 @@ function loadTrim(): Trim | null {
   }
 }
 
-/** Runs `load` with Node's ExperimentalWarning for it unsaid (any other warning still goes out). */
+/** Runs `load` with Node's ExperimentalWarning unsaid (Node emits it as `emitWarning(message, type)`). */
 function quietly<T>(load: () => T): T {
   const emit = process.emitWarning;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    const type = typeof rest[0] === 'string' ? rest[0] : (rest[0] as { type?: string } | undefined)?.type;
-    if (type === 'ExperimentalWarning' || (warning instanceof Error && warning.name === 'ExperimentalWarning')) return;
-    (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
-  }) as typeof process.emitWarning;
+  process.emitWarning = ((...args: unknown[]) => {
+    if (args[1] !== 'ExperimentalWarning') (emit as (...args: unknown[]) => void).apply(process, args);
+  }) as typeof emit;
   try {
     return load();
   } finally {

@@ -15,8 +15,11 @@
  * two side by side pass the inode limit of a default /dev/shm).
  *
  * `--bin` names another build of the tool (a commit before a change, say) to measure instead.
+ * `--watchers publishing` (or `local`) measures that watcher alone, half the time at 1M; the report
+ * then has its row only.
  *
- *   node scripts/bench-watch-memory.mjs [--users 1000000] [--runs 1] [--clock] [--bin <profile-snapshot.js>] [--report BENCHMARKS.md]
+ *   node scripts/bench-watch-memory.mjs [--users 1000000] [--runs 1] [--clock] [--watchers both|publishing|local]
+ *     [--bin <profile-snapshot.js>] [--report BENCHMARKS.md]
  */
 import { fork, spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,6 +36,8 @@ const USERS = Number(value('--users', '1000000'));
 const RUNS = Number(value('--runs', '1'));
 const REPORT = value('--report', undefined);
 const CLOCK = args.includes('--clock');
+const WATCHERS = value('--watchers', 'both');
+if (!['both', 'publishing', 'local'].includes(WATCHERS)) throw new Error(`--watchers takes both, publishing or local, not ${WATCHERS}`);
 // Issue 62's targets: a publishing watcher at 1M in 450 MB, at 100k in 160 MB.
 const TARGET_MB = USERS <= 100_000 ? 160 : 450;
 const bin = resolve(value('--bin', join(repo, 'bin/profile-snapshot.js')));
@@ -104,23 +109,32 @@ const runs = [];
 try {
   for (let run = 1; run <= RUNS; run++) {
     log(`run ${run} of ${RUNS}`);
-    runs.push({ local: await measure(db, false, server.port), publishing: await measure(db, true, server.port) });
+    runs.push({
+      local: WATCHERS === 'publishing' ? undefined : await measure(db, false, server.port),
+      publishing: WATCHERS === 'local' ? undefined : await measure(db, true, server.port),
+    });
   }
 } finally {
   server.close();
 }
-const local = median(runs.map((r) => r.local.peak));
-const publishing = median(runs.map((r) => r.publishing.peak));
-const anonymous = (kind) => median(runs.map((r) => r[kind].anonymous)).toFixed(0);
+const peak = (kind) => median(runs.map((r) => r[kind].peak));
+const cell = (kind, field) => `${median(runs.map((r) => r[kind][field])).toFixed(0)} MB`;
+const versus = (kind) =>
+  `target ${TARGET_MB} MB (${(peak(kind) / TARGET_MB).toFixed(2)}x)${WATCHERS === 'both' ? `; ${(peak(kind) / peak('local')).toFixed(2)}x the baseline` : ''}`;
+const rows = [
+  WATCHERS !== 'publishing' &&
+    `| \`watch\` (baseline, same run) | ${cell('local', 'firstPeak')} | ${cell('local', 'peak')} | ${cell('local', 'anonymous')} | |`,
+  WATCHERS !== 'local' &&
+    `| \`watch --publish\` (publish and renewal threads included) | ${cell('publishing', 'firstPeak')} | ${cell('publishing', 'peak')} | ${cell('publishing', 'anonymous')} | ${versus('publishing')} |`,
+].filter(Boolean);
 const text = [
-  `\`node scripts/bench-watch-memory.mjs --users ${USERS} --runs ${RUNS}${CLOCK ? ' --clock' : ''}${args.includes('--bin') ? ' --bin ...' : ''}\`, ${new Date().toISOString().slice(0, 10)}:`,
+  `\`node scripts/bench-watch-memory.mjs --users ${USERS} --runs ${RUNS}${CLOCK ? ' --clock' : ''}${WATCHERS === 'both' ? '' : ` --watchers ${WATCHERS}`}${args.includes('--bin') ? ' --bin ...' : ''}\`, ${new Date().toISOString().slice(0, 10)}:`,
   '',
   `${machine()}; ${USERS.toLocaleString('en')} users on tmpfs${CLOCK ? ', tracked (`store track`)' : ''}, a fixed snapshot time, the in-memory S3 server; the peak RSS (VmHWM, reset after the first cycle's publish) of the cycle after 1% of the users changed and of its publish, median of ${RUNS}; the anonymous part of the RSS (heaps, not code) once that cycle is done.`,
   '',
   '| watcher | first cycle (and publish) peak | peak of the cycle after 1% changed | anonymous after it | against |',
   '|---|---|---|---|---|',
-  `| \`watch\` (baseline, same run) | ${median(runs.map((r) => r.local.firstPeak)).toFixed(0)} MB | ${local.toFixed(0)} MB | ${anonymous('local')} MB | |`,
-  `| \`watch --publish\` (publish and renewal threads included) | ${median(runs.map((r) => r.publishing.firstPeak)).toFixed(0)} MB | ${publishing.toFixed(0)} MB | ${anonymous('publishing')} MB | target ${TARGET_MB} MB (${(publishing / TARGET_MB).toFixed(2)}x); ${(publishing / local).toFixed(2)}x the baseline |`,
+  ...rows,
 ].join('\n');
 process.stdout.write(`${text}\n`);
 if (REPORT !== undefined) {

@@ -1,7 +1,7 @@
 /**
  * The CLI's memory upkeep (core/memory.ts), on by default. PROFILE_SNAPSHOT_MEMORY_UPKEEP is the
  * memory benchmark's handle: `off`, or a comma-separated list of parts to leave out, each named with
- * a leading `-` (`-young-generation`, `-release-freed`, or a collection point such as `-rows`).
+ * a leading `-` (`-young-generation`, `-release-freed`, `-map-large`, or a collection point such as `-rows`).
  */
 import { COLLECTION_POINTS, enableMemoryUpkeep, type CollectionPoint } from '../core/memory.js';
 import { usageError } from '../core/errors.js';
@@ -12,7 +12,7 @@ export function applyMemoryUpkeep(env: NodeJS.ProcessEnv): void {
   const setting = env[MEMORY_UPKEEP_ENV]?.trim() ?? '';
   if (setting === 'off') return;
   const parts = setting === '' ? [] : setting.split(',').map((part) => part.trim());
-  const known = ['young-generation', 'release-freed', ...COLLECTION_POINTS];
+  const known = ['young-generation', 'release-freed', 'map-large', ...COLLECTION_POINTS];
   for (const part of parts) {
     if (!part.startsWith('-') || !known.includes(part.slice(1))) {
       throw usageError(
@@ -25,6 +25,7 @@ export function applyMemoryUpkeep(env: NodeJS.ProcessEnv): void {
   enableMemoryUpkeep({
     youngGeneration: !left.has('young-generation'),
     releaseFreed: !left.has('release-freed'),
+    mapLarge: !left.has('map-large'),
     skip: COLLECTION_POINTS.filter((point: CollectionPoint) => left.has(point)),
   });
 }

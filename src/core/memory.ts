@@ -10,7 +10,8 @@
  * runtime refuses, this does nothing and V8 collects on its own schedule.
  *
  * Where a long-lived process (a watcher) goes idle or past its peak, it also hands what it freed back
- * to the system (core/release-freed.ts): malloc otherwise keeps every thread's high-water mark.
+ * to the system (core/release-freed.ts): malloc otherwise keeps every thread's high-water mark. Its
+ * large buffers are mapped on their own, so that they leave when freed, peak or not.
  *
  * All of it changes the process's V8 (its flags, a collection now), so it is the host's choice: it
  * does nothing until the process opts in (`enableMemoryUpkeep`; the CLI does), and a library user's
@@ -18,7 +19,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { releaseFreedMemory } from './release-freed.js';
+import { mapAllocationsFrom, releaseFreedMemory } from './release-freed.js';
 
 /**
  * A collection runs once the heap has grown by a quarter of what the last one left live, and by at
@@ -78,12 +79,22 @@ export type CollectionPoint = (typeof COLLECTION_POINTS)[number];
  */
 const RELEASE_POINTS: readonly CollectionPoint[] = ['committed', 'planned', 'published'];
 
+/**
+ * A long-lived process's buffers of this size or more are mapped on their own
+ * (`keepLargeBuffersApart`): the publish's part buffers and a cycle's larger working buffers. The
+ * many smaller ones reuse pages malloc already has: mapped anew each time, every page of each would
+ * fault in again.
+ */
+const MAPPED_FROM_BYTES = 2 ** 20;
+
 /** What the host lets the build do to its process (see `enableMemoryUpkeep`). */
 export interface MemoryUpkeep {
   /** Keep V8's young generation at its starting size (see `keepYoungGenerationSmall`); default true. */
   youngGeneration?: boolean;
   /** Hand freed memory back to the system at RELEASE_POINTS (see core/release-freed.ts); default true. */
   releaseFreed?: boolean;
+  /** In a long-lived process, map large buffers on their own (see `keepLargeBuffersApart`); default true. */
+  mapLarge?: boolean;
   /** Collection points left out (for the benchmark that shows what each is worth). */
   skip?: readonly CollectionPoint[];
 }
@@ -97,6 +108,7 @@ export function enableMemoryUpkeep(settings: MemoryUpkeep = {}): void {
   upkeep = {
     youngGeneration: settings.youngGeneration ?? true,
     releaseFreed: settings.releaseFreed ?? true,
+    mapLarge: settings.mapLarge ?? true,
     skip: [...(settings.skip ?? [])],
   };
 }
@@ -156,6 +168,17 @@ export function collectNow(point: CollectionPoint): void {
  */
 export function collectAfterLettingGo(point: CollectionPoint, bytes: number): void {
   if (bytes >= MIN_STEP) collectNow(point);
+}
+
+/**
+ * Once, in a process that lives on through many builds (a watcher), before the first: its buffers
+ * of MAPPED_FROM_BYTES or more are mapped on their own from then on, in every thread, so each one
+ * freed leaves the resident set at once. Otherwise malloc keeps them once its threshold has risen
+ * past them, and the process stays at every thread's high-water mark until a point where it
+ * releases. Not in a one-shot build, which exits instead of waiting.
+ */
+export function keepLargeBuffersApart(): void {
+  if (upkeep?.mapLarge) mapAllocationsFrom(MAPPED_FROM_BYTES);
 }
 
 /**

@@ -13,26 +13,50 @@
 
 import type * as Ffi from 'node:ffi';
 
-type Trim = (pad: bigint) => number;
+interface Malloc {
+  malloc_trim: (pad: bigint) => number;
+  mallopt: (option: number, value: number) => number;
+}
 
-let trim: Trim | null | undefined;
+/** glibc's malloc.h: the size from which an allocation is mapped on its own. */
+const M_MMAP_THRESHOLD = -3;
+
+let malloc: Malloc | null | undefined;
 
 /** Returns the process's freed memory to the system; true when it could ask (glibc, node:ffi). */
 export function releaseFreedMemory(): boolean {
-  trim ??= loadTrim();
-  if (trim === null) return false;
-  trim(0n);
+  malloc ??= loadMalloc();
+  if (malloc === null) return false;
+  malloc.malloc_trim(0n);
   return true;
 }
 
-function loadTrim(): Trim | null {
+/**
+ * Has malloc map every allocation of `bytes` or more on its own from now on, so that freeing one
+ * returns its pages at once, wherever and whenever it is freed. glibc's own threshold starts at
+ * 128 KiB and rises to the size of the largest such buffer freed (up to 32 MiB), after which buffers
+ * of a few megabytes come from the arenas, which keep them once freed. A threshold set here is
+ * fixed, as the host's `MALLOC_MMAP_THRESHOLD_` would be; that setting, when the host made it,
+ * stands. True when the threshold was set.
+ */
+export function mapAllocationsFrom(bytes: number): boolean {
+  if (process.env.MALLOC_MMAP_THRESHOLD_ !== undefined) return false;
+  malloc ??= loadMalloc();
+  return malloc !== null && malloc.mallopt(M_MMAP_THRESHOLD, bytes) === 1;
+}
+
+function loadMalloc(): Malloc | null {
   if (process.platform !== 'linux') return null;
   try {
     // Typed as always there, which it is not before Node 26: undefined then.
     const ffi = quietly(() => process.getBuiltinModule('node:ffi')) as typeof Ffi | undefined;
     if (ffi === undefined) return null;
     // From the process's own image: whichever libc it runs on, malloc_trim is there only in glibc's.
-    return ffi.dlopen(null, { malloc_trim: { arguments: ['u64'], return: 'i32' } }).functions.malloc_trim;
+    const { functions } = ffi.dlopen(null, {
+      malloc_trim: { arguments: ['u64'], return: 'i32' },
+      mallopt: { arguments: ['i32', 'i32'], return: 'i32' },
+    });
+    return functions as unknown as Malloc;
   } catch {
     // no glibc, or foreign calls not allowed: nothing to release through
     return null;

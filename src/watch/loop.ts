@@ -18,6 +18,7 @@ import { FULL_CYCLE_REQUEST_FILE } from '../core/layout.js';
 import { build, type BuildReport } from '../build.js';
 import { resolveBuildOptions, type BuildOptions, type ResolvedBuildOptions } from '../build-options.js';
 import { fingerprint } from '../core/hash.js';
+import { keepLargeBuffersApart } from '../core/memory.js';
 import { OutDirLock } from '../output/lock.js';
 import { StoreSession } from '../incremental/session.js';
 import { ExecRunner, type ExecRequest, type ExecResult } from './exec.js';
@@ -107,6 +108,7 @@ export class Watcher {
   static start(options: WatchOptions): Watcher {
     const buildOptions = resolveBuildOptions(options.build);
     const lock = OutDirLock.acquire(buildOptions.outDir, { command: 'watch', waitMs: buildOptions.lockWaitMs });
+    keepLargeBuffersApart();
     return new Watcher(options, buildOptions, lock);
   }
 

@@ -111,6 +111,15 @@ const PARTS_IN_FLIGHT = 4;
  */
 const partBuffers = new WeakMap<Remote, Buffer[]>();
 
+/**
+ * Lets go of the part buffers of `remote`'s uploads, once its publish is done: a watcher's publish
+ * thread would otherwise keep them through the cycles until its next publish, for as long as anything
+ * still references the client.
+ */
+export function letGoOfPartBuffers(remote: Remote): void {
+  partBuffers.delete(remote);
+}
+
 function spareParts(remote: Remote): Buffer[] {
   let spare = partBuffers.get(remote);
   if (spare === undefined) partBuffers.set(remote, (spare = []));

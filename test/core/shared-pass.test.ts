@@ -59,6 +59,13 @@ function buildWith(db: string, out: string, threads: number) {
   return JSON.parse(result.stdout);
 }
 
+/** The big store, and the out dirs of its builds on one thread and on two. */
+function bigStoreAndTwoOutDirs(): { db: string; one: string; two: string } {
+  const db = join(dir.path, 'profiles.db');
+  bigStore(db);
+  return { db, one: join(dir.path, 'one'), two: join(dir.path, 'two') };
+}
+
 function expectSameTrees(a: string, b: string): void {
   const files = publishedFiles(a);
   expect(publishedFiles(b)).toEqual(files);
@@ -74,10 +81,7 @@ describe('a full pass shared between threads', () => {
   it(
     'writes the same bytes and reports the same as one thread, cold and on a rebuild',
     () => {
-      const db = join(dir.path, 'profiles.db');
-      bigStore(db);
-      const one = join(dir.path, 'one');
-      const two = join(dir.path, 'two');
+      const { db, one, two } = bigStoreAndTwoOutDirs();
 
       const cold = [buildWith(db, one, 1), buildWith(db, two, 2)];
       expect(cold[0].threads).toBe(1);
@@ -104,10 +108,7 @@ describe('a full pass shared between threads', () => {
   it(
     'keeps a rebuild on one thread when the last manifest is as large as half a million profiles',
     () => {
-      const db = join(dir.path, 'profiles.db');
-      bigStore(db);
-      const one = join(dir.path, 'one');
-      const two = join(dir.path, 'two');
+      const { db, one, two } = bigStoreAndTwoOutDirs();
       buildWith(db, one, 1);
       expect(buildWith(db, two, 2).threads).toBe(2);
       // That large in bytes: blank lines, which the reader skips.

@@ -170,10 +170,14 @@ export class CreatorsList {
       if (index !== -1) drop(index);
     }
     let entries: Column<string | undefined> = known ?? [];
-    if (known?.complete !== true) {
+    const carriedEntry = (i: number) => (dropped[i] === 0 ? owner.carriedEntry(names.at(i)!) : undefined);
+    // A composed list (one a watcher's quiet cycle made) lacks its own members' entries alone: those
+    // are filled in, not a string per member.
+    if (known instanceof ComposedColumn) entries = known.complete ? known : known.filled(carriedEntry, drop);
+    else if (known?.complete !== true) {
       const filled = new Array<string | undefined>(names.length);
       for (let i = 0; i < names.length; i++) {
-        if (dropped[i] === 0 && (filled[i] = known?.at(i) ?? owner.carriedEntry(names.at(i)!)) === undefined) drop(i);
+        if (dropped[i] === 0 && (filled[i] = known?.at(i) ?? carriedEntry(i)) === undefined) drop(i);
       }
       entries = filled;
     }
@@ -266,17 +270,17 @@ export class CreatorsList {
       lengths[at] = i < 0 ? last!.lengths[~i]! : this.lengths[i]!;
     }
     const listed: ListMembers = {
-      names: new ComposedColumn(order, last?.names, this.names.slice()),
+      names: ComposedColumn.of(order, last?.names, this.names.slice()),
       lengths,
-      entries: new ComposedColumn(order, this.carried?.entries, undefined),
+      entries: ComposedColumn.of(order, this.carried?.entries, undefined),
     };
     const lastRow = last?.tableRow;
     if (last?.table !== undefined && lastRow !== undefined) {
+      // Looked up now, not through the last list's lookup: a chain of those would grow every cycle.
+      const rows = new Int32Array(order.length);
+      for (let at = 0; at < order.length; at++) rows[at] = order[at]! < 0 ? lastRow(~order[at]!) : -1;
       listed.table = last.table;
-      listed.tableRow = (at) => {
-        const i = order[at]!;
-        return i < 0 ? lastRow(~i) : -1;
-      };
+      listed.tableRow = (at) => rows[at] ?? -1;
     }
     return listed;
   }

@@ -60,22 +60,74 @@ export class TableColumn implements Column<string> {
 
 /**
  * A list made of the last list's members and this build's own: `order[i]` is ~j for the last list's
- * member j, or k for this build's member k (see CreatorsList.listOrder).
+ * member j, or k for this build's member k (see CreatorsList.listOrder). Built with `of`, it is never
+ * more than one level deep: a watcher composes each cycle's list over the last one, and while no
+ * cycle writes the manifest (whose table starts the next list afresh), levels would pile up, each
+ * holding an order of every member and making every lookup walk them all.
  */
 export class ComposedColumn<T> implements Column<T> {
-  constructor(
+  private known: boolean | undefined;
+
+  private constructor(
     private readonly order: ArrayLike<number>,
     private readonly last: Column<T> | undefined,
-    private readonly own: ArrayLike<T> | undefined,
+    private readonly own: ArrayLike<T | undefined> | undefined,
   ) {}
+
+  /** The column `order` makes of `last` and `own`, a composed `last` looked through to what it was made of. */
+  static of<T>(order: ArrayLike<number>, last: Column<T> | undefined, own: ArrayLike<T | undefined> | undefined): ComposedColumn<T> {
+    if (!(last instanceof ComposedColumn)) return new ComposedColumn(order, last, own);
+    const inner = last as ComposedColumn<T>;
+    const flat = new Int32Array(order.length);
+    const values: (T | undefined)[] = [];
+    for (let index = 0; index < order.length; index++) {
+      const i = order[index]!;
+      const j = i < 0 ? inner.order[~i]! : undefined;
+      if (j !== undefined && j < 0) flat[index] = j;
+      else flat[index] = values.push(j === undefined ? own?.[i] : inner.own?.[j]) - 1;
+    }
+    return new ComposedColumn(flat, inner.last, values);
+  }
 
   get length(): number {
     return this.order.length;
+  }
+
+  /** Whether every member's value is known: the last list's all are, and so is each of this build's own. */
+  get complete(): boolean {
+    if (this.known === undefined) {
+      let known = true;
+      for (let index = 0; known && index < this.order.length; index++) {
+        const i = this.order[index]!;
+        known = i < 0 ? this.last?.complete === true : this.own?.[i] !== undefined;
+      }
+      this.known = known;
+    }
+    return this.known;
   }
 
   at(index: number): T | undefined {
     const i = this.order[index];
     if (i === undefined) return undefined;
     return i < 0 ? this.last?.at(~i) : this.own?.[i];
+  }
+
+  /**
+   * The same column with the values it lacks filled in by `lookup(index)`; `missing(index)` is called
+   * for each member it cannot fill. Values a complete last list holds are not looked at.
+   */
+  filled(lookup: (index: number) => T | undefined, missing: (index: number) => void): ComposedColumn<T> {
+    const values: (T | undefined)[] = Array.from({ length: this.own?.length ?? 0 }, (_, i) => this.own?.[i]);
+    let order: Int32Array | undefined; // copied once a value of the last list's must be held here
+    const lastComplete = this.last?.complete === true;
+    for (let index = 0; index < this.order.length; index++) {
+      const i = this.order[index]!;
+      if (i < 0 ? lastComplete || this.last?.at(~i) !== undefined : values[i] !== undefined) continue;
+      const value = lookup(index);
+      if (value === undefined) missing(index);
+      else if (i >= 0) values[i] = value;
+      else (order ??= Int32Array.from(this.order))[index] = values.push(value) - 1;
+    }
+    return new ComposedColumn(order ?? this.order, this.last, values);
   }
 }

@@ -308,6 +308,21 @@ describe('a session on a store with a change clock', () => {
     }
   });
 
+  it('passes in a row that write no manifest compose the list over the last one, and stay exact', () => {
+    track();
+    // Members with a warning: read by every pass, rendered as they were, so a pass without a change
+    // writes nothing and composes its list over the last one's; now and then a change that writes.
+    write("UPDATE users SET bio = x'41' WHERE id IN (4, 7)");
+    pass();
+    for (let round = 1; round <= 12; round++) {
+      const quiet = pass();
+      expect(quiet.rowsRead, `round ${round}`).toBe(2);
+      expect(quiet.files.written, `round ${round}`).toBe(0);
+      expectSameAsFresh(quiet);
+      if (round % 4 === 0) passAfter(`UPDATE users SET display_name = 'Round ${round}' WHERE id = ${round + 10}`, 3);
+    }
+  });
+
   it('the lean copy holds no column but the name, the age and the decoration, and no child table', () => {
     const connection = new Database(db, { readonly: true });
     try {

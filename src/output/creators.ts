@@ -173,7 +173,7 @@ export class CreatorsList {
     const carriedEntry = (i: number) => (dropped[i] === 0 ? owner.carriedEntry(names.at(i)!) : undefined);
     // A composed list (one a watcher's quiet cycle made) lacks its own members' entries alone: those
     // are filled in, not a string per member.
-    if (known instanceof ComposedColumn) entries = known.complete ? known : known.filled(carriedEntry, drop);
+    if (known instanceof ComposedColumn) entries = known.filled(carriedEntry, drop);
     else if (known?.complete !== true) {
       const filled = new Array<string | undefined>(names.length);
       for (let i = 0; i < names.length; i++) {

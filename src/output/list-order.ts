@@ -66,8 +66,6 @@ export class TableColumn implements Column<string> {
  * holding an order of every member and making every lookup walk them all.
  */
 export class ComposedColumn<T> implements Column<T> {
-  private known: boolean | undefined;
-
   private constructor(
     private readonly order: ArrayLike<number>,
     private readonly last: Column<T> | undefined,
@@ -77,7 +75,7 @@ export class ComposedColumn<T> implements Column<T> {
   /** The column `order` makes of `last` and `own`, a composed `last` looked through to what it was made of. */
   static of<T>(order: ArrayLike<number>, last: Column<T> | undefined, own: ArrayLike<T | undefined> | undefined): ComposedColumn<T> {
     if (!(last instanceof ComposedColumn)) return new ComposedColumn(order, last, own);
-    const inner = last as ComposedColumn<T>;
+    const inner: ComposedColumn<T> = last;
     const flat = new Int32Array(order.length);
     const values: (T | undefined)[] = [];
     for (let index = 0; index < order.length; index++) {
@@ -95,15 +93,11 @@ export class ComposedColumn<T> implements Column<T> {
 
   /** Whether every member's value is known: the last list's all are, and so is each of this build's own. */
   get complete(): boolean {
-    if (this.known === undefined) {
-      let known = true;
-      for (let index = 0; known && index < this.order.length; index++) {
-        const i = this.order[index]!;
-        known = i < 0 ? this.last?.complete === true : this.own?.[i] !== undefined;
-      }
-      this.known = known;
+    for (let index = 0; index < this.order.length; index++) {
+      const i = this.order[index]!;
+      if (i < 0 ? this.last?.complete !== true : this.own?.[i] === undefined) return false;
     }
-    return this.known;
+    return true;
   }
 
   at(index: number): T | undefined {
@@ -113,12 +107,14 @@ export class ComposedColumn<T> implements Column<T> {
   }
 
   /**
-   * The same column with the values it lacks filled in by `lookup(index)`; `missing(index)` is called
-   * for each member it cannot fill. Values a complete last list holds are not looked at.
+   * The same column with the values it lacks filled in by `lookup(index)` (itself when none could be);
+   * `missing(index)` is called for each member it cannot fill. Values a complete last list holds are
+   * not looked at.
    */
   filled(lookup: (index: number) => T | undefined, missing: (index: number) => void): ComposedColumn<T> {
     const values: (T | undefined)[] = Array.from({ length: this.own?.length ?? 0 }, (_, i) => this.own?.[i]);
     let order: Int32Array | undefined; // copied once a value of the last list's must be held here
+    let filledAny = false;
     const lastComplete = this.last?.complete === true;
     for (let index = 0; index < this.order.length; index++) {
       const i = this.order[index]!;
@@ -127,7 +123,8 @@ export class ComposedColumn<T> implements Column<T> {
       if (value === undefined) missing(index);
       else if (i >= 0) values[i] = value;
       else (order ??= Int32Array.from(this.order))[index] = values.push(value) - 1;
+      filledAny ||= value !== undefined;
     }
-    return new ComposedColumn(order ?? this.order, this.last, values);
+    return filledAny ? new ComposedColumn(order ?? this.order, this.last, values) : this;
   }
 }

@@ -33,7 +33,7 @@ import { liveTree, type TreeReader } from '../output/pin.js';
 import { DEFAULT_COMMIT_WAIT_MS } from '../output/settled.js';
 import { Remote } from './bucket/client.js';
 import { Later } from './bucket/later.js';
-import { deleteObjects, letGoOfPartBuffers } from './bucket/upload.js';
+import { deleteObjects } from './bucket/upload.js';
 import { scopeOf, type PublishScope } from './keys.js';
 import { Lease } from './lease/lease.js';
 import { leaseOptionsOf, lockWaitOf } from './lease/defaults.js';
@@ -86,7 +86,6 @@ export async function publish(given: PublishOptions): Promise<PublishReport> {
       }
     }
   } finally {
-    letGoOfPartBuffers(remote);
     remote.close();
   }
 }

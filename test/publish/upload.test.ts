@@ -97,6 +97,23 @@ describe.skipIf(!hasMoto)('uploads in parts, on moto_server', () => {
     expect(stored.encoding).toBe('gzip');
   });
 
+  it('reuses its part buffers from one large object to the next, and lets go of them when closed', async () => {
+    const own = await Remote.open({ ...remote.options, region: 'us-east-1' });
+    try {
+      const body = randomBytes(11 * MiB);
+      await putPieces(own, 'first.json', [{ bytes: body }]);
+      const buffers = [...own.partBuffers];
+      // Three parts, sent at once: three buffers, kept for the next object.
+      expect(buffers.map((buffer) => buffer.length)).toEqual([5 * MiB, 5 * MiB, 5 * MiB]);
+      await putPieces(own, 'second.json', [{ bytes: body }]);
+      expect(new Set([...own.partBuffers, ...buffers]).size).toBe(3);
+    } finally {
+      own.close();
+    }
+    // A watcher's publish thread lives on after its publish: what the closed remote held must go.
+    expect(own.partBuffers).toEqual([]);
+  });
+
   it('leaves no object and no open upload when the body cannot be read', async () => {
     const file = randomBytes(12 * MiB);
     const fd = openFile('short.json', file);

@@ -108,6 +108,13 @@ export class Remote {
    * SDK's retries included): a publisher whose lease ran out must not write another byte (lease/lease.ts).
    */
   fence: (() => void) | undefined;
+  /**
+   * The part buffers of its multipart uploads (upload.ts), reused by each large object it sends (the
+   * list, then its variant): asked anew per object, the last one's were still waiting for a
+   * collection. Let go of when it closes: a watcher's publish thread would otherwise keep them through
+   * the cycles until its next publish, for as long as anything still references the client.
+   */
+  readonly partBuffers: Buffer[] = [];
   /** The server's clock minus ours, from the Date header of its last answer: lease ages are read on it. */
   private serverOffsetMs: number | undefined;
 
@@ -225,6 +232,7 @@ export class Remote {
   }
 
   close(): void {
+    this.partBuffers.length = 0;
     this.client.destroy();
   }
 }

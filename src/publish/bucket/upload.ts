@@ -106,27 +106,6 @@ export async function putPieces(
 const PARTS_IN_FLIGHT = 4;
 
 /**
- * The part buffers of a publish's uploads, reused by each large object it sends (the list, then its
- * variant): asked anew per object, the last one's were still waiting for a collection.
- */
-const partBuffers = new WeakMap<Remote, Buffer[]>();
-
-/**
- * Lets go of the part buffers of `remote`'s uploads, once its publish is done: a watcher's publish
- * thread would otherwise keep them through the cycles until its next publish, for as long as anything
- * still references the client.
- */
-export function letGoOfPartBuffers(remote: Remote): void {
-  partBuffers.delete(remote);
-}
-
-function spareParts(remote: Remote): Buffer[] {
-  let spare = partBuffers.get(remote);
-  if (spare === undefined) partBuffers.set(remote, (spare = []));
-  return spare;
-}
-
-/**
  * A large body as a multipart upload: S3 shows the object only once it is complete, and the upload
  * is aborted on failure. Each part's bytes are read straight into a buffer of the part's size, one
  * buffer per part in flight, used again for a later part once its upload is answered: no stream of
@@ -150,7 +129,7 @@ async function uploadInParts(
   try {
     const numbers = Array.from({ length: Math.ceil(size / partBytes) }, (_, index) => index + 1);
     const etags: string[] = [];
-    const spare = spareParts(remote);
+    const spare = remote.partBuffers;
     await inPool(numbers, PARTS_IN_FLIGHT, async (partNumber) => {
       const buffer = spare.pop() ?? Buffer.allocUnsafe(partBytes);
       const start = (partNumber - 1) * partBytes;

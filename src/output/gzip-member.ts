@@ -16,14 +16,26 @@ const LEVEL = 6;
 /** Magic, deflate, no flags, no modification time, no extra flags, unknown OS: the same bytes for the same data. */
 export const GZIP_HEADER = Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
 
-/** Raw deflate of `data`, ending in a sync flush (more pieces follow) or the stream's end (`last`). */
+/**
+ * Raw deflate of `data`, ending in a sync flush (more pieces follow) or the stream's end (`last`).
+ * Its output buffer is sized to the piece (`outputChunkSize`), not zlib's default 16 KiB: each one
+ * is garbage once its piece is written, and a cycle deflating thousands of pieces leaves them all to
+ * the collector, in this thread and in the deflate worker alike.
+ */
 export function deflatePiece(data: Uint8Array, dictionary: Uint8Array | undefined, last: boolean): Buffer {
   return zlib.deflateRawSync(data, {
     level: LEVEL,
+    chunkSize: outputChunkSize(data.length),
     finishFlush: last ? zlib.constants.Z_FINISH : zlib.constants.Z_SYNC_FLUSH,
     ...(dictionary !== undefined && dictionary.length > 0 ? { dictionary: dictionary.subarray(-WINDOW_BYTES) } : {}),
   });
 }
+
+/**
+ * Room for a piece's deflated bytes in one buffer, most times: JSON text deflates to well under half
+ * its size. A piece that needs more gets further buffers, joined; the bytes are the same either way.
+ */
+export const outputChunkSize = (length: number): number => Math.max(zlib.constants.Z_MIN_CHUNK, (length >>> 1) + 256);
 
 /** CRC-32 (the gzip one) of `data`. */
 export function crc32(data: Uint8Array): number {

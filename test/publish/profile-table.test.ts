@@ -4,8 +4,8 @@
  * checked against the maps they replace on random trees and states.
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
-import { ProfileTable, tableOf, union } from '../../src/publish/plan/profile-table.js';
+import { describe, expect, it, vi } from 'vitest';
+import { ProfileTable, TableBuilder, tableOf, union } from '../../src/publish/plan/profile-table.js';
 import { planPublish } from '../../src/publish/plan/plan.js';
 import { emptyLive, UNKNOWN } from '../../src/publish/plan/live-set.js';
 import type { LocalTree } from '../../src/publish/plan/local.js';
@@ -65,6 +65,27 @@ describe('a table of profiles', () => {
       expect([...table]).toEqual([...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
       for (const [name, hash] of map) expect(table.get(name)).toBe(hash);
     }
+  });
+
+  it('given its room, asks for its bytes once, and holds the same rows as one grown row by row', () => {
+    // A manifest's profiles at a million: each doubling held the old copy beside the new one.
+    const given = rows(random(7), 20_000);
+    const bytes = given.reduce((sum, [name, hash]) => sum + name.length + 1 + hash.length, 0);
+    const allocUnsafe = vi.spyOn(Buffer, 'allocUnsafe');
+    let roomy: ProfileTable;
+    try {
+      const builder = new TableBuilder(undefined, { rows: given.length, bytes });
+      for (const [name, hash] of given) builder.add(name, hash);
+      roomy = builder.build();
+      expect(allocUnsafe.mock.calls.filter(([size]) => size >= 64 * 1024)).toEqual([[bytes]]);
+    } finally {
+      allocUnsafe.mockRestore();
+    }
+    expect([...roomy]).toEqual([...ProfileTable.of(given)]);
+    // Room too small is a hint, grown past.
+    const small = new TableBuilder(undefined, { rows: 10, bytes: 100 });
+    for (const [name, hash] of given) small.add(name, hash);
+    expect([...small.build()]).toEqual([...roomy]);
   });
 
   it('merges with another as a union in which the second wins, as a map updated by it', () => {

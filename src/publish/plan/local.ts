@@ -9,7 +9,15 @@ import { ROUTES } from '../../hosting/routes/routes.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import type { TreeReader } from '../../output/pin.js';
 import { readSettled } from '../../output/settled.js';
-import { entryHash, fileEntryStamp, manifestStamp, PENDING, readManifestRenderKey, scanManifest } from '../../output/manifest.js';
+import {
+  entryHash,
+  fileEntryStamp,
+  manifestBytes,
+  manifestStamp,
+  PENDING,
+  readManifestRenderKey,
+  scanManifest,
+} from '../../output/manifest.js';
 import { ProfileTable, TableBuilder } from './profile-table.js';
 import { shardOfRenderKey } from '../../core/render-key.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
@@ -61,7 +69,7 @@ export function readLocalTree(reader: TreeReader, waitMs: number): LocalTree {
   const out = reader.outDir;
   const { value, pending } = readSettled(reader.root, waitMs, () => {
     const stamp = manifestStamp(reader.root);
-    const profiles = new TableBuilder();
+    const profiles = new TableBuilder(undefined, tableRoom(reader.root));
     const files = new Map<string, string>();
     const scan = scanManifest(
       reader.root,
@@ -83,6 +91,18 @@ export function readLocalTree(reader: TreeReader, waitMs: number): LocalTree {
   const { profiles, files, digest, stamp } = value;
   return checked({ outDir: out, reader, profiles, files, manifestStamp: stamp, digest });
 }
+
+/**
+ * Room for the manifest's profiles: no more bytes than the file's, and about as many rows as it has
+ * lines (a size read apart from the scan: a hint, which the table grows past if it is wrong).
+ */
+function tableRoom(root: string): { rows: number; bytes: number } {
+  const size = manifestBytes(root);
+  return { rows: size / PROFILE_LINE_BYTES, bytes: size };
+}
+
+/** Fewer bytes than a settled profile line holds: `u`, a name, two 16-character hashes, tabs. */
+const PROFILE_LINE_BYTES = 32;
 
 function countPending(profiles: ProfileTable, files: Map<string, string>): number {
   let pending = 0;

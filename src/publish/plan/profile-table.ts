@@ -231,16 +231,28 @@ export function compareRanges(a: Uint8Array, aStart: number, aEnd: number, b: Ui
  */
 export class TableBuilder {
   private bytes: Buffer;
-  private starts: Uint32Array = new Uint32Array(1024);
-  private tabs: Uint32Array = new Uint32Array(1024);
-  private ends: Uint32Array = new Uint32Array(1024);
+  private starts: Uint32Array;
+  private tabs: Uint32Array;
+  private ends: Uint32Array;
   private size = 0;
   private used = 0;
   private inOrder = true;
 
-  /** With `over`, rows are ranges of those bytes (addRange), not copies. */
-  constructor(private readonly over?: Buffer) {
-    this.bytes = over ?? Buffer.allocUnsafe(64 * 1024);
+  /**
+   * With `over`, rows are ranges of those bytes (addRange), not copies. `room`: as many rows and
+   * bytes as the table may hold, when the caller knows from a file's size. Asked for at once, they
+   * need no growing, where each doubling held the old copy beside the new one and left it to the
+   * collector; room never filled is never touched, so it never becomes resident.
+   */
+  constructor(
+    private readonly over?: Buffer,
+    room: { rows: number; bytes: number } = { rows: 1024, bytes: 64 * 1024 },
+  ) {
+    this.bytes = over ?? Buffer.allocUnsafe(Math.max(1024, room.bytes));
+    const rows = Math.max(1024, Math.ceil(room.rows));
+    this.starts = new Uint32Array(rows);
+    this.tabs = new Uint32Array(rows);
+    this.ends = new Uint32Array(rows);
   }
 
   add(name: string, hash: string): void {
@@ -278,7 +290,12 @@ export class TableBuilder {
       if (next !== undefined && compareRanges(bytes, starts[row]!, tabs[row]!, bytes, starts[next]!, tabs[next]!) === 0) continue;
       kept[count++] = row;
     }
-    const pick = (from: Uint32Array) => Uint32Array.from(kept.subarray(0, count), (row) => from[row]!);
+    // A loop, not Uint32Array.from(rows, map), which lists every value on the heap first.
+    const pick = (from: Uint32Array) => {
+      const picked = new Uint32Array(count);
+      for (let k = 0; k < count; k++) picked[k] = from[kept[k]!]!;
+      return picked;
+    };
     return ProfileTable.view(bytes, pick(starts), pick(tabs), pick(ends), count);
   }
 

@@ -4,7 +4,8 @@
  * still as the writer last saw it. S3, R2 and MinIO refuse such a write with 412 (or
  * 409 when two race), so two writers can never both believe they replaced the same version.
  */
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type GetObjectCommandOutput } from '@aws-sdk/client-s3';
 import { Remote } from './client.js';
 import { objectKey } from './target.js';
 
@@ -45,7 +46,7 @@ export async function readObject(
       );
       return {
         $metadata: output.$metadata,
-        bytes: await output.Body!.transformToByteArray(),
+        bytes: await bodyBytes(output.Body!, output.ContentLength),
         etag: output.ETag ?? '',
         modifiedMs: output.LastModified?.getTime(),
       };
@@ -56,6 +57,26 @@ export async function readObject(
     throw error;
   }
 }
+
+/**
+ * A body's bytes, copied as they arrive into one buffer of the length the response gave: the state
+ * is megabytes at a million profiles, and the SDK's collector holds every chunk and their join at
+ * once. A body of no stated length, or not a Node stream, is left to the SDK.
+ */
+export async function bodyBytes(body: StreamingBody, length: number | undefined): Promise<Uint8Array> {
+  if (length === undefined || !(body instanceof Readable)) return body.transformToByteArray();
+  const bytes = Buffer.allocUnsafe(length);
+  let filled = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    if (filled + chunk.length > length) throw new Error(`the response's body is longer than its Content-Length (${length} bytes)`);
+    bytes.set(chunk, filled);
+    filled += chunk.length;
+  }
+  if (filled < length) throw new Error(`the response's body ended after ${filled} of its ${length} bytes`);
+  return bytes;
+}
+
+export type StreamingBody = NonNullable<GetObjectCommandOutput['Body']>;
 
 /** Writes a small object under `condition`; returns its new ETag, or 'refused' when the condition failed. */
 export async function writeObject(

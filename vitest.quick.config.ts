@@ -36,6 +36,7 @@ export const SLOW = [
   'test/publish/faults.test.ts',
   'test/publish/join-fence.test.ts',
   'test/publish/lease.test.ts',
+  'test/publish/objects.test.ts',
   'test/publish/publish.test.ts',
   'test/publish/quiet.test.ts',
   'test/publish/race.test.ts',

@@ -1,7 +1,7 @@
 /**
  * A watcher's memory for a cycle after 1% of a large store changed, as whole processes: a million
  * users (by default) on tmpfs, a fixed snapshot time (so only the change moves the tree), the
- * in-memory S3 server (bench-s3-memory.mjs).
+ * in-memory S3 server (bench-s3-memory.mjs), a fresh one each run.
  *
  *   - `watch --publish` (its publish and renewal threads included): once its first publish is done,
  *     its peak RSS is reset (Linux: `echo 5 > /proc/PID/clear_refs`), 1% of the users change, and its

@@ -25,7 +25,7 @@ import {
 import { remoteError } from '../../core/errors.js';
 import { limitTo, type Limit } from '../../core/limit.js';
 import { Remote } from './client.js';
-import { conditionInput, type WriteCondition } from './objects.js';
+import { bodyBytes, conditionInput, type WriteCondition } from './objects.js';
 import { planParts, type ComposeSource, type PartPiece, type PartRules, type PlannedPart } from './compose-plan.js';
 import { OBJECT_HEADERS, type StoredEncoding } from './upload.js';
 
@@ -243,7 +243,7 @@ async function bytesOf(remote: Remote, piece: PartPiece, etags: ReadonlyMap<stri
     const output = await remote.client.send(
       new GetObjectCommand({ Bucket: remote.options.bucket, Key: key, Range: `bytes=${start}-${end - 1}`, IfMatch: etags.get(key) }),
     );
-    return { $metadata: output.$metadata, bytes: await output.Body!.transformToByteArray() };
+    return { $metadata: output.$metadata, bytes: await bodyBytes(output.Body!, output.ContentLength) };
   }, `read ${key} to join it`);
   return read.bytes;
 }

@@ -61,7 +61,8 @@ export async function readObject(
 /**
  * A body's bytes, copied as they arrive into one buffer of the length the response gave: the state
  * is megabytes at a million profiles, and the SDK's collector holds every chunk and their join at
- * once. A body of no stated length, or not a Node stream, is left to the SDK.
+ * once. A body of no stated length, or not a Node stream, is left to the SDK. Every object this tool
+ * reads back (its record, a piece of an object it joins) is read through here.
  */
 export async function bodyBytes(body: StreamingBody, length: number | undefined): Promise<Uint8Array> {
   if (length === undefined || !(body instanceof Readable)) return body.transformToByteArray();

@@ -153,12 +153,50 @@ describe('the record, written as streams', () => {
     const names = lines.filter((line) => line.startsWith('p\t')).map((line) => line.split('\t')[1]!);
     expect(names).toEqual([...names].sort());
     expect(names).toHaveLength(given.length);
-    expect(lines[0]).toBe('profile-snapshot remote state 1\ts1\td1\t60000\t1');
+    const bodyBytes = gunzipSync(bytes).length - Buffer.byteLength(lines[0]!) - 1;
+    expect(lines[0]).toBe(`profile-snapshot remote state 1\ts1\td1\t60000\t1\t${bodyBytes}`);
     // The quiet check reads the first 4 KB only.
     expect(parseStateHead(bytes.subarray(0, 4096))).toEqual({ id: 's1', tree: 'd1', profiles: 60_000, files: 1 });
     const parsed = parseState(bytes);
     expect([...parsed.live.profiles]).toEqual([...ProfileTable.of(given)]);
     expect([...parsed.live.files]).toEqual([['service-api/v1/creators', 'c1']]);
+  });
+
+  it('inflates a state into one buffer of its length, and its rows into offsets asked for once', () => {
+    const given = many(60_000);
+    const bytes = serializeState('s1', given, [], { tree: 'd1', profiles: given.length, files: 0 });
+    const textBytes = gunzipSync(bytes).length;
+    const allocations = vi.spyOn(Buffer, 'allocUnsafe');
+    try {
+      const parsed = parseState(bytes);
+      // zlib's default would fill buffers of 16 KiB and join them: the text asked for twice.
+      const sizes = allocations.mock.calls.map(([size]) => size);
+      expect(sizes).toContain(textBytes + 1);
+      expect(sizes.reduce((sum, size) => sum + size, 0)).toBeLessThan(textBytes * 1.1);
+      expect(parsed.live.profiles.size).toBe(given.length);
+      // Grown by doubling from 1,024, the offsets would have room for 65,536 rows.
+      const starts = (parsed.live.profiles as unknown as { starts: Uint32Array }).starts;
+      expect(starts.buffer.byteLength).toBe(given.length * Uint32Array.BYTES_PER_ELEMENT);
+    } finally {
+      allocations.mockRestore();
+    }
+  });
+
+  it('writes a state into one buffer, its room asked for before the first member', () => {
+    const given = ProfileTable.of(many(200_000));
+    const allocations = vi.spyOn(Buffer, 'allocUnsafe');
+    try {
+      const bytes = serializeState('s1', given, [], { tree: 'd1', profiles: given.size, files: 0 });
+      const large = allocations.mock.results.map(({ value }) => value as Buffer).filter((buffer) => buffer.length >= 64 * 1024);
+      // Asked for as the writer starts, beside its batch of text; the members kept apart and joined
+      // at the end asked for the gzip's size once more, last.
+      const room = large.findIndex((buffer) => buffer.buffer === bytes.buffer);
+      expect([room >= 0, room < 2]).toEqual([true, true]);
+      expect(large.filter((buffer) => buffer.length >= bytes.length)).toHaveLength(1);
+      expect(parseState(bytes).live.profiles.size).toBe(given.size);
+    } finally {
+      allocations.mockRestore();
+    }
   });
 
   it("reads an older version's state: one gzip member, profiles in any order", () => {

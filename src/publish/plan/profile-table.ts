@@ -34,6 +34,13 @@ export class ProfileTable {
     return new ProfileTable(bytes, starts, tabs, ends, size);
   }
 
+  /** The bytes of every row's `name<TAB>hash`. */
+  get rowsByteLength(): number {
+    let bytes = 0;
+    for (let row = 0; row < this.size; row++) bytes += this.ends[row]! - this.starts[row]!;
+    return bytes;
+  }
+
   /** The memory the table holds: its bytes, and three offsets per row. */
   get byteLength(): number {
     return this.bytes.length + this.size * 3 * Uint32Array.BYTES_PER_ELEMENT;
@@ -165,6 +172,8 @@ export class PickedRows implements Iterable<string> {
 /** Rows in name order, as a state is written from them: a table, or two merged as they are read. */
 export interface RowSource {
   readonly size: number;
+  /** The bytes of every row's `name<TAB>hash`, for a writer to ask for its room once. */
+  readonly rowsByteLength: number;
   forEachRow(visit: (table: ProfileTable, row: number) => void): void;
 }
 
@@ -178,9 +187,13 @@ export function union(base: ProfileTable, over: ProfileTable): RowSource {
       right: (row) => visit(over, row),
       both: (_, row) => visit(over, row),
     });
-  let size = 0;
-  forEachRow(() => size++);
-  return { size, forEachRow };
+  let size = 0,
+    rowsByteLength = 0;
+  forEachRow((table, row) => {
+    size++;
+    rowsByteLength += table.endOf(row) - table.startOf(row);
+  });
+  return { size, rowsByteLength, forEachRow };
 }
 
 /** The rows of `source` as a table of their own. */

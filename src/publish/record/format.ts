@@ -14,10 +14,11 @@
  *     state in the bucket means a writer changed the state outside the lease, and nothing of the
  *     record is trusted (see record.ts).
  *
- * Both are gzipped tab-separated lines under a header line. The state's header also names the
- * digest of the local tree (its manifest's) it was made from, and its counts: a publish whose tree
- * has that digest has nothing to do, which it learns from the first bytes of the state alone
- * (quiet.ts). No CDN route serves `.profile-snapshot/`.
+ * Both are gzipped tab-separated lines under a header line, which ends with the byte length of the
+ * lines below it. The state's header also names the digest of the local tree (its manifest's) it
+ * was made from, and its counts: a publish whose tree has that digest has nothing to do, which it
+ * learns from the first bytes of the state alone (quiet.ts). No CDN route serves
+ * `.profile-snapshot/`.
  */
 import { randomBytes } from 'node:crypto';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
@@ -26,6 +27,15 @@ import { ProfileTable, TableBuilder, type RowSource } from '../plan/profile-tabl
 
 const STATE_HEADER = 'profile-snapshot remote state 1';
 const INTENT_HEADER = 'profile-snapshot remote intent 2';
+/** Where each header says how many bytes of lines follow it: after the fields older versions read. */
+const STATE_LENGTH_FIELD = 5;
+const INTENT_LENGTH_FIELD = 3;
+
+/** The most text one byte of deflate can stand for (zlib's technical note: 1032 to 1). */
+const MAX_DEFLATE_RATIO = 1032;
+
+/** Enough of a gzipped record to inflate its header line. */
+export const HEAD_BYTES = 4096;
 
 /** The base of an intent planned over no state the publisher could trust: never any state's id. */
 export const NO_BASE = '-';
@@ -76,18 +86,33 @@ const LINE_KINDS = { f: Buffer.from('f\t'), k: Buffer.from('k\t'), p: Buffer.fro
 /** Text gathered before it is deflated: a state is written a batch at a time, never whole. */
 const BATCH_BYTES = 1 << 20;
 
+/** Room before the members for the header's own member, made last (its line is a few hundred bytes). */
+const HEAD_ROOM = 1024;
+
+/** No more than deflate makes of `bytes` in members of BATCH_BYTES: zlib's deflateBound, and gzip's own bytes. */
+const gzipBound = (bytes: number): number => bytes + (bytes >>> 12) + (bytes >>> 14) + (Math.ceil(bytes / BATCH_BYTES) + 1) * 64;
+
 /**
  * Lines written as gzip members of a batch each, one after the other: a valid gzip file (RFC 1952),
- * which gunzip reads whole, made without the text of a million lines in memory at once.
+ * which gunzip reads whole, made without the text of a million lines in memory at once. The header
+ * line is a member of its own, made last: it ends with the byte length of the lines below it, so a
+ * reader inflates the whole into one buffer of that size (`inflatedLines`). Each member is copied
+ * into one output buffer as it is made, its room asked for once when the lines' length is known:
+ * the members kept apart and joined at the end held the gzip twice.
  */
 class GzipLines {
-  private readonly members: Buffer[] = [];
+  private out: Buffer;
+  private written = HEAD_ROOM;
   private batch = Buffer.allocUnsafe(BATCH_BYTES);
   private used = 0;
+  private bodyBytes = 0;
 
-  constructor(header: string) {
-    this.text(header);
-    this.raw(NEWLINE);
+  /** `expectedBody`: about how many bytes of lines will follow the header (more grows the room). */
+  constructor(
+    private readonly header: string,
+    expectedBody = 0,
+  ) {
+    this.out = Buffer.allocUnsafe(HEAD_ROOM + gzipBound(Math.max(expectedBody, BATCH_BYTES)));
   }
 
   /** A line of its kind, a tab, then `value` (a table's row, or text). */
@@ -100,7 +125,10 @@ class GzipLines {
 
   done(): Buffer {
     this.flush();
-    return Buffer.concat(this.members);
+    const head = gzipSync(`${this.header}\t${this.bodyBytes}\n`, { level: 1 });
+    if (head.length > HEAD_ROOM) return Buffer.concat([head, this.out.subarray(HEAD_ROOM, this.written)]);
+    head.copy(this.out, HEAD_ROOM - head.length);
+    return this.out.subarray(HEAD_ROOM - head.length, this.written);
   }
 
   private text(text: string): void {
@@ -120,26 +148,50 @@ class GzipLines {
   }
 
   private flush(): void {
-    if (this.used === 0 && this.members.length > 0) return;
+    if (this.used === 0) return;
     // Level 1: far faster than level 6 on a million-line state, for a little more size.
-    this.members.push(gzipSync(this.batch.subarray(0, this.used), { level: 1 }));
+    this.append(gzipSync(this.batch.subarray(0, this.used), { level: 1 }));
+    this.bodyBytes += this.used;
     this.used = 0;
+  }
+
+  private append(member: Buffer): void {
+    if (this.written + member.length > this.out.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.out.length * 2, this.written + member.length));
+      this.out.copy(grown, 0, 0, this.written);
+      this.out = grown;
+    }
+    this.written += member.copy(this.out, this.written);
   }
 }
 
-/** The header line under gunzip (throws for another file than gzip), and the lines below it as bytes. */
-function gunzipped(bytes: Uint8Array, header: string, what: string): { head: string[]; text: Buffer; body: number } {
-  let text: Buffer;
+/**
+ * The header line's fields, and the text under gunzip with the offset of the lines below the header
+ * (throws for a file that is not one of ours). `lengthField`: where the header says how long those
+ * lines are (absent in an older version's record).
+ */
+function gunzipped(bytes: Uint8Array, header: string, what: string, lengthField: number): { head: string[]; text: Buffer; body: number } {
+  const line = headLine(bytes.subarray(0, HEAD_BYTES));
+  const head = line.split('\t');
+  if (head[0] !== header || head[1] === undefined) throw new Error(`the remote ${what} is not one this version of profile-snapshot wrote`);
+  const text = inflatedLines(bytes, what, line, counted(head[lengthField]));
+  return { head, text, body: Buffer.byteLength(line) + 1 };
+}
+
+/**
+ * The whole text, inflated into one buffer when its length is known: zlib's default fills chunks of
+ * 16 KiB and then joins them, holding the text twice. The byte to spare keeps zlib from asking for
+ * another buffer of that size once this one is full. A length no deflate stream of these bytes can
+ * reach (a damaged header) is not trusted; a wrong one only costs the join again.
+ */
+function inflatedLines(bytes: Uint8Array, what: string, line: string, bodyLength: number | undefined): Buffer {
+  const length = bodyLength === undefined ? undefined : Buffer.byteLength(line) + 1 + bodyLength;
+  const known = length !== undefined && length <= bytes.length * MAX_DEFLATE_RATIO;
   try {
-    text = gunzipSync(bytes);
+    return gunzipSync(bytes, known ? { chunkSize: Math.max(constants.Z_MIN_CHUNK, length + 1) } : {});
   } catch {
-    throw new Error(`the remote ${what} is not gzip`);
+    throw new Error(`the remote ${what} is damaged: its gzip does not inflate`);
   }
-  const end = text.indexOf(10);
-  const head = text.toString('utf8', 0, end === -1 ? text.length : end).split('\t');
-  if (head[0] !== header || head[1] === undefined)
-    throw new Error(`the remote ${what} was not written by this version of profile-snapshot`);
-  return { head, text, body: end === -1 ? text.length : end + 1 };
 }
 
 /** Each line of `text` from `from` on, as `[start, end)`, with no string made for it. */
@@ -163,10 +215,13 @@ export function serializeState(
   files: Iterable<readonly [string, string]>,
   summary?: StateSummary,
 ): Buffer {
-  const head = summary === undefined ? '' : `\t${summary.tree ?? NO_TREE}\t${summary.profiles}\t${summary.files}`;
-  const out = new GzipLines(`${STATE_HEADER}\t${id}${head}`);
-  for (const [path, hash] of files) out.line('f', `${path}\t${hash}`);
+  // Always every field: the lines' length comes after them (GzipLines).
+  const head = `\t${summary?.tree ?? NO_TREE}\t${summary?.profiles ?? '-'}\t${summary?.files ?? '-'}`;
   const rows = 'forEachRow' in profiles ? profiles : ProfileTable.of(profiles);
+  // Each profile's line is `p<TAB>`, its row, a newline; the few files' lines need no room of their
+  // own, the gzip of all being well under the room asked for (the bound of text that does not deflate).
+  const out = new GzipLines(`${STATE_HEADER}\t${id}${head}`, rows.rowsByteLength + 3 * rows.size);
+  for (const [path, hash] of files) out.line('f', `${path}\t${hash}`);
   rows.forEachRow((table, row) => out.line('p', table.rowBytes(row)));
   return out.done();
 }
@@ -174,8 +229,9 @@ export function serializeState(
 /** The state's profiles are a table over its own unzipped bytes: no string per line, no copy. */
 export function parseState(bytes: Uint8Array): RemoteState {
   const live = emptyLive();
-  const { head, text, body } = gunzipped(bytes, STATE_HEADER, 'state');
-  const profiles = new TableBuilder(text);
+  const { head, text, body } = gunzipped(bytes, STATE_HEADER, 'state', STATE_LENGTH_FIELD);
+  // The header's count of profiles is the room for their offsets, asked for once.
+  const profiles = new TableBuilder(text, { rows: counted(head[3]) ?? 0, bytes: 0 });
   forEachLine(text, body, (start, end) => {
     const tab1 = start + 1;
     if (end - start < 2 || text[tab1] !== TAB) return;
@@ -199,7 +255,7 @@ export function serializeIntent(intent: IntentToWrite): Buffer {
 }
 
 export function parseIntent(bytes: Uint8Array): RemoteIntent {
-  const { head, text, body } = gunzipped(bytes, INTENT_HEADER, 'intent');
+  const { head, text, body } = gunzipped(bytes, INTENT_HEADER, 'intent', INTENT_LENGTH_FIELD);
   const intent: RemoteIntent = { id: head[1]!, base: head[2] ?? NO_BASE, profiles: new Set(), files: new Set(), strays: new Set() };
   forEachLine(text, body, (start, end) => {
     if (end - start < 3 || text[start + 1] !== TAB) return;
@@ -215,7 +271,6 @@ export function parseIntent(bytes: Uint8Array): RemoteIntent {
 export function parseStateHead(bytes: Uint8Array): StateHead | undefined {
   const [name, id, tree, profiles, files] = headLine(bytes).split('\t');
   if (name !== STATE_HEADER || id === undefined) return undefined;
-  const counted = (text: string | undefined) => (text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined);
   const [p, f] = [counted(profiles), counted(files)];
   if (tree === undefined || tree === NO_TREE || p === undefined || f === undefined) return { id, tree: undefined, profiles: 0, files: 0 };
   return { id, tree, profiles: p, files: f };
@@ -226,6 +281,8 @@ export function parseIntentHead(bytes: Uint8Array): { id: string; base: string }
   const [name, id, base] = headLine(bytes).split('\t');
   return name === INTENT_HEADER && id !== undefined && base !== undefined ? { id, base } : undefined;
 }
+
+const counted = (text: string | undefined): number | undefined => (text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined);
 
 /** The first line of a gzipped record, from as many of its first bytes as were read ('' if none). */
 function headLine(bytes: Uint8Array): string {

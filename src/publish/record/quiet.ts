@@ -15,10 +15,7 @@ import type { Remote } from '../bucket/client.js';
 import { assertRequiredFiles } from '../plan/local.js';
 import { readObject, type StoredObject } from '../bucket/objects.js';
 import type { PublishScope } from '../keys.js';
-import { parseIntentHead, parseStateHead } from './format.js';
-
-/** Enough of a gzipped record to inflate its header line. */
-const HEAD_BYTES = 4096;
+import { HEAD_BYTES, parseIntentHead, parseStateHead } from './format.js';
 
 /**
  * The tree's counts when the bucket already holds it (nothing to do); undefined when that is not

@@ -67,6 +67,12 @@ export const COLLECTION_POINTS = [
    * frees that much memory before the creators list goes up, its peak.
    */
   'planned',
+  /**
+   * In a publish, once its uploads are done and the part buffers of its lists let go of: the state
+   * it then writes is made without them (the end of a watcher's publish, measured with
+   * bench-watch-memory).
+   */
+  'sent',
   /** In a watcher's publish thread, once a publish is done: the thread is idle until the next. */
   'published',
 ] as const;

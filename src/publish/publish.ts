@@ -173,6 +173,8 @@ async function publishHeld(
   const checkpoints = await Checkpoints.begin(remote, tree, plan, compared, record, base, options.checkpointProfiles);
   if (!checkpoints.writesAny) collectAfterLettingGo('planned', keepOnlyDeletions(compared, plan));
   outcome.bytes = await sendInOrder(remote, tree, plan, options, record.scope, checkpoints);
+  // The lists went up last: their part buffers are not held while the state is made.
+  collectAfterLettingGo('sent', remote.letGoOfPartBuffers());
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
   const deleteProfiles = deferred.size === 0 ? plan.deleteProfiles : plan.deleteProfiles.filter((name) => !deferred.has(name));

@@ -111,8 +111,9 @@ export class Remote {
   /**
    * The part buffers of its multipart uploads (upload.ts), reused by each large object it sends (the
    * list, then its variant): asked anew per object, the last one's were still waiting for a
-   * collection. Let go of when it closes: a watcher's publish thread would otherwise keep them through
-   * the cycles until its next publish, for as long as anything still references the client.
+   * collection. Let go of once a publish's uploads are done (publish.ts), and when it closes: a
+   * watcher's publish thread would otherwise keep them through the cycles until its next publish, for
+   * as long as anything still references the client.
    */
   readonly partBuffers: Buffer[] = [];
   /** The server's clock minus ours, from the Date header of its last answer: lease ages are read on it. */
@@ -231,8 +232,15 @@ export class Remote {
     return remoteError(`cannot ${action} (${this.where}): ${reason}`, hint, error);
   }
 
-  close(): void {
+  /** Drops the spare part buffers (a publish's last multipart upload is done); returns their bytes. */
+  letGoOfPartBuffers(): number {
+    const bytes = this.partBuffers.reduce((sum, buffer) => sum + buffer.length, 0);
     this.partBuffers.length = 0;
+    return bytes;
+  }
+
+  close(): void {
+    this.letGoOfPartBuffers();
     this.client.destroy();
   }
 }

@@ -4,10 +4,11 @@
  * before it) and its time. Each build writes its own state and reads the one it wrote; with
  * `--baseline`, that build's turns alternate with this one's and the report says their ratios.
  *
- *   node scripts/bench-record.mjs [--profiles 880196] [--runs 5] [--baseline <repo with build/>]
+ *   npm run compile && node scripts/bench-record.mjs [--profiles 880196] [--runs 5] [--baseline <repo with build/>]
  *
- * The rows are like the seeded 1M store's published profiles (880,196 of them): names of 9 to 12
- * characters, in name order, and 16-character data hashes.
+ * The rows are like the seeded 1M store's published profiles (880,196 of them): names of up to 13
+ * characters, in name order, and 16-character data hashes. Node 26 on: the setup's freed memory is
+ * handed back through node:ffi (core/release-freed.ts), which older versions cannot do.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

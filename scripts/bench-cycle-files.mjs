@@ -62,9 +62,9 @@ OutputTransaction.prototype.streamedFile = function timed(path, ...rest) {
  */
 const started = Symbol('started');
 const digestFromHere = BufferedFileWriter.prototype.digestFromHere;
-BufferedFileWriter.prototype.digestFromHere = function timedDigest() {
+BufferedFileWriter.prototype.digestFromHere = function timedDigest(...args) {
   this[started] = performance.now();
-  return digestFromHere.call(this);
+  return digestFromHere.apply(this, args);
 };
 const close = BufferedFileWriter.prototype.close;
 BufferedFileWriter.prototype.close = function timedClose() {

@@ -31,6 +31,11 @@ export class EntryTable {
     readonly memberLengths: Uint32Array,
     /** Whether any row's entry is PENDING (a file that may be half-way through a commit). */
     readonly anyPending: boolean,
+    /**
+     * What names these bytes exactly, when known: the digest of the manifest they were read from and
+     * where in it (see WrittenDigest: the next manifest's digest is chained from it).
+     */
+    readonly origin?: string,
   ) {}
 
   get size(): number {
@@ -158,7 +163,7 @@ export class EntryTableRecorder {
    * The table over `bytes`, the section as written, read back; its member rows are the members
    * recorded. Undefined when the bytes are not lines where the recorder placed them (the file changed).
    */
-  table(bytes: Buffer): EntryTable | undefined {
+  table(bytes: Buffer, origin?: string): EntryTable | undefined {
     const { lineStarts, tabs, rows } = this;
     if (bytes.length !== this.end) return undefined;
     lineStarts[rows] = this.end;
@@ -173,6 +178,7 @@ export class EntryTableRecorder {
       this.members,
       this.memberLengths.subarray(0, this.members),
       this.pending,
+      origin,
     );
   }
 }

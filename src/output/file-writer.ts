@@ -3,8 +3,8 @@
  * once, so the strings handed in die young: at a million profiles, batching strings instead kept
  * hundreds of megabytes of them alive long enough to reach V8's old generation.
  */
-import { createHash, type Hash } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
+import { WrittenDigest } from './written-digest.js';
 
 const BUFFER_SIZE = 1 << 20;
 /** Byte chunks from this size on are written out as they are, not copied into the buffer. */
@@ -28,7 +28,9 @@ export class BufferedFileWriter {
   private fd: number | undefined;
   private readonly buffer = Buffer.allocUnsafe(BUFFER_SIZE);
   private used = 0;
-  private digest: Hash | undefined;
+  private digest: WrittenDigest | undefined;
+  /** The buffer's bytes before this one are in the digest already, or are copied ones it names by their source. */
+  private digestedTo = 0;
 
   /**
    * `translate` turns a filesystem error into the caller's own (an output error, say); `flags` is
@@ -48,6 +50,23 @@ export class BufferedFileWriter {
   }
 
   write(chunk: string | Uint8Array): void {
+    this.put(chunk, false);
+  }
+
+  /**
+   * Writes `bytes` copied from offset `from` of what the digest's base names (see digestFromHere): a
+   * chained digest notes where they came from instead of hashing them again. Without one, as `write`.
+   */
+  writeCopied(bytes: Uint8Array, from: number): void {
+    const digest = this.digest;
+    if (digest?.chained !== true) return this.write(bytes);
+    this.digestBuffered();
+    digest.copied(this.bytesWritten, from, bytes.length);
+    this.put(bytes, true);
+    this.digestedTo = this.used;
+  }
+
+  private put(chunk: string | Uint8Array, copied: boolean): void {
     // A string of n UTF-16 units is at most 3n bytes of UTF-8: when that much room is left, encode it
     // straight in and take its length from the encoder (one pass over the text, not two).
     if (typeof chunk === 'string' && this.used + chunk.length * 3 <= BUFFER_SIZE) {
@@ -61,7 +80,9 @@ export class BufferedFileWriter {
     // Large byte ranges (a run of list members copied from the last list) go straight out: copying
     // them through the buffer first would move every byte once more.
     if (length > BUFFER_SIZE || (length >= DIRECT_BYTES && typeof chunk !== 'string')) {
-      this.writeOut(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      if (!copied) this.digest?.fresh(bytes);
+      this.writeOut(bytes);
     } else if (typeof chunk === 'string') {
       this.buffer.write(chunk, this.used);
       this.used += length;
@@ -105,23 +126,30 @@ export class BufferedFileWriter {
 
   private flush(): void {
     if (this.used === 0) return;
+    this.digestBuffered();
     const used = this.used;
-    this.used = 0;
+    this.used = this.digestedTo = 0;
     this.writeOut(this.buffer.subarray(0, used));
   }
 
+  /** Hands the buffer's bytes written anew since the last copied run (or flush) to the digest. */
+  private digestBuffered(): void {
+    if (this.digest !== undefined && this.used > this.digestedTo) this.digest.fresh(this.buffer.subarray(this.digestedTo, this.used));
+    this.digestedTo = this.used;
+  }
+
   /**
-   * A SHA-256 of every byte written after this call, fed as the bytes go out (the manifest's digest
-   * of itself: no second read of the file).
+   * The digest of every byte written after this call, fed as the bytes go out (the manifest's digest
+   * of itself: no second read of the file). With `base`, the digest of a file that bytes handed to
+   * `writeCopied` come from, it is chained from that one (see WrittenDigest).
    */
-  digestFromHere(): Hash {
+  digestFromHere(base?: string): WrittenDigest {
     this.flush();
-    return (this.digest = createHash('sha256'));
+    return (this.digest = new WrittenDigest(base));
   }
 
   private writeOut(bytes: Uint8Array): void {
     if (this.fd === undefined) throw new Error(`bug: ${this.path} is already closed`);
-    this.digest?.update(bytes);
     try {
       for (let done = 0; done < bytes.length;) done += writeSync(this.fd, bytes, done);
     } catch (cause) {

@@ -17,10 +17,12 @@
  * writeClaims): a later line for the same key wins, and blank lines are skipped.
  * Format 1 (`u <name> <hash>`, `f <path> <hash>`) is still read: it has no signatures.
  *
- * The digest line (fixed width, filled in once the rest is written) holds the SHA-256 of every byte
+ * The digest line (fixed width, filled in once the rest is written) holds a digest of every byte
  * after it and the file's size: a publish compares it with the digest its last state recorded, from
- * the header alone, instead of reading a million entries (publish/record/quiet.ts). Appended claims change
- * the size, which voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
+ * the header alone, instead of reading a million entries (publish/record/quiet.ts). It is the SHA-256
+ * of those bytes, or, when the lines carried over were copied from the last manifest this process
+ * wrote, chained from that one's digest (see WrittenDigest). Appended claims change the size, which
+ * voids it. Readers that do not know the line skip it, as any line not `u` or `f`.
  */
 import { closeSync, copyFileSync, fstatSync, lstatSync, openSync, readSync, statSync, writeSync, type BigIntStats } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -343,7 +345,7 @@ export function writeManifest(outDir: string, manifest: Manifest, keep = false):
     const header = `${HEADER}\t${manifest.renderKey}\n`;
     out.write(header);
     out.write(digestLine('0'.repeat(DIGEST_HEX), 0));
-    const digest = out.digestFromHere();
+    const digest = out.digestFromHere(manifest.profiles.base.origin);
     // Each line is encoded straight into the writer's buffer: a string per line was tens of
     // megabytes of garbage every watch cycle at a million profiles.
     for (const [key, entry] of manifest.files) out.writeTabbedLine('f', key, entry);
@@ -356,8 +358,9 @@ export function writeManifest(outDir: string, manifest: Manifest, keep = false):
     if (list !== undefined) section.members(list);
     section.others(members === 0);
     out.close();
-    fillDigestLine(temporary, Buffer.byteLength(header), digest.digest('hex'));
-    if (recorder !== undefined) kept = new WrittenManifest(join(outDir, MANIFEST_FILE), sectionAt, recorder, manifest, list!);
+    const hex = digest.hex();
+    fillDigestLine(temporary, Buffer.byteLength(header), hex);
+    if (recorder !== undefined) kept = new WrittenManifest(join(outDir, MANIFEST_FILE), sectionAt, recorder, manifest, list!, hex);
   });
   return kept;
 }
@@ -380,6 +383,8 @@ export class WrittenManifest {
     private readonly lines: EntryTableRecorder,
     written: Manifest,
     list: ListOrder,
+    /** The digest its digest line holds. */
+    private readonly digest: string,
   ) {
     this.renderKey = written.renderKey;
     this.files = written.files;
@@ -396,7 +401,8 @@ export class WrittenManifest {
     const length = this.lines.bytes;
     // Room to grow into: the next cycle's lines go into the same memory.
     const into = spare !== undefined && spare.length >= length ? spare : Buffer.allocUnsafeSlow(Math.ceil(length * 1.125));
-    const table = this.lines.table(readRange(this.file, this.sectionAt, into.subarray(0, length)));
+    const origin = `${this.digest}\t${this.sectionAt}`;
+    const table = this.lines.table(readRange(this.file, this.sectionAt, into.subarray(0, length)), origin);
     if (table === undefined) return undefined;
     const count = table.memberCount;
     const list: ListOrder = {

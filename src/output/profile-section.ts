@@ -97,7 +97,8 @@ export class ProfileSectionWriter {
   private flush(): void {
     const { runFrom, runTo, table } = this;
     if (runTo <= runFrom) return;
-    this.out.write(table.bytes.subarray(table.lineStart(runFrom), table.lineStart(runTo)));
+    const from = table.lineStart(runFrom);
+    this.out.writeCopied(table.bytes.subarray(from, table.lineStart(runTo)), from);
     this.recorder?.rowsOf(table, runFrom, runTo);
     this.runFrom = this.runTo = 0;
   }

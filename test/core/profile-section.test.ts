@@ -2,15 +2,17 @@
  * A watcher keeps the manifest it wrote as that file's own profile lines (an EntryTable under a
  * ProfileEntries), and writes the next one by copying the lines of profiles carried over unchanged
  * (profile-section.ts). What it writes must be, byte for byte, the manifest encoded afresh from the
- * same entries, whatever changed between them; and the entries must read as a Map of them would.
+ * same entries, whatever changed between them (its digest line aside: chained from the last one's);
+ * and the entries must read as a Map of them would.
  */
+import { Hash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { MANIFEST_FILE, STATE_DIR } from '../../src/core/layout.js';
 import { BufferedFileWriter } from '../../src/output/file-writer.js';
 import { ManifestCache } from '../../src/output/manifest-cache.js';
-import { writeManifest, type Manifest } from '../../src/output/manifest.js';
+import { readManifestDigest, writeManifest, type Manifest } from '../../src/output/manifest.js';
 import { ProfileEntries } from '../../src/output/profile-entries.js';
 import { prng } from '../../src/seed/synthetic.js';
 import { tempDir } from '../helpers/store.js';
@@ -52,8 +54,12 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
   const kept = outDir('kept');
   let last = writeManifest(kept, freshManifest(members, others, 3), true)!.read()!;
   const encoded = vi.spyOn(BufferedFileWriter.prototype, 'writeTabbedLine');
+  const hashed = vi.spyOn(Hash.prototype, 'update');
+  const byDigest = new Map<string, string>();
   let lines = 0;
   let encodedLines = 0;
+  let manifestBytes = 0;
+  let hashedBytes = 0;
   for (let round = 0; round < 40; round++) {
     // As a cycle does: some entries change (longer or shorter), members go and come, a member
     // becomes another profile and back, the other profiles change, and the lines before them.
@@ -99,12 +105,23 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
     };
     expect(new Map(profiles)).toEqual(new Map(fresh.profiles));
     encoded.mockClear();
+    hashed.mockClear();
     last = writeManifest(kept, next, true)!.read()!;
     encodedLines += encoded.mock.calls.filter(([kind]) => kind === 'u').length;
+    hashedBytes += hashed.mock.calls.reduce((sum, [data]) => sum + (typeof data === 'string' ? data.length : data.byteLength), 0);
     const freshDir = outDir(`fresh-${round}`);
     writeManifest(freshDir, fresh);
     const bytes = readFileSync(join(kept, MANIFEST_FILE), 'latin1');
-    expect(bytes, `round ${round}`).toBe(readFileSync(join(freshDir, MANIFEST_FILE), 'latin1'));
+    const freshBytes = readFileSync(join(freshDir, MANIFEST_FILE), 'latin1');
+    // All but the digest line: a fresh encoding's is the SHA-256 of its bytes, this one's is chained.
+    expect(withoutDigest(bytes), `round ${round}`).toBe(withoutDigest(freshBytes));
+    manifestBytes += bytes.length;
+    const digest = readManifestDigest(kept)!;
+    expect(digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(digest).not.toBe(readManifestDigest(freshDir));
+    // One digest, one content: no digest names two different manifests.
+    expect(byDigest.get(digest) ?? bytes, `round ${round}`).toBe(bytes);
+    byDigest.set(digest, bytes);
     // What is kept reads as the entries written, and lists the members in order.
     expect(new Map(last.profiles)).toEqual(new Map(fresh.profiles));
     expect(Array.from({ length: last.list!.names.length }, (_, i) => last.list!.names.at(i))).toEqual(listNames);
@@ -117,7 +134,17 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
   expect(lines).toBeGreaterThan(10_000);
   expect(encodedLines).toBeGreaterThan(0);
   expect(encodedLines / lines).toBeLessThan(0.2);
+  // The digest hashed the lines written anew, not the ones copied: it is chained from the last one.
+  expect(hashedBytes).toBeGreaterThan(0);
+  expect(hashedBytes / manifestBytes).toBeLessThan(0.25);
+  expect(byDigest.size).toBeGreaterThan(30);
 });
+
+/** A manifest's text without its digest line (its second). */
+const withoutDigest = (text: string) => {
+  const first = text.indexOf('\n');
+  return text.slice(0, first) + text.slice(text.indexOf('\n', first + 1));
+};
 
 it('reads and changes as a Map of the same entries does', () => {
   const names = Array.from({ length: 200 }, (_, i) => `n${String(i * 3).padStart(4, '0')}`);

@@ -49,6 +49,8 @@ export async function sendInOrder(
   let done = 0,
     bytes = 0;
   const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: (done += count), total, bytes });
+  // The plan is made and what it was made from let go of: a watcher's next cycle waits for this.
+  progress(0);
   const send = async (path: string, keys: readonly string[]) => {
     const fd = tree.reader.open(path);
     if (fd === undefined) throw missing(tree, path);

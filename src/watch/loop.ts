@@ -194,6 +194,9 @@ export class Watcher {
       // Bounded by FIRST_LOOK_MS: waiting for the bucket is no stall.
       await this.beatingWhile(this.publisher?.firstLook(FIRST_LOOK_MS) ?? Promise.resolve());
       while (!this.stopping) {
+        // A publish reading the tree and the bucket's record is let finish that first (bounded).
+        await this.beatingWhile(this.publisher?.pastItsReads(PUBLISH_READS_WAIT_MS) ?? Promise.resolve());
+        if (this.stopping) break;
         const started = performance.now();
         this.regenerateRequested = false;
         this.cycle(started);
@@ -420,6 +423,11 @@ function cycleOf(report: BuildReport, number: number): CycleStatus {
 
 /** How long a publishing watcher's first build waits for its first look at the leadership lease. */
 const FIRST_LOOK_MS = 5_000;
+/**
+ * How long a cycle waits at most for a publish to be past its reads: about a second at a million
+ * profiles from a bucket nearby; a far or slow bucket's reads are not waited for to the end.
+ */
+const PUBLISH_READS_WAIT_MS = 5_000;
 /** How often a publish's progress is written to the status file between cycles. */
 const PROGRESS_STATUS_MS = 2_000;
 /** How often the main thread beats while it waits as it should (its sleep between cycles): a timer that fires is progress. */

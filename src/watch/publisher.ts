@@ -50,6 +50,8 @@ export class PublishRunner {
   private closed = false;
   /** The publish under way's progress. */
   private pace: PublishPace | undefined;
+  /** Called once the publish under way is past its reads (see pastItsReads). */
+  private readsDone: (() => void)[] = [];
 
   constructor(
     private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full' | 'generation'>,
@@ -113,6 +115,36 @@ export class PublishRunner {
     clearTimeout(timer);
   }
 
+  /**
+   * Resolves once no publish is reading the tree's manifest and the bucket's state (the start of a
+   * publish, until its plan is made and they are let go of), or after `waitMs`. The next cycle waits
+   * for it: at a million profiles the two held beside a cycle's own buffers made the watcher's peak.
+   */
+  pastItsReads(waitMs: number): Promise<void> {
+    if (this.running === undefined || this.pastReads()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, waitMs);
+      const readsDone = this.readsDone;
+      function done(): void {
+        clearTimeout(timer);
+        const at = readsDone.indexOf(done);
+        if (at !== -1) readsDone.splice(at, 1);
+        resolve();
+      }
+      readsDone.push(done);
+    });
+  }
+
+  /** Whether the publish under way has made its plan: it is sending or deleting. */
+  private pastReads(): boolean {
+    const phase = this.pace?.status().phase;
+    return phase === 'upload' || phase === 'delete';
+  }
+
+  private endOfReads(): void {
+    for (const done of [...this.readsDone]) done();
+  }
+
   /** At the watcher's end: starts no publish of its own accord, and resolves once none runs or is pending. */
   async finish(): Promise<void> {
     this.closed = true;
@@ -163,6 +195,7 @@ export class PublishRunner {
       }
     } finally {
       this.running = undefined;
+      this.endOfReads();
     }
   }
 
@@ -178,11 +211,13 @@ export class PublishRunner {
       report = await this.publishPinned((progress) => {
         pace.update(progress);
         this.hooks.onProgress();
+        if (this.pastReads()) this.endOfReads();
       });
     } catch (failure) {
       error = reportOf(failure);
     }
     this.pace = undefined;
+    this.endOfReads();
     const now = new Date().toISOString();
     const status = this.status;
     status.running = false;

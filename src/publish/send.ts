@@ -49,7 +49,7 @@ export async function sendInOrder(
   let done = 0,
     bytes = 0;
   const progress = (count: number) => options.onProgress?.({ phase: 'upload', done: (done += count), total, bytes });
-  // The plan is made and what it was made from let go of: a watcher's next cycle waits for this.
+  // The plan is made, the reads behind it done: a watcher's next cycle waits for this (watch/publisher.ts).
   progress(0);
   const send = async (path: string, keys: readonly string[]) => {
     const fd = tree.reader.open(path);

@@ -51,7 +51,7 @@ export class PublishRunner {
   /** The publish under way's progress. */
   private pace: PublishPace | undefined;
   /** Called once the publish under way is past its reads (see pastItsReads). */
-  private readsDone: (() => void)[] = [];
+  private readonly readsDone: (() => void)[] = [];
 
   constructor(
     private readonly options: Omit<PublishOptions, 'onProgress' | 'dryRun' | 'full' | 'generation'>,
@@ -117,8 +117,8 @@ export class PublishRunner {
 
   /**
    * Resolves once no publish is reading the tree's manifest and the bucket's state (the start of a
-   * publish, until its plan is made and they are let go of), or after `waitMs`. The next cycle waits
-   * for it: at a million profiles the two held beside a cycle's own buffers made the watcher's peak.
+   * publish, until its plan is made), or after `waitMs`. The next cycle waits for it: at a million
+   * profiles the two read beside a cycle's own buffers made the watcher's highest peaks.
    */
   pastItsReads(waitMs: number): Promise<void> {
     if (this.running === undefined || this.pastReads()) return Promise.resolve();

@@ -15,7 +15,10 @@ beforeAll(() => {
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: CREDENTIALS.secretAccessKey });
 });
 afterAll(() => {
-  for (const [name, value] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret]] as const)
+  for (const [name, value] of [
+    ['AWS_ACCESS_KEY_ID', saved.id],
+    ['AWS_SECRET_ACCESS_KEY', saved.secret],
+  ] as const)
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
 });

@@ -19,20 +19,24 @@ import { createHash, type Hash } from 'node:crypto';
 const RUNS_NOTED = 8192 * 3;
 const CHAIN_TAG = 'profile-snapshot chained digest 1\n';
 
+/** A chained digest's own part: its base, and the copied runs noted so far. */
+interface Chain {
+  readonly base: string;
+  readonly runs: Hash;
+  readonly noted: Float64Array;
+  count: number;
+}
+
 export class WrittenDigest {
   private readonly freshBytes: Hash = createHash('sha256');
-  private readonly runs: Hash | undefined;
-  private readonly noted: Float64Array | undefined;
-  private notedCount = 0;
+  private readonly chain: Chain | undefined;
 
-  constructor(private readonly base?: string) {
-    if (base === undefined) return;
-    this.runs = createHash('sha256');
-    this.noted = new Float64Array(RUNS_NOTED);
+  constructor(base?: string) {
+    if (base !== undefined) this.chain = { base, runs: createHash('sha256'), noted: new Float64Array(RUNS_NOTED), count: 0 };
   }
 
   get chained(): boolean {
-    return this.base !== undefined;
+    return this.chain !== undefined;
   }
 
   /** Bytes written anew. */
@@ -42,28 +46,29 @@ export class WrittenDigest {
 
   /** A run of `length` bytes copied from `from` in the base's file, landing at `at` in this one. */
   copied(at: number, from: number, length: number): void {
-    const noted = this.noted;
-    if (noted === undefined) throw new Error('bug: a copied run noted in a digest that is not chained');
-    if (this.notedCount === noted.length) this.hashNoted();
-    noted[this.notedCount++] = at;
-    noted[this.notedCount++] = from;
-    noted[this.notedCount++] = length;
+    const chain = this.chain;
+    if (chain === undefined) throw new Error('bug: a copied run noted in a digest that is not chained');
+    if (chain.count === chain.noted.length) hashNoted(chain);
+    chain.noted[chain.count++] = at;
+    chain.noted[chain.count++] = from;
+    chain.noted[chain.count++] = length;
   }
 
   /** The digest, in hexadecimal (64 characters). */
   hex(): string {
-    if (this.base === undefined) return this.freshBytes.digest('hex');
-    this.hashNoted();
+    const chain = this.chain;
+    if (chain === undefined) return this.freshBytes.digest('hex');
+    hashNoted(chain);
     return createHash('sha256')
       .update(CHAIN_TAG)
-      .update(`${this.base}\n`)
+      .update(`${chain.base}\n`)
       .update(this.freshBytes.digest())
-      .update(this.runs!.digest())
+      .update(chain.runs.digest())
       .digest('hex');
   }
+}
 
-  private hashNoted(): void {
-    this.runs!.update(new Uint8Array(this.noted!.buffer, 0, this.notedCount * Float64Array.BYTES_PER_ELEMENT));
-    this.notedCount = 0;
-  }
+function hashNoted(chain: Chain): void {
+  chain.runs.update(new Uint8Array(chain.noted.buffer, 0, chain.count * Float64Array.BYTES_PER_ELEMENT));
+  chain.count = 0;
 }

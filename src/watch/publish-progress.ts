@@ -25,13 +25,18 @@ export class PublishPace {
     this.last = progress;
   }
 
+  /** The phase of the last event; 'prepare' before any (reading the tree and the bucket's record). */
+  get currentPhase(): PublishProgressStatus['phase'] {
+    return this.phase ?? 'prepare';
+  }
+
   private head() {
     return { cycle: this.cycle, startedAt: this.startedAt, movedAt: new Date(this.movedAtMs).toISOString() };
   }
 
   status(nowMs = Date.now()): PublishProgressStatus {
     const progress = this.last;
-    if (progress === undefined) return { ...this.head(), phase: 'prepare', done: 0, total: 0, bytes: 0, etaSeconds: null };
+    if (progress === undefined) return { ...this.head(), phase: this.currentPhase, done: 0, total: 0, bytes: 0, etaSeconds: null };
     const { phase, done, total, bytes } = progress;
     return { ...this.head(), phase, done, total, bytes, etaSeconds: this.etaSeconds(progress, nowMs) };
   }

@@ -137,7 +137,7 @@ export class PublishRunner {
 
   /** Whether the publish under way has made its plan: it is sending or deleting. */
   private pastReads(): boolean {
-    const phase = this.pace?.status().phase;
+    const phase = this.pace?.currentPhase;
     return phase === 'upload' || phase === 'delete';
   }
 

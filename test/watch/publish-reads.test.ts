@@ -5,10 +5,13 @@
  * the publish's end, and never lasts longer than asked: a bucket that does not answer holds no cycle.
  */
 import { createServer, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CREDENTIALS, startS3rver } from '../helpers/s3.js';
 import { newSite, PREFIX, s3Workspace } from '../publish/helpers.js';
+import { Watcher, type WatchEvent } from '../../src/watch/loop.js';
 import { PublishRunner, type PublishHooks } from '../../src/watch/publisher.js';
+import { waitFor } from './helpers.js';
 
 const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
 beforeAll(() => {
@@ -83,5 +86,30 @@ describe('a cycle after a publish starts', () => {
       await runner.finish();
       await runner.close().catch(() => undefined);
     }
+  }, 60_000);
+
+  it('is asked for by the watcher before each of its cycles', async () => {
+    const site = await newSite(workspace.server, workspace.dir, 5);
+    const asked = vi.spyOn(PublishRunner.prototype, 'pastItsReads');
+    const events: WatchEvent[] = [];
+    const cycles = () => events.filter((event) => event.type === 'cycle').length;
+    const remote = { bucket: site.bucket, prefix: PREFIX, endpoint: site.endpoint, region: 'us-east-1', pathStyle: true, concurrency: 4 };
+    const watcher = Watcher.start({
+      build: { db: site.db, out: join(workspace.dir, 'watched') },
+      intervalMs: 100,
+      snapshotTime: () => ({ ms: Date.now(), reproducible: false }),
+      onEvent: (event) => events.push(event),
+      publish: { to: `s3://${site.bucket}/${PREFIX}`, options: { remote, singleWriter: true } },
+    });
+    let calls: number;
+    try {
+      await waitFor('three cycles', () => cycles() >= 3);
+    } finally {
+      watcher.stop();
+      await watcher.done;
+      calls = asked.mock.calls.length;
+      asked.mockRestore();
+    }
+    expect(calls).toBeGreaterThanOrEqual(cycles());
   }, 60_000);
 });

@@ -23,7 +23,7 @@ export function outcomeOf(
     ...outcomeHead(remote, tree.outDir, options),
     compared,
     changed: !isEmptyPlan(plan),
-    profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.length },
+    profiles: { put: plan.profiles.length, deleted: plan.deleteProfiles.size },
     objects: { put: uploadCount(plan), deleted: deleteCount(plan), unchanged: plan.unchanged },
     list: plan.listFiles.includes(CREATORS_FILE),
   };

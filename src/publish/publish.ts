@@ -37,9 +37,9 @@ import { deleteObjects } from './bucket/upload.js';
 import { scopeOf, type PublishScope } from './keys.js';
 import { Lease } from './lease/lease.js';
 import { leaseOptionsOf, lockWaitOf } from './lease/defaults.js';
-import { UNKNOWN, type LiveSet } from './plan/live-set.js';
+import type { LiveSet } from './plan/live-set.js';
 import { profilePaths, readLocalTree, treeShard, type LocalTree } from './plan/local.js';
-import { ProfileTable, union, type RowSource } from './plan/profile-table.js';
+import { forEachRow, TableBuilder, union, type RowSource } from './plan/profile-table.js';
 import { guardDeletions, isEmptyPlan, LIST_FILES, planPublish, type PublishPlan } from './plan/plan.js';
 import { listLive } from './plan/reconcile.js';
 import { Checkpoints } from './record/checkpoint.js';
@@ -177,7 +177,7 @@ async function publishHeld(
   collectAfterLettingGo('sent', remote.letGoOfPartBuffers());
   // A shard's removed users leave the joined list before their objects go; until then they stay live.
   const deferred = await joinBeforeDeleting(remote, outcome, record.scope, options, plan);
-  const deleteProfiles = deferred.size === 0 ? plan.deleteProfiles : plan.deleteProfiles.filter((name) => !deferred.has(name));
+  const deleteProfiles = [...plan.deleteProfiles.keys()].filter((name) => !deferred.has(name));
   const deletions = [...deleteProfiles.flatMap(profilePaths), ...plan.deleteKeys];
   let deleted = 0;
   await deleteObjects(
@@ -187,7 +187,7 @@ async function publishHeld(
     (count) => options.onProgress?.({ phase: 'delete', done: (deleted += count), total: deletions.length, bytes: outcome.bytes }),
     options.later,
   );
-  await writeState(remote, checkpoints.record, checkpoints.id, liveProfiles(tree, live, deferred), hashes(tree.files), {
+  await writeState(remote, checkpoints.record, checkpoints.id, liveProfiles(tree, plan, deferred), hashes(tree.files), {
     // A state that still holds deferred profiles does not name the tree: the next publish deletes them.
     tree: deferred.size === 0 ? tree.digest : undefined,
     profiles: tree.profiles.size + deferred.size,
@@ -197,24 +197,25 @@ async function publishHeld(
 }
 
 /**
- * After the plan, what was live is read again only by checkpoints, which merge all of it, and for the
- * hashes of a shard's deferred deletions. A publish that writes no checkpoint keeps only its
- * deletions' rows: the state's table of every profile is not held through the uploads. Returns the
- * bytes it let go of.
+ * After the plan, what was live is read again only by checkpoints, which merge all of it; the plan
+ * keeps the rows of its deletions (with the hashes a shard's deferred ones stay live with). A
+ * publish that writes no checkpoint lets go of the rest: the state is not held through the
+ * uploads. Returns the bytes it let go of.
  */
 function keepOnlyDeletions(live: LiveSet, plan: PublishPlan): number {
   const held = live.profiles.byteLength;
-  live.profiles = liveRowsOf(live, plan.deleteProfiles);
+  live.profiles = plan.deleteProfiles;
   return held - live.profiles.byteLength;
 }
 
-/** These profiles with the hash each is live with (UNKNOWN where none is known). */
-const liveRowsOf = (live: LiveSet | undefined, names: Iterable<string>): ProfileTable =>
-  ProfileTable.of(Array.from(names, (name) => [name, live?.profiles.get(name) ?? UNKNOWN] as const));
-
 /** The tree's profiles, and those whose deletion waits for the joined list (with the hash they are live with). */
-function liveProfiles(tree: LocalTree, live: LiveSet | undefined, deferred: ReadonlySet<string>): RowSource {
-  return union(liveRowsOf(live, deferred), tree.profiles);
+function liveProfiles(tree: LocalTree, plan: PublishPlan, deferred: ReadonlySet<string>): RowSource {
+  if (deferred.size === 0) return tree.profiles;
+  const kept = new TableBuilder();
+  forEachRow(plan.deleteProfiles, (table, row) => {
+    if (deferred.has(table.name(row))) kept.addRow(table, row);
+  });
+  return union(kept.build(), tree.profiles);
 }
 
 /** Progress of the listing a publish with no trusted record compares with: objects listed, of about the tree's. */

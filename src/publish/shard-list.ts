@@ -27,8 +27,8 @@ export async function joinBeforeDeleting(
   if (scope.shard === undefined) return new Set();
   const holdsPart = await joinShardList(remote, outcome, scope.shard, options);
   if (holdsPart || options.dryRun) return new Set();
-  outcome.shard!.deferredProfiles = plan.deleteProfiles.length;
-  return new Set(plan.deleteProfiles);
+  outcome.shard!.deferredProfiles = plan.deleteProfiles.size;
+  return new Set(plan.deleteProfiles.keys());
 }
 
 /** A shard's outcome, once the creators list holds its current part (or could not be joined yet). */

@@ -12,6 +12,7 @@ import { parseState } from '../../src/publish/record/format.js';
 
 const REMOTE_STATE_KEY = '.profile-snapshot/remote-state';
 import { expectExact, expectListCovered, newSite, PREFIX, publicObjects, publishSite, s3Workspace, sql, totalRequests } from './helpers.js';
+import { tableOf } from '../../src/publish/plan/profile-table.js';
 
 const servers: [string, () => Promise<S3Server>][] = [['s3rver', startS3rver]];
 if (hasMoto) servers.push(['moto', startMoto]);
@@ -158,7 +159,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
       const objects = await readBucket(site.endpoint, site.bucket, PREFIX, (key) => key === REMOTE_STATE_KEY);
       return parseState(Buffer.from(objects.get(REMOTE_STATE_KEY)!.bytes, 'latin1'));
     };
-    const live = (await stateOf()).live.profiles;
+    const live = tableOf((await stateOf()).live.profiles);
     // A third of the users change; the publish checkpoints every 5 and is stopped after its second chunk.
     sql(site.db, 'UPDATE users SET views = views + 1 WHERE id % 3 = 0;');
     buildTo(site.db, site.out);
@@ -168,7 +169,7 @@ describe.each(servers)('publish to %s', (_name, start) => {
     };
     await expect(publishSite(site, { checkpointProfiles: 5, onProgress })).rejects.toBe(stopped);
     // The checkpoint's state: every profile live before, the sent ones with their new hashes.
-    const checkpoint = (await stateOf()).live.profiles;
+    const checkpoint = tableOf((await stateOf()).live.profiles);
     expect([...checkpoint.keys()]).toEqual([...live.keys()]);
     expect([...checkpoint].filter(([name, hash]) => hash !== live.get(name)).length).toBeGreaterThanOrEqual(5);
     const next = await publishSite(site);

@@ -17,6 +17,7 @@ import { makeStore } from '../faults/helpers.js';
 import { buildTo } from '../helpers/build.js';
 import { clientFor, hasMoto, startMoto, startS3rver, type S3Server } from '../helpers/s3.js';
 import { expectExact, newSite, PREFIX, publishSite, s3Workspace, sql, totalRequests, type Site } from './helpers.js';
+import { tableOf } from '../../src/publish/plan/profile-table.js';
 
 const servers: [string, () => Promise<S3Server>][] = [['s3rver', startS3rver]];
 if (hasMoto) servers.push(['moto', startMoto]);
@@ -109,7 +110,7 @@ describe.each(servers)('a quiet publish to %s', (_name, start) => {
     const site = await newSite(workspace.server, workspace.dir, 30);
     await publishSite(site);
     const head = parseStateHead(await readRecordObject(site, STATE_KEY))!;
-    const name = [...parseState(await readRecordObject(site, STATE_KEY)).live.profiles.keys()][0]!;
+    const name = [...tableOf(parseState(await readRecordObject(site, STATE_KEY)).live.profiles).keys()][0]!;
     // A publish that stopped half-way over this state: it may have changed `name`'s objects.
     await writeRecordObject(
       site,

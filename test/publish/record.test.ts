@@ -8,6 +8,7 @@ import { judge } from '../../src/publish/record/record.js';
 import { NO_BASE, serializeIntent, serializeState, type RemoteIntent } from '../../src/publish/record/format.js';
 import { UNKNOWN } from '../../src/publish/plan/live-set.js';
 import type { StoredObject } from '../../src/publish/bucket/objects.js';
+import { tableOf } from '../../src/publish/plan/profile-table.js';
 
 const stored = (bytes: Buffer, etag: string): StoredObject => ({ bytes, etag, modifiedMs: 0 });
 const state = (id: string) =>
@@ -30,7 +31,7 @@ describe('the record a publish finds', () => {
     for (const record of [judge(state('p1'), intent({ id: 'p1', base: 'p0' })), judge(state('p1'), undefined)]) {
       expect(record.settled).toBe(true);
       expect(record.base).toBe('p1');
-      expect(record.live?.profiles.get('bob')).toBe('h2');
+      expect(tableOf(record.live!.profiles).get('bob')).toBe('h2');
     }
   });
 
@@ -38,9 +39,9 @@ describe('the record a publish finds', () => {
     const record = judge(state('p1'), intent({ id: 'p2', base: 'p1', profiles: new Set(['bob', 'carol']), strays: new Set(['x']) }));
     expect(record.settled).toBe(false);
     expect(record.base).toBe('p1');
-    expect(record.live?.profiles.get('alice')).toBe('h1');
-    expect(record.live?.profiles.get('bob')).toBe(UNKNOWN);
-    expect(record.live?.profiles.get('carol')).toBe(UNKNOWN);
+    expect(tableOf(record.live!.profiles).get('alice')).toBe('h1');
+    expect(tableOf(record.live!.profiles).get('bob')).toBe(UNKNOWN);
+    expect(tableOf(record.live!.profiles).get('carol')).toBe(UNKNOWN);
     expect([...record.live!.strays]).toEqual(['x']);
   });
 

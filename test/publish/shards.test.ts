@@ -17,6 +17,7 @@ import { userName } from '../helpers/store.js';
 import { clientFor, hasMoto, s3Env, startMoto } from '../helpers/s3.js';
 import { PREFIX, sql, s3Workspace } from './helpers.js';
 import { buildShards, change, expectShardedExact, newShardedSite, sampleReader, shardArgs, type ShardedSite } from './shard-helpers.js';
+import { tableOf } from '../../src/publish/plan/profile-table.js';
 
 const workspace = s3Workspace(startMoto, 'profile-snapshot-shards-');
 
@@ -158,7 +159,7 @@ describe.skipIf(!hasMoto)('shards published into one prefix', () => {
       // the shard's state keeps them live with the hash they were published with.
       const gone = userName(ofShard1[1]!).toLowerCase();
       const stateKey = scopeOf({ index: 1, count: 2 }).state;
-      const hashIn = async (name: string) => parseState(await read(stateKey)).live.profiles.get(name);
+      const hashIn = async (name: string) => tableOf(parseState(await read(stateKey)).live.profiles).get(name);
       const goneHash = await hashIn(gone);
       expect(goneHash).toMatch(/^[^?]+$/);
       sql(site.db, `UPDATE users SET status = 'deleted' WHERE id = ${ofShard1[1]}`);

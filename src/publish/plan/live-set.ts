@@ -3,14 +3,15 @@
  * (../record/format.ts) or, when the record cannot be trusted, from a listing (reconcile.ts).
  */
 
-import { ProfileTable } from './profile-table.js';
+import { ProfileTable, type RowSource } from './profile-table.js';
 
 /** The hash of an object whose content is not known (an unresolved intent, a mismatching listing). */
 export const UNKNOWN = '?';
 
 /** What is in the bucket: profile name (in name order) or file path -> data hash (or UNKNOWN). */
 export interface LiveSet {
-  profiles: ProfileTable;
+  /** A listing's table, or the state's rows as its gzip holds them (walked, never held inflated). */
+  profiles: RowSource;
   files: Map<string, string>;
   /** Keys (relative to the prefix) that are not part of any tree's layout: deleted by the next publish. */
   strays: Set<string>;

@@ -18,7 +18,7 @@ import {
   readManifestRenderKey,
   scanManifest,
 } from '../../output/manifest.js';
-import { ProfileTable, TableBuilder } from './profile-table.js';
+import { forEachRow, ProfileTable, TableBuilder } from './profile-table.js';
 import { shardOfRenderKey } from '../../core/render-key.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
 
@@ -106,7 +106,7 @@ const PROFILE_LINE_BYTES = 32;
 
 function countPending(profiles: ProfileTable, files: Map<string, string>): number {
   let pending = 0;
-  profiles.forEachRow((table, row) => {
+  forEachRow(profiles, (table, row) => {
     if (table.hashIs(row, PENDING)) pending++;
   });
   for (const entry of files.values()) if (entry === PENDING) pending++;

@@ -6,7 +6,7 @@ import { SnapshotError } from '../../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE, PROFILE_DIRS } from '../../core/layout.js';
 import { fileHash, type LocalTree } from './local.js';
 import type { LiveSet } from './live-set.js';
-import { mergeRows, PickedRows } from './profile-table.js';
+import { mergeRows, PickedRows, TableBuilder, type ProfileTable } from './profile-table.js';
 import { count } from '../../core/text.js';
 
 export interface PublishPlan {
@@ -16,8 +16,8 @@ export interface PublishPlan {
   files: string[];
   /** The creators list and its gzip variant (LIST_FILES), those new or changed: uploaded after every profile. */
   listFiles: string[];
-  /** Profiles to delete (every alias), no longer in the tree. */
-  deleteProfiles: string[];
+  /** Profiles to delete (every alias), no longer in the tree, each with the hash it is live with: what is kept of the live rows once the plan is made. */
+  deleteProfiles: ProfileTable;
   /** Documents to delete and stray keys, relative to the prefix. */
   deleteKeys: string[];
   /** Objects already live with the tree's content. */
@@ -32,24 +32,27 @@ const ALIASES = PROFILE_DIRS.length;
 export const LIST_FILES: readonly string[] = [CREATORS_FILE, CREATORS_GZIP_FILE];
 
 export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
-  const plan: PublishPlan = {
-    profiles: new PickedRows(tree.profiles),
-    files: [],
-    listFiles: [],
-    deleteProfiles: [],
-    deleteKeys: [],
-    unchanged: 0,
-    liveProfileObjects: live.profiles.size * ALIASES,
-  };
+  const profiles = new PickedRows(tree.profiles);
+  const deleteProfiles = new TableBuilder();
+  let unchanged = 0;
   // Both in name order: one merge, no lookup per profile; the plan's profiles come out in name order.
   mergeRows(tree.profiles, live.profiles, {
-    left: (row) => plan.profiles.push(row),
-    right: (row) => plan.deleteProfiles.push(live.profiles.name(row)),
-    both: (row, at) => {
-      if (tree.profiles.sameHash(row, live.profiles, at)) plan.unchanged += ALIASES;
-      else plan.profiles.push(row);
+    left: (_, row) => profiles.push(row),
+    right: (table, row) => deleteProfiles.addRow(table, row),
+    both: (_, row, table, at) => {
+      if (tree.profiles.sameHash(row, table, at)) unchanged += ALIASES;
+      else profiles.push(row);
     },
   });
+  const plan: PublishPlan = {
+    profiles,
+    files: [],
+    listFiles: [],
+    deleteProfiles: deleteProfiles.build(),
+    deleteKeys: [],
+    unchanged,
+    liveProfileObjects: live.profiles.size * ALIASES,
+  };
   for (const path of tree.files.keys()) {
     if (live.files.get(path) === fileHash(tree, path)) plan.unchanged++;
     else if (LIST_FILES.includes(path)) plan.listFiles.push(path);
@@ -69,7 +72,7 @@ function isTreeKey(tree: LocalTree, key: string): boolean {
 }
 
 export const uploadCount = (plan: PublishPlan) => plan.profiles.length * ALIASES + plan.files.length + plan.listFiles.length;
-export const deleteCount = (plan: PublishPlan) => plan.deleteProfiles.length * ALIASES + plan.deleteKeys.length;
+export const deleteCount = (plan: PublishPlan) => plan.deleteProfiles.size * ALIASES + plan.deleteKeys.length;
 export const isEmptyPlan = (plan: PublishPlan) => uploadCount(plan) === 0 && deleteCount(plan) === 0;
 
 /** Deletions allowed without --force: 10% of the live profile objects, and never fewer than 100. */

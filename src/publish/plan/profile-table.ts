@@ -1,8 +1,9 @@
 /**
  * Profiles and their data hashes, sorted by name, packed in one buffer: what a publish holds of the
- * tree (its manifest) and of the bucket (its state), at a million profiles, instead of two maps of a
- * million strings each. Two tables are compared as sorted streams, a merge (plan.ts), and a state is
- * written from them line by line (../record/format.ts).
+ * tree (its manifest), at a million profiles, instead of a map of a million strings. What is live
+ * is a table too, or rows read from the state's gzip a member at a time (../record/state-rows.ts):
+ * both are walked in name order by a cursor, compared as sorted streams, a merge (plan.ts), and a
+ * state is written from them line by line (../record/format.ts).
  *
  * Each row is `name<TAB>hash` somewhere in `bytes` (ASCII: names and hashes are, by the store's
  * rules and ours); three arrays say where its name starts, where its tab is and where its hash ends,
@@ -11,7 +12,7 @@
 
 const TAB = 9;
 
-export class ProfileTable {
+export class ProfileTable implements RowSource {
   private constructor(
     readonly bytes: Buffer,
     private readonly starts: Uint32Array,
@@ -29,7 +30,7 @@ export class ProfileTable {
     return builder.build();
   }
 
-  /** @internal (TableBuilder) */
+  /** @internal (TableBuilder, and a state's tables over each piece of its text) */
   static view(bytes: Buffer, starts: Uint32Array, tabs: Uint32Array, ends: Uint32Array, size: number): ProfileTable {
     return new ProfileTable(bytes, starts, tabs, ends, size);
   }
@@ -70,8 +71,8 @@ export class ProfileTable {
     return this.ends[row]!;
   }
 
-  forEachRow(visit: (table: ProfileTable, row: number) => void): void {
-    for (let row = 0; row < this.size; row++) visit(this, row);
+  rows(): RowCursor {
+    return new TableCursor(this);
   }
 
   /** This table's row `row` against `other`'s row `at`, by name. */
@@ -121,10 +122,15 @@ export class ProfileTable {
   *[Symbol.iterator](): IterableIterator<[string, string]> {
     for (let row = 0; row < this.size; row++) yield [this.name(row), this.hash(row)];
   }
+}
 
-  /** This table with each of `names` given `hash` (added where absent). */
-  withHash(names: Iterable<string>, hash: string): ProfileTable {
-    return tableOf(union(this, ProfileTable.of(Array.from(names, (name) => [name, hash] as const))));
+/** A table's rows, one after the other. */
+class TableCursor implements RowCursor {
+  row = -1;
+  constructor(readonly table: ProfileTable) {}
+
+  next(): boolean {
+    return ++this.row < this.table.size;
   }
 }
 
@@ -169,60 +175,143 @@ export class PickedRows implements Iterable<string> {
   }
 }
 
-/** Rows in name order, as a state is written from them: a table, or two merged as they are read. */
+/** Rows in name order, walked from the first each time: a table, a state's gzip, or two merged. */
 export interface RowSource {
   readonly size: number;
   /** The bytes of every row's `name<TAB>hash`, for a writer to ask for its room once. */
   readonly rowsByteLength: number;
-  forEachRow(visit: (table: ProfileTable, row: number) => void): void;
+  /** The memory the source holds. */
+  readonly byteLength: number;
+  rows(): RowCursor;
 }
 
-/** Every row of both tables, in name order; where both have a name, `over`'s row wins. Made as it is read, never held. */
-export function union(base: ProfileTable, over: ProfileTable): RowSource {
+/**
+ * A walk over a source's rows. `next` moves to the next row (call it once before the first) and
+ * says whether there is one; the row is `table`'s `row`, valid until the next call: a state's
+ * tables hold one member's rows at a time.
+ */
+export interface RowCursor {
+  readonly table: ProfileTable;
+  readonly row: number;
+  next(): boolean;
+}
+
+export function forEachRow(source: RowSource, visit: (table: ProfileTable, row: number) => void): void {
+  for (const rows = source.rows(); rows.next();) visit(rows.table, rows.row);
+}
+
+/** Every row of both sources, in name order; where both have a name, `over`'s row wins. Made as it is read, never held. */
+export function union(base: RowSource, over: RowSource): RowSource {
   if (over.size === 0) return base;
   if (base.size === 0) return over;
-  const forEachRow = (visit: (table: ProfileTable, row: number) => void) =>
-    mergeRows(base, over, {
-      left: (row) => visit(base, row),
-      right: (row) => visit(over, row),
-      both: (_, row) => visit(over, row),
+  return new Union(base, over);
+}
+
+class Union implements RowSource {
+  private counted: { size: number; rowsByteLength: number } | undefined;
+
+  constructor(
+    private readonly base: RowSource,
+    private readonly over: RowSource,
+  ) {}
+
+  get size(): number {
+    return this.count().size;
+  }
+
+  get rowsByteLength(): number {
+    return this.count().rowsByteLength;
+  }
+
+  get byteLength(): number {
+    return this.base.byteLength + this.over.byteLength;
+  }
+
+  rows(): RowCursor {
+    return new UnionCursor(this.base.rows(), this.over.rows());
+  }
+
+  /** Counted by a walk, once and only when asked: a state's rows are inflated to be counted. */
+  private count(): { size: number; rowsByteLength: number } {
+    if (this.counted !== undefined) return this.counted;
+    let size = 0,
+      rowsByteLength = 0;
+    forEachRow(this, (table, row) => {
+      size++;
+      rowsByteLength += table.endOf(row) - table.startOf(row);
     });
-  let size = 0,
-    rowsByteLength = 0;
-  forEachRow((table, row) => {
-    size++;
-    rowsByteLength += table.endOf(row) - table.startOf(row);
-  });
-  return { size, rowsByteLength, forEachRow };
+    return (this.counted = { size, rowsByteLength });
+  }
+}
+
+/**
+ * Two cursors merged. Each side moves on only at the next call, after its row was read: moving it
+ * at once would let a state's cursor replace the table the row is in.
+ */
+class UnionCursor implements RowCursor {
+  table = ProfileTable.EMPTY;
+  row = -1;
+  private hasBase = true;
+  private hasOver = true;
+  private moveBase = true;
+  private moveOver = true;
+
+  constructor(
+    private readonly base: RowCursor,
+    private readonly over: RowCursor,
+  ) {}
+
+  next(): boolean {
+    if (this.moveBase) this.hasBase = this.base.next();
+    if (this.moveOver) this.hasOver = this.over.next();
+    if (!this.hasBase && !this.hasOver) return (this.moveBase = this.moveOver = false);
+    const order = !this.hasBase ? 1 : !this.hasOver ? -1 : this.base.table.compareNames(this.base.row, this.over.table, this.over.row);
+    const from = order < 0 ? this.base : this.over;
+    this.table = from.table;
+    this.row = from.row;
+    this.moveBase = order <= 0;
+    this.moveOver = order >= 0;
+    return true;
+  }
 }
 
 /** The rows of `source` as a table of their own. */
 export function tableOf(source: RowSource): ProfileTable {
   if (source instanceof ProfileTable) return source;
   const rows = new TableBuilder();
-  source.forEachRow((table, row) => rows.addRow(table, row));
+  forEachRow(source, (table, row) => rows.addRow(table, row));
   return rows.build();
 }
 
-/** What a merge of two sorted tables calls for each name: in the left only, the right only, or both. */
+/** What a merge of two sorted sources calls for each name: in the left only, the right only, or both. A row is valid during the call. */
 export interface MergeVisitor {
-  left(row: number): void;
-  right(row: number): void;
-  both(leftRow: number, rightRow: number): void;
+  left(table: ProfileTable, row: number): void;
+  right(table: ProfileTable, row: number): void;
+  both(left: ProfileTable, leftRow: number, right: ProfileTable, rightRow: number): void;
 }
 
-/** Walks two tables side by side in name order, as `comm` does. */
-export function mergeRows(left: ProfileTable, right: ProfileTable, visit: MergeVisitor): void {
-  let i = 0,
-    j = 0;
-  while (i < left.size && j < right.size) {
-    const order = left.compareNames(i, right, j);
-    if (order < 0) visit.left(i++);
-    else if (order > 0) visit.right(j++);
-    else visit.both(i++, j++);
+/** Walks two sources side by side in name order, as `comm` does. */
+export function mergeRows(left: RowSource, right: RowSource, visit: MergeVisitor): void {
+  const a = left.rows(),
+    b = right.rows();
+  let hasA = a.next(),
+    hasB = b.next();
+  while (hasA && hasB) {
+    const order = a.table.compareNames(a.row, b.table, b.row);
+    if (order < 0) {
+      visit.left(a.table, a.row);
+      hasA = a.next();
+    } else if (order > 0) {
+      visit.right(b.table, b.row);
+      hasB = b.next();
+    } else {
+      visit.both(a.table, a.row, b.table, b.row);
+      hasA = a.next();
+      hasB = b.next();
+    }
   }
-  while (i < left.size) visit.left(i++);
-  while (j < right.size) visit.right(j++);
+  for (; hasA; hasA = a.next()) visit.left(a.table, a.row);
+  for (; hasB; hasB = b.next()) visit.right(b.table, b.row);
 }
 
 /** Byte order of two ranges (for ASCII, the order of the strings). */
@@ -340,7 +429,7 @@ export class TableBuilder {
   }
 }
 
-function grow(array: Uint32Array): Uint32Array<ArrayBuffer> {
+export function grow(array: Uint32Array): Uint32Array<ArrayBuffer> {
   const grown = new Uint32Array(array.length * 2);
   grown.set(array);
   return grown;

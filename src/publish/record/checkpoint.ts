@@ -101,7 +101,7 @@ export function intentOf(id: string, base: string, plan: PublishPlan, from = 0):
     // Disjoint: the tree's profiles to send, and live ones it no longer has.
     profiles: (function* () {
       for (let i = from; i < plan.profiles.length; i++) yield plan.profiles.name(i);
-      yield* plan.deleteProfiles;
+      yield* plan.deleteProfiles.keys();
     })(),
     files: new Set([...plan.files, ...plan.listFiles]),
     strays: new Set(plan.deleteKeys),

@@ -23,12 +23,15 @@
 import { randomBytes } from 'node:crypto';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { emptyLive, UNKNOWN, type LiveSet } from '../plan/live-set.js';
-import { ProfileTable, TableBuilder, type RowSource } from '../plan/profile-table.js';
+import { forEachRow, ProfileTable, union, type RowSource } from '../plan/profile-table.js';
+import { StateRows } from './state-rows.js';
 
 const STATE_HEADER = 'profile-snapshot remote state 1';
 const INTENT_HEADER = 'profile-snapshot remote intent 2';
-/** Where each header says how many bytes of lines follow it: after the fields older versions read. */
-const STATE_LENGTH_FIELD = 5;
+/**
+ * Where the intent's header says how many bytes of lines follow it: after the fields older versions
+ * read. The state's says so too, last, for older versions: this one reads a state a member at a time.
+ */
 const INTENT_LENGTH_FIELD = 3;
 
 /** The most text one byte of deflate can stand for (zlib's technical note: 1032 to 1). */
@@ -96,7 +99,9 @@ const gzipBound = (bytes: number): number => bytes + (bytes >>> 12) + (bytes >>>
  * Lines written as gzip members of a batch each, one after the other: a valid gzip file (RFC 1952),
  * which gunzip reads whole, made without the text of a million lines in memory at once. The header
  * line is a member of its own, made last: it ends with the byte length of the lines below it, so a
- * reader inflates the whole into one buffer of that size (`inflatedLines`). Each member is copied
+ * reader that inflates the whole (an intent, or an older version's reader of a state) asks for one
+ * buffer of that size (`inflatedLines`); this version reads a state a member at a time
+ * (state-rows.ts), and each member holds at most a batch of text. Each member is copied
  * into one output buffer as it is made, its room asked for once when the lines' length is known:
  * the members kept apart and joined at the end held the gzip twice.
  */
@@ -217,33 +222,23 @@ export function serializeState(
 ): Buffer {
   // Always every field: the lines' length comes after them (GzipLines).
   const head = `\t${summary?.tree ?? NO_TREE}\t${summary?.profiles ?? '-'}\t${summary?.files ?? '-'}`;
-  const rows = 'forEachRow' in profiles ? profiles : ProfileTable.of(profiles);
+  const rows = 'rows' in profiles ? profiles : ProfileTable.of(profiles);
   // Each profile's line is `p<TAB>`, its row, a newline; the few files' lines need no room of their
   // own, the gzip of all being well under the room asked for (the bound of text that does not deflate).
   const out = new GzipLines(`${STATE_HEADER}\t${id}${head}`, rows.rowsByteLength + 3 * rows.size);
   for (const [path, hash] of files) out.line('f', `${path}\t${hash}`);
-  rows.forEachRow((table, row) => out.line('p', table.rowBytes(row)));
+  forEachRow(rows, (table, row) => out.line('p', table.rowBytes(row)));
   return out.done();
 }
 
-/** The state's profiles are a table over its own unzipped bytes: no string per line, no copy. */
+/** The state's profiles are read from its gzip as they are walked (state-rows.ts): no string per line, no text held. */
 export function parseState(bytes: Uint8Array): RemoteState {
+  const head = headLine(bytes.subarray(0, HEAD_BYTES)).split('\t');
+  if (head[0] !== STATE_HEADER || head[1] === undefined)
+    throw new Error('the remote state is not one this version of profile-snapshot wrote');
   const live = emptyLive();
-  const { head, text, body } = gunzipped(bytes, STATE_HEADER, 'state', STATE_LENGTH_FIELD);
-  // The header's count of profiles is the room for their offsets, asked for once.
-  const profiles = new TableBuilder(text, { rows: counted(head[3]) ?? 0, bytes: 0 });
-  forEachLine(text, body, (start, end) => {
-    const tab1 = start + 1;
-    if (end - start < 2 || text[tab1] !== TAB) return;
-    const tab2 = text.indexOf(TAB, tab1 + 1);
-    if (tab2 === -1 || tab2 > end) return;
-    const third = text.indexOf(TAB, tab2 + 1);
-    const hashEnd = third === -1 || third > end ? end : third;
-    if (text[start] === 112 /* p */) profiles.addBytes(text, tab1 + 1, tab2, hashEnd);
-    else if (text[start] === 102 /* f */) live.files.set(text.toString('utf8', tab1 + 1, tab2), text.toString('utf8', tab2 + 1, hashEnd));
-  });
-  live.profiles = profiles.build();
-  return { id: head[1]!, live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
+  live.profiles = StateRows.read(bytes, (path, hash) => live.files.set(path, hash));
+  return { id: head[1], live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
 }
 
 export function serializeIntent(intent: IntentToWrite): Buffer {
@@ -298,7 +293,7 @@ function headLine(bytes: Uint8Array): string {
 
 /** Marks what an unresolved intent may have touched as unknown: uploaded again, or deleted. */
 export function applyIntent(live: LiveSet, intent: RemoteIntent): void {
-  live.profiles = live.profiles.withHash(intent.profiles, UNKNOWN);
+  live.profiles = union(live.profiles, ProfileTable.of(Array.from(intent.profiles, (name) => [name, UNKNOWN] as const)));
   for (const path of intent.files) live.files.set(path, UNKNOWN);
   for (const key of intent.strays) live.strays.add(key);
 }

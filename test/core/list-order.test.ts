@@ -16,8 +16,15 @@ const collect = runInNewContext('gc') as () => void;
 /** A complete column over an array, as a manifest table's rows are. */
 const complete = <T>(values: T[]): Column<T> => ({ length: values.length, at: (i) => values[i], complete: true });
 
-/** Every value of `column`, in order. */
-const read = <T>(column: Column<T>): (T | undefined)[] => Array.from({ length: column.length }, (_, i) => column.at(i));
+/**
+ * Every value of `column`, in order. A loop, not a callback: a callback holds the column through its
+ * closure, and a busy machine's background compile of it held the closure past a collection.
+ */
+function read<T>(column: Column<T>): (T | undefined)[] {
+  const values: (T | undefined)[] = [];
+  for (let i = 0; i < column.length; i++) values.push(column.at(i));
+  return values;
+}
 
 /** A random next list over `last`: some members dropped, some of this cycle's own put in between. */
 function nextOrder(lastLength: number, random: () => number): { order: number[]; ownCount: number } {
@@ -50,7 +57,9 @@ describe('a list composed over the last one (ComposedColumn)', () => {
     for (let cycle = 0; cycle < 40; cycle++) {
       const { order, ownCount } = nextOrder(column.length, random);
       const own = Array.from({ length: ownCount }, (_, k) => ({ name: `own${cycle}.${k}` }));
-      const next = order.map((i) => (i < 0 ? expected[~i]! : own[i]!));
+      // A loop, as in `read`: no closure over this cycle's values for a compile job to hold.
+      const next: { name: string }[] = [];
+      for (const i of order) next.push(i < 0 ? expected[~i]! : own[i]!);
       // This cycle's own values the next list drops: nothing should hold them once it is made.
       const kept = new Set(next);
       for (const value of expected) if (!kept.has(value)) dropped.push(new WeakRef(value));

@@ -5,7 +5,7 @@
  */
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
-import { ProfileTable, TableBuilder, tableOf, union } from '../../src/publish/plan/profile-table.js';
+import { forEachRow, ProfileTable, TableBuilder, tableOf, union } from '../../src/publish/plan/profile-table.js';
 import { planPublish } from '../../src/publish/plan/plan.js';
 import { emptyLive, UNKNOWN } from '../../src/publish/plan/live-set.js';
 import type { LocalTree } from '../../src/publish/plan/local.js';
@@ -189,6 +189,25 @@ describe('the record, written as streams', () => {
       .map(([name]) => [name, UNKNOWN] as [string, string]);
     expect([...tableOf(union(parsed.live.profiles, ProfileTable.of(over)))]).toEqual([...ProfileTable.of([...given, ...over])]);
     expect([...tableOf(union(ProfileTable.of(over), parsed.live.profiles))]).toEqual([...ProfileTable.of([...over, ...given])]);
+  });
+
+  it('hands each member back as the walk moves past it: a walk holds about one member, not all it read', () => {
+    const given = many(400_000); // about 13 MB of lines: a dozen members of a megabyte
+    const bytes = serializeState('s1', given, [], { tree: 'd1', profiles: given.length, files: 0 });
+    const parsed = parseState(bytes);
+    const before = process.memoryUsage().arrayBuffers;
+    let most = 0,
+      rows = 0,
+      last: unknown;
+    forEachRow(parsed.live.profiles, (table) => {
+      rows++;
+      if (table === last) return;
+      last = table;
+      most = Math.max(most, process.memoryUsage().arrayBuffers - before);
+    });
+    expect(rows).toBe(given.length);
+    // Left to the collector, the members' buffers piled up: several megabytes by the end of the walk.
+    expect(most).toBeLessThan(4 * 2 ** 20);
   });
 
   it('reads a state whose gzip members split its lines anywhere, the header line included', () => {

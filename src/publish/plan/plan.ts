@@ -34,12 +34,18 @@ export const LIST_FILES: readonly string[] = [CREATORS_FILE, CREATORS_GZIP_FILE]
 export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
   const profiles = new PickedRows(tree.profiles);
   const deleteProfiles = new TableBuilder();
-  let unchanged = 0;
+  let unchanged = 0,
+    liveRows = 0;
   // Both in name order: one merge, no lookup per profile; the plan's profiles come out in name order.
+  // The live rows are counted as they pass: a source merged with an intent would walk them again.
   mergeRows(tree.profiles, live.profiles, {
     left: (_, row) => profiles.push(row),
-    right: (table, row) => deleteProfiles.addRow(table, row),
+    right: (table, row) => {
+      liveRows++;
+      deleteProfiles.addRow(table, row);
+    },
     both: (_, row, table, at) => {
+      liveRows++;
       if (tree.profiles.sameHash(row, table, at)) unchanged += ALIASES;
       else profiles.push(row);
     },
@@ -51,7 +57,7 @@ export function planPublish(tree: LocalTree, live: LiveSet): PublishPlan {
     deleteProfiles: deleteProfiles.build(),
     deleteKeys: [],
     unchanged,
-    liveProfileObjects: live.profiles.size * ALIASES,
+    liveProfileObjects: liveRows * ALIASES,
   };
   for (const path of tree.files.keys()) {
     if (live.files.get(path) === fileHash(tree, path)) plan.unchanged++;

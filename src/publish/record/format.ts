@@ -176,11 +176,17 @@ class GzipLines {
  * lines are (absent in an older version's record).
  */
 function gunzipped(bytes: Uint8Array, header: string, what: string, lengthField: number): { head: string[]; text: Buffer; body: number } {
+  const { line, head } = ourHead(bytes, header, what);
+  const text = inflatedLines(bytes, what, line, counted(head[lengthField]));
+  return { head, text, body: Buffer.byteLength(line) + 1 };
+}
+
+/** The header line of a record of ours and its fields; throws for any other file. */
+function ourHead(bytes: Uint8Array, header: string, what: string): { line: string; head: string[] } {
   const line = headLine(bytes.subarray(0, HEAD_BYTES));
   const head = line.split('\t');
   if (head[0] !== header || head[1] === undefined) throw new Error(`the remote ${what} is not one this version of profile-snapshot wrote`);
-  const text = inflatedLines(bytes, what, line, counted(head[lengthField]));
-  return { head, text, body: Buffer.byteLength(line) + 1 };
+  return { line, head };
 }
 
 /**
@@ -233,12 +239,10 @@ export function serializeState(
 
 /** The state's profiles are read from its gzip as they are walked (state-rows.ts): no string per line, no text held. */
 export function parseState(bytes: Uint8Array): RemoteState {
-  const head = headLine(bytes.subarray(0, HEAD_BYTES)).split('\t');
-  if (head[0] !== STATE_HEADER || head[1] === undefined)
-    throw new Error('the remote state is not one this version of profile-snapshot wrote');
+  const { head } = ourHead(bytes, STATE_HEADER, 'state');
   const live = emptyLive();
   live.profiles = StateRows.read(bytes, (path, hash) => live.files.set(path, hash));
-  return { id: head[1], live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
+  return { id: head[1]!, live, tree: head[2] === undefined || head[2] === NO_TREE ? undefined : head[2] };
 }
 
 export function serializeIntent(intent: IntentToWrite): Buffer {

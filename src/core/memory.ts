@@ -169,6 +169,16 @@ export function collectNow(point: CollectionPoint): void {
 }
 
 /**
+ * Hands freed memory back to the system now, with no collection: where a build has just freed much
+ * outside V8's heap. A gzip variant with thousands of pieces deflated leaves zlib's buffers and the
+ * ended deflate worker's memory free in malloc's arenas, resident through the copy's update and the
+ * commit that follow, which would otherwise peak over them.
+ */
+export function releaseFreedNow(): void {
+  if (upkeep?.releaseFreed) releaseFreedMemory();
+}
+
+/**
  * Collects now when `bytes` were just let go of and they are worth a collection (MIN_STEP or more):
  * a small publish's state is not.
  */

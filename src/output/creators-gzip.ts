@@ -19,7 +19,8 @@ import type { BufferedFileWriter } from './file-writer.js';
 import type { Column } from './list-order.js';
 import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
 import { readIndexFile, readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
-import { pieceDeflater, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
+import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
+import { releaseFreedNow } from '../core/memory.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
 
@@ -93,6 +94,7 @@ export function stageCreatorsGzip(
     counts = cost;
   };
   const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
+  if (counts !== undefined && counts.pieces - counts.reused >= SHARE_DEFLATE_FROM) releaseFreedNow();
   if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), settings, pieces));
   return counts;
 }

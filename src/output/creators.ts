@@ -59,6 +59,14 @@ export class CreatorsList {
   /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted handover i - 1's. */
   private readonly sources: number[] = [];
   private readonly adopted: { path: string; bytes: number }[] = [];
+  /**
+   * The members of the slices adopted from other threads, numbered after this list's own (the
+   * columns above), each slice's kept as it was handed over: copied member by member into the
+   * columns, they made each column grow in steps, and the columns' old storage, most of a million
+   * members' worth, was garbage at the pass's peak.
+   */
+  private readonly adoptedMembers: AdoptedMembers[] = [];
+  private adoptedCount = 0;
   private readonly scratch: BufferedFileWriter;
   /** The last build's list file and members, when members can be copied from it. */
   private last: { file: string; members: ListOrder } | undefined;
@@ -86,7 +94,7 @@ export class CreatorsList {
   }
 
   get size(): number {
-    return this.finalSize ?? this.names.length + (this.carried?.count ?? 0);
+    return this.finalSize ?? this.names.length + this.adoptedCount + (this.carried?.count ?? 0);
   }
 
   /** Whether members can be kept from the last list (`keep`); otherwise each must be `add`ed. */
@@ -96,6 +104,7 @@ export class CreatorsList {
 
   /** A member rendered in this build; returns the byte length of its JSON (for the manifest). */
   add(name: string, userJson: string, hash: string): number {
+    this.assertNoneAdopted(name);
     const offset = this.scratch.bytesWritten;
     this.scratch.write(userJson);
     const length = this.scratch.bytesWritten - offset;
@@ -113,6 +122,7 @@ export class CreatorsList {
    */
   keep(name: string, hash: string, length: number): void {
     if (!this.canKeep) throw new Error(`bug: ${name} kept without a last list to copy it from`);
+    this.assertNoneAdopted(name);
     this.names.push(name);
     this.hashes.push(hash);
     this.offsets.push(KEPT);
@@ -139,15 +149,58 @@ export class CreatorsList {
   /** Takes over the members another thread's slice of this pass found, among its `profiles`. */
   adopt(handover: CreatorsHandover, profiles: SliceProfiles): void {
     this.adopted.push({ path: handover.scratch, bytes: handover.scratchBytes });
-    const source = this.adopted.length;
-    for (let i = 0; i < handover.profiles.length; i++) {
-      const profile = handover.profiles[i]!;
-      this.names.push(profiles.names[profile]!);
-      this.hashes.push(profiles.entries[profile]!);
-      this.offsets.push(handover.offsets[i]!);
-      this.lengths.push(handover.lengths[i]!);
-      this.sources.push(source);
+    const { names, entries } = profiles;
+    const { profiles: members, offsets, lengths } = handover;
+    const first = this.names.length + this.adoptedCount;
+    this.adoptedMembers.push({ first, source: this.adopted.length, names, entries, members, offsets, lengths });
+    this.adoptedCount += members.length;
+  }
+
+  /** Own members are numbered before adopted ones: none may come after an adoption. */
+  private assertNoneAdopted(name: string): void {
+    if (this.adoptedCount > 0) throw new Error(`bug: ${name} added to the creators list after another slice's members`);
+  }
+
+  /** The adopted slice member `i` (numbered after the own members) is in. */
+  private adoptedSlice(i: number): AdoptedMembers {
+    const slices = this.adoptedMembers;
+    let at = slices.length - 1;
+    while (slices[at]!.first > i) at--;
+    return slices[at]!;
+  }
+
+  private hashOf(i: number): string {
+    if (i < this.hashes.length) return this.hashes[i]!;
+    const slice = this.adoptedSlice(i);
+    return slice.entries[slice.members[i - slice.first]!]!;
+  }
+
+  private offsetOf(i: number): number {
+    if (i < this.offsets.length) return this.offsets[i]!;
+    const slice = this.adoptedSlice(i);
+    return slice.offsets[i - slice.first]!;
+  }
+
+  private lengthOf(i: number): number {
+    if (i < this.lengths.length) return this.lengths[i]!;
+    const slice = this.adoptedSlice(i);
+    return slice.lengths[i - slice.first]!;
+  }
+
+  /** Which scratch file member `i`'s offset is in (see `sources`). */
+  private sourceOf(i: number): number {
+    return i < this.sources.length ? this.sources[i]! : this.adoptedSlice(i).source;
+  }
+
+  /** Every member's name, own and adopted, as one array: what the list is sorted by, and kept past letGoOfMembers. */
+  private memberNames(): string[] {
+    const own = this.names;
+    const names = new Array<string>(own.length + this.adoptedCount);
+    for (let i = 0; i < own.length; i++) names[i] = own[i]!;
+    for (const slice of this.adoptedMembers) {
+      for (let j = 0; j < slice.members.length; j++) names[slice.first + j] = slice.names[slice.members[j]!]!;
     }
+    return names;
   }
 
   /**
@@ -199,16 +252,17 @@ export class CreatorsList {
     { threads = 1, partOfJoined = false }: { threads?: number; partOfJoined?: boolean } = {},
   ): GzipPieces | undefined {
     this.scratch.close();
-    const order = this.listOrder();
+    const names = this.memberNames();
+    const order = this.listOrder(names);
     const headLength = Buffer.byteLength(head);
     const memberHashes = this.memberHashes(order);
     const digest = new Fingerprint().update(memberHashes).digest();
     const rewritten = owner.streamedFile(this.path, digest, (sink) => {
       sink.write(`${head}[`);
-      this.writeMembers(sink, order, headLength);
+      this.writeMembers(sink, order, names, headLength);
       sink.write(`]${tail()}`);
     });
-    const listed = this.inListOrder(order);
+    const listed = this.inListOrder(order, names);
     // Completed by the variant (stageCreatorsGzip), in place, before the next list reads them.
     const pieceMarks = partOfJoined ? undefined : this.knownPieceMarks(order);
     owner.setList({ ...listed, hashes: memberHashes, ...(pieceMarks && { pieceMarks }) });
@@ -225,6 +279,8 @@ export class CreatorsList {
   private letGoOfMembers(): void {
     this.finalSize = this.size;
     for (const column of [this.names, this.hashes, this.offsets, this.lengths, this.sources]) column.length = 0;
+    this.adoptedMembers.length = 0;
+    this.adoptedCount = 0;
     this.last = undefined;
     this.carried = undefined;
     collectNow('list-written'); // most of the heap's growth since the last collection is garbage now
@@ -233,9 +289,9 @@ export class CreatorsList {
   /**
    * The members in list order, each as its index in the columns, or as ~i for member i of the last
    * list carried over. Lower-case ASCII names: code-unit order is "lower case, ascending".
+   * `names`: every member's, own and adopted (memberNames).
    */
-  private listOrder(): number[] {
-    const names = this.names;
+  private listOrder(names: readonly string[]): number[] {
     // Filled by index: Array.from(names.keys()) made an iterator result per member, a heap's worth
     // of garbage at a million members right where the build's memory peaks.
     const own = new Array<number>(names.length);
@@ -260,17 +316,17 @@ export class CreatorsList {
   }
 
   /** The list's members in `order`, with their lengths and (where this pass leaves it as it was) manifest entries. */
-  private inListOrder(order: number[]): ListMembers {
+  private inListOrder(order: number[], names: string[]): ListMembers {
     const last = this.carried?.members;
     // Views, not a copy per member: the last list's members stay where they are (its manifest
-    // table, at best), and this build's own names are kept past letGoOfMembers.
+    // table, at best), and this build's own names (memberNames' array) are kept past letGoOfMembers.
     const lengths = new Float64Array(order.length);
     for (let at = 0; at < order.length; at++) {
       const i = order[at]!;
-      lengths[at] = i < 0 ? last!.lengths[~i]! : this.lengths[i]!;
+      lengths[at] = i < 0 ? last!.lengths[~i]! : this.lengthOf(i);
     }
     const listed: ListMembers = {
-      names: ComposedColumn.of(order, last?.names, this.names.slice()),
+      names: ComposedColumn.of(order, last?.names, names),
       lengths,
       entries: ComposedColumn.of(order, this.carried?.entries, undefined),
     };
@@ -320,7 +376,7 @@ export class CreatorsList {
         position = end - 1;
         continue;
       }
-      const text = i < 0 ? carried!.entries.at(~i)! : this.hashes[i]!;
+      const text = i < 0 ? carried!.entries.at(~i)! : this.hashOf(i);
       // Copied by a loop: a call into the encoder per member cost several times the copying.
       for (let c = 0; c < FINGERPRINT_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
     }
@@ -328,7 +384,7 @@ export class CreatorsList {
   }
 
   /** Writes the members, commas between: rendered ones from the scratch file, kept ones from the last list. */
-  private writeMembers(sink: BufferedFileWriter, order: number[], headLength: number): void {
+  private writeMembers(sink: BufferedFileWriter, order: number[], names: readonly string[], headLength: number): void {
     const scratchFiles = [{ path: this.scratch.path, bytes: this.scratch.bytesWritten }, ...this.adopted];
     const scratch: PositionedReader[] = [];
     const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
@@ -341,11 +397,11 @@ export class CreatorsList {
         const i = order[position]!;
         if (i < 0) {
           position = copyCarriedRun(sink, last!, carried, order, position);
-        } else if (this.offsets[i] !== KEPT) {
-          sink.write(scratch[this.sources[i]!]!.read(this.offsets[i]!, this.lengths[i]!));
+        } else if (this.offsetOf(i) !== KEPT) {
+          sink.write(scratch[this.sourceOf(i)]!.read(this.offsetOf(i), this.lengthOf(i)));
           position++;
         } else {
-          position = this.copyKeptRun(sink, last!, cursor, order, position);
+          position = this.copyKeptRun(sink, last!, cursor, order, names, position);
         }
       }
     } finally {
@@ -358,19 +414,25 @@ export class CreatorsList {
    * Copies the run of kept members from `order[position]` on that were neighbours in the last list
    * too, commas between them included, in one read; returns the position after the run.
    */
-  private copyKeptRun(sink: BufferedFileWriter, last: PositionedReader, cursor: LastListCursor, order: number[], position: number): number {
-    const { names, offsets, lengths } = this;
+  private copyKeptRun(
+    sink: BufferedFileWriter,
+    last: PositionedReader,
+    cursor: LastListCursor,
+    order: number[],
+    names: readonly string[],
+    position: number,
+  ): number {
     const first = order[position]!;
     const start = cursor.locate(names[first]!);
-    let end = start + lengths[first]!;
+    let end = start + this.lengthOf(first);
     let runEnd = position + 1;
     while (
       runEnd < order.length &&
       order[runEnd]! >= 0 &&
-      offsets[order[runEnd]!] === KEPT &&
+      this.offsetOf(order[runEnd]!) === KEPT &&
       cursor.isFollowedBy(runEnd - position, names[order[runEnd]!]!)
     ) {
-      end += 1 + lengths[order[runEnd]!]!;
+      end += 1 + this.lengthOf(order[runEnd]!);
       runEnd++;
     }
     last.copy(start, end - start, sink);
@@ -403,6 +465,20 @@ export class CreatorsList {
 
 /** The offset of a member kept from the last list (found there in `finish`). */
 const KEPT = -1;
+
+/** Another thread's slice's members, as its handover gave them (CreatorsList.adopt). */
+interface AdoptedMembers {
+  /** The number of its first member in the list (after the list's own and earlier slices'). */
+  first: number;
+  /** Its scratch file's number (see `sources`). */
+  source: number;
+  /** The slice's profiles (names and manifest entries), and each member's index among them. */
+  names: readonly string[];
+  entries: readonly string[];
+  members: Int32Array;
+  offsets: Float64Array;
+  lengths: Float64Array;
+}
 
 /** The last list's members a selective pass carried over (CreatorsList.keepCarried). */
 interface CarriedMembers {

@@ -118,10 +118,19 @@ export class TreeDiff {
 
   /** What this diff found, for the owner's `adopt` (a slice's part of a pass). */
   handOver(): SliceDiff {
-    const names = [...this.next.profiles.keys()];
+    // Filled in one walk, each array at its final size: spread from iterators, they grew in steps,
+    // their old storage garbage at the thread's peak, with its slice's whole pass still in memory.
+    const { profiles } = this.next;
+    const names = new Array<string>(profiles.size);
+    const entries = new Array<string>(profiles.size);
+    let at = 0;
+    for (const [name, entry] of profiles) {
+      names[at] = name;
+      entries[at++] = entry;
+    }
     return {
       names,
-      entries: [...this.next.profiles.values()],
+      entries,
       stale: [...this.previous.profiles.keys()],
       unchangedFiles: this.unchangedFiles,
       manifestChanged: this.manifestChanged,

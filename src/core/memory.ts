@@ -171,8 +171,8 @@ export function collectNow(point: CollectionPoint): void {
 /**
  * Hands freed memory back to the system now, with no collection: where a build has just freed much
  * outside V8's heap. A gzip variant with thousands of pieces deflated leaves zlib's buffers and the
- * ended deflate worker's memory free in malloc's arenas, resident through the copy's update and the
- * commit that follow, which would otherwise peak over them.
+ * ended deflate worker's memory free in malloc's arenas; kept there, it stays resident through the
+ * copy's update and the commit that follow.
  */
 export function releaseFreedNow(): void {
   if (upkeep?.releaseFreed) releaseFreedMemory();

@@ -56,12 +56,10 @@ export class CreatorsList {
    */
   private readonly offsets: number[] = [];
   private readonly lengths: number[] = [];
-  /** Which scratch file a rendered member's offset is in: 0 this list's own, i > 0 adopted handover i - 1's. */
-  private readonly sources: number[] = [];
-  private readonly adopted: { path: string; bytes: number }[] = [];
   /**
    * The members of the slices adopted from other threads, numbered after this list's own (the
-   * columns above), each slice's kept as it was handed over: copied member by member into the
+   * columns above, whose offsets are in this list's scratch file), each slice's kept as it was
+   * handed over, with its own scratch file: copied member by member into the
    * columns, they made each column grow in steps, and the columns' old storage, most of a million
    * members' worth, was garbage at the pass's peak.
    */
@@ -112,7 +110,6 @@ export class CreatorsList {
     this.hashes.push(hash);
     this.offsets.push(offset);
     this.lengths.push(length);
-    this.sources.push(0);
     return length;
   }
 
@@ -127,7 +124,6 @@ export class CreatorsList {
     this.hashes.push(hash);
     this.offsets.push(KEPT);
     this.lengths.push(length);
-    this.sources.push(0);
   }
 
   /**
@@ -148,11 +144,10 @@ export class CreatorsList {
 
   /** Takes over the members another thread's slice of this pass found, among its `profiles`. */
   adopt(handover: CreatorsHandover, profiles: SliceProfiles): void {
-    this.adopted.push({ path: handover.scratch, bytes: handover.scratchBytes });
     const { names, entries } = profiles;
-    const { profiles: members, offsets, lengths } = handover;
+    const { scratch, scratchBytes, profiles: members, offsets, lengths } = handover;
     const first = this.names.length + this.adoptedCount;
-    this.adoptedMembers.push({ first, source: this.adopted.length, names, entries, members, offsets, lengths });
+    this.adoptedMembers.push({ first, scratch, scratchBytes, names, entries, members, offsets, lengths });
     this.adoptedCount += members.length;
   }
 
@@ -161,12 +156,16 @@ export class CreatorsList {
     if (this.adoptedCount > 0) throw new Error(`bug: ${name} added to the creators list after another slice's members`);
   }
 
-  /** The adopted slice member `i` (numbered after the own members) is in. */
-  private adoptedSlice(i: number): AdoptedMembers {
+  /** Which adopted slice member `i` (numbered after the own members) is in. */
+  private adoptedIndex(i: number): number {
     const slices = this.adoptedMembers;
     let at = slices.length - 1;
     while (slices[at]!.first > i) at--;
-    return slices[at]!;
+    return at;
+  }
+
+  private adoptedSlice(i: number): AdoptedMembers {
+    return this.adoptedMembers[this.adoptedIndex(i)]!;
   }
 
   private hashOf(i: number): string {
@@ -187,9 +186,9 @@ export class CreatorsList {
     return slice.lengths[i - slice.first]!;
   }
 
-  /** Which scratch file member `i`'s offset is in (see `sources`). */
-  private sourceOf(i: number): number {
-    return i < this.sources.length ? this.sources[i]! : this.adoptedSlice(i).source;
+  /** Which scratch file member `i`'s offset is in: 0 this list's own, s + 1 adopted slice s's. */
+  private scratchOf(i: number): number {
+    return i < this.offsets.length ? 0 : this.adoptedIndex(i) + 1;
   }
 
   /** Every member's name, own and adopted, as one array: what the list is sorted by, and kept past letGoOfMembers. */
@@ -278,7 +277,7 @@ export class CreatorsList {
    */
   private letGoOfMembers(): void {
     this.finalSize = this.size;
-    for (const column of [this.names, this.hashes, this.offsets, this.lengths, this.sources]) column.length = 0;
+    for (const column of [this.names, this.hashes, this.offsets, this.lengths]) column.length = 0;
     this.adoptedMembers.length = 0;
     this.adoptedCount = 0;
     this.last = undefined;
@@ -385,7 +384,10 @@ export class CreatorsList {
 
   /** Writes the members, commas between: rendered ones from the scratch file, kept ones from the last list. */
   private writeMembers(sink: BufferedFileWriter, order: number[], names: readonly string[], headLength: number): void {
-    const scratchFiles = [{ path: this.scratch.path, bytes: this.scratch.bytesWritten }, ...this.adopted];
+    const scratchFiles = [
+      { path: this.scratch.path, bytes: this.scratch.bytesWritten },
+      ...this.adoptedMembers.map((slice) => ({ path: slice.scratch, bytes: slice.scratchBytes })),
+    ];
     const scratch: PositionedReader[] = [];
     const last = this.last === undefined ? undefined : new PositionedReader(this.last.file, false);
     const cursor = new LastListCursor(this.last?.members, headLength);
@@ -398,7 +400,7 @@ export class CreatorsList {
         if (i < 0) {
           position = copyCarriedRun(sink, last!, carried, order, position);
         } else if (this.offsetOf(i) !== KEPT) {
-          sink.write(scratch[this.sourceOf(i)]!.read(this.offsetOf(i), this.lengthOf(i)));
+          sink.write(scratch[this.scratchOf(i)]!.read(this.offsetOf(i), this.lengthOf(i)));
           position++;
         } else {
           position = this.copyKeptRun(sink, last!, cursor, order, names, position);
@@ -470,8 +472,9 @@ const KEPT = -1;
 interface AdoptedMembers {
   /** The number of its first member in the list (after the list's own and earlier slices'). */
   first: number;
-  /** Its scratch file's number (see `sources`). */
-  source: number;
+  /** Its scratch file (in the staging folder) and the bytes in it. */
+  scratch: string;
+  scratchBytes: number;
   /** The slice's profiles (names and manifest entries), and each member's index among them. */
   names: readonly string[];
   entries: readonly string[];

@@ -329,13 +329,16 @@ export class CreatorsList {
       lengths,
       entries: ComposedColumn.of(order, this.carried?.entries, undefined),
     };
-    const lastRow = last?.tableRow;
-    if (last?.table !== undefined && lastRow !== undefined) {
-      // Looked up now, not through the last list's lookup: a chain of those would grow every cycle.
+    if (last?.table !== undefined) {
+      // Looked up now, not through the last list's rows: a chain of those would grow every cycle.
+      const lastRows = last.tableRows;
       const rows = new Int32Array(order.length);
-      for (let at = 0; at < order.length; at++) rows[at] = order[at]! < 0 ? lastRow(~order[at]!) : -1;
+      for (let at = 0; at < order.length; at++) {
+        const i = order[at]!;
+        rows[at] = i >= 0 ? -1 : lastRows === undefined ? ~i : lastRows[~i]!;
+      }
       listed.table = last.table;
-      listed.tableRow = (at) => rows[at] ?? -1;
+      listed.tableRows = rows;
     }
     return listed;
   }

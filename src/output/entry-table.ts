@@ -13,22 +13,49 @@ const NAME_AT = 2;
 const PROFILE_LINE = 117,
   TAB = 9,
   NEWLINE = 10;
+/** Room a table's memory leaves for the next table's to grow into (profiles come and go). */
+const HEADROOM = 1.125;
+
+/** Where a table's rows are: each line's start, each name's length, each member's length in the list. */
+export interface RowColumns {
+  readonly lineStarts: Uint32Array;
+  /**
+   * Names are at most 64 characters (core/layout.ts); a longer one (a manifest edited by hand) fails
+   * the check a table is read back with, and the manifest is then read from disk.
+   */
+  readonly nameLengths: Uint8Array;
+  readonly memberLengths: Uint32Array;
+}
+
+/** What a table leaves once retired: its memory, for the next table to be read and noted into. */
+export interface RetiredTable {
+  readonly bytes: Buffer;
+  readonly columns: RowColumns;
+}
 
 export class EntryTable {
-  static readonly EMPTY = new EntryTable(Buffer.alloc(0), new Uint32Array(1), new Uint32Array(0), 0, new Uint32Array(0), false);
+  static readonly EMPTY = new EntryTable(
+    Buffer.alloc(0),
+    { lineStarts: new Uint32Array(1), nameLengths: new Uint8Array(0), memberLengths: new Uint32Array(0) },
+    0,
+    false,
+  );
 
   /** Set once its bytes are handed over for another table to use (see `retire`). */
   private retired = false;
+  private readonly lineStarts: Uint32Array;
+  private readonly nameLengths: Uint8Array;
+  /** Each member's byte length in the creators list (its entry's last field). */
+  readonly memberLengths: Uint32Array;
 
   constructor(
     private readonly lines: Buffer,
-    /** Where each row's line starts in `bytes`, and where a line after the last would (size + 1 of them). */
-    private readonly lineStarts: Uint32Array,
-    /** Where each row's name ends (the tab before its entry). */
-    private readonly tabs: Uint32Array,
+    /**
+     * Its rows: where each line starts in `bytes` (and where a line after the last would: size + 1
+     * of them), its name's length, and for members their lengths in the list.
+     */
+    columns: RowColumns,
     readonly memberCount: number,
-    /** Each member's byte length in the creators list (its entry's last field). */
-    readonly memberLengths: Uint32Array,
     /** Whether any row's entry is PENDING (a file that may be half-way through a commit). */
     readonly anyPending: boolean,
     /**
@@ -36,10 +63,16 @@ export class EntryTable {
      * where in it (see WrittenDigest: the next manifest's digest is chained from it).
      */
     readonly origin?: string,
-  ) {}
+    /** The columns of the table retired before this one, for the next table's rows to be noted into. */
+    private spareColumns?: RowColumns,
+  ) {
+    this.lineStarts = columns.lineStarts;
+    this.nameLengths = columns.nameLengths;
+    this.memberLengths = columns.memberLengths;
+  }
 
   get size(): number {
-    return this.tabs.length;
+    return this.nameLengths.length;
   }
 
   /** The profile lines, `u<TAB>name<TAB>entry<LF>` one after the other. */
@@ -49,15 +82,30 @@ export class EntryTable {
   }
 
   /**
-   * Hands the memory of its bytes over for the next table to be read into (fresh memory costs page
+   * Hands its memory over for the next tables to be read and noted into (fresh memory costs page
    * faults on every cycle, a lasting buffer none); the table is unusable from then on. Undefined for
    * a table that owns no memory worth handing over.
    */
-  retire(): Buffer | undefined {
+  retire(): RetiredTable | undefined {
     if (this.retired || this.lines.length === 0) return undefined;
     this.retired = true;
     const { buffer, byteOffset } = this.lines;
-    return Buffer.from(buffer, byteOffset, buffer.byteLength - byteOffset);
+    // The columns are views of a recorder's whole arrays (see EntryTableRecorder.table).
+    return {
+      bytes: Buffer.from(buffer, byteOffset, buffer.byteLength - byteOffset),
+      columns: {
+        lineStarts: new Uint32Array(this.lineStarts.buffer),
+        nameLengths: new Uint8Array(this.nameLengths.buffer),
+        memberLengths: new Uint32Array(this.memberLengths.buffer),
+      },
+    };
+  }
+
+  /** The columns the next table's rows may be noted into (once: the recorder that takes them owns them). */
+  takeSpareColumns(): RowColumns | undefined {
+    const spare = this.spareColumns;
+    this.spareColumns = undefined;
+    return spare;
   }
 
   private assertLive(): void {
@@ -65,11 +113,12 @@ export class EntryTable {
   }
 
   name(row: number): string {
-    return this.bytes.toString('latin1', this.lineStarts[row]! + NAME_AT, this.tabs[row]!);
+    const start = this.lineStarts[row]! + NAME_AT;
+    return this.bytes.toString('latin1', start, start + this.nameLengths[row]!);
   }
 
   entry(row: number): string {
-    return this.bytes.toString('latin1', this.tabs[row]! + 1, this.lineStarts[row + 1]! - 1);
+    return this.bytes.toString('latin1', this.lineStarts[row]! + NAME_AT + this.nameLengths[row]! + 1, this.lineStarts[row + 1]! - 1);
   }
 
   /** Where row `row`'s line starts (for `size`, where the last line ends). */
@@ -77,9 +126,21 @@ export class EntryTable {
     return this.lineStarts[row]!;
   }
 
-  /** Where row `row`'s name ends, as an offset from its line's start. */
-  nameEnd(row: number): number {
-    return this.tabs[row]! - this.lineStarts[row]!;
+  /**
+   * Rows [from, to) (all members' rows or all others') into `into` from row `at` and member
+   * `memberAt`: their line starts moved by `shift`, their names' and members' lengths as they are
+   * (where a recorder notes them for the table its section will be read back as).
+   */
+  placeRows(from: number, to: number, shift: number, into: RowColumns, at: number, memberAt: number): void {
+    // Element by element: a changing cycle copies thousands of short runs, and a view of each for
+    // TypedArray.set cost more than the copying.
+    const { lineStarts, nameLengths, memberLengths } = this;
+    for (let row = from, i = at; row < to; row++, i++) {
+      into.lineStarts[i] = lineStarts[row]! + shift;
+      into.nameLengths[i] = nameLengths[row]!;
+    }
+    if (from >= this.memberCount) return;
+    for (let row = from, i = memberAt; row < to; row++, i++) into.memberLengths[i] = memberLengths[row]!;
   }
 
   /** The row of `name`, or -1. */
@@ -104,7 +165,7 @@ export class EntryTable {
   compareName(row: number, name: string): number {
     const bytes = this.bytes; // (asserts the table is live)
     const start = this.lineStarts[row]! + NAME_AT;
-    const length = this.tabs[row]! - start;
+    const length = this.nameLengths[row]!;
     const common = Math.min(length, name.length);
     for (let i = 0; i < common; i++) {
       const difference = bytes[start + i]! - name.charCodeAt(i);
@@ -119,18 +180,23 @@ export class EntryTable {
  * back as an EntryTable once the file is complete. Offsets are from the section's first byte.
  */
 export class EntryTableRecorder {
-  private readonly lineStarts: Uint32Array;
-  private readonly tabs: Uint32Array;
-  private readonly memberLengths: Uint32Array;
+  private readonly columns: RowColumns;
   private rows = 0;
   private members = 0;
   private end = 0;
   private pending = false;
 
-  constructor(capacity: number, memberCapacity: number) {
-    this.lineStarts = new Uint32Array(capacity + 1);
-    this.tabs = new Uint32Array(capacity);
-    this.memberLengths = new Uint32Array(memberCapacity);
+  /** Rows go into `spare` (a retired table's columns) when it has room for them. */
+  constructor(capacity: number, memberCapacity: number, spare?: RowColumns) {
+    const fits = spare !== undefined && spare.nameLengths.length >= capacity && spare.memberLengths.length >= memberCapacity;
+    const room = (count: number) => Math.ceil(count * HEADROOM);
+    this.columns = fits
+      ? spare
+      : {
+          lineStarts: new Uint32Array(room(capacity) + 1),
+          nameLengths: new Uint8Array(room(capacity)),
+          memberLengths: new Uint32Array(room(memberCapacity)),
+        };
   }
 
   get bytes(): number {
@@ -139,22 +205,19 @@ export class EntryTableRecorder {
 
   /** A line written as `u<TAB>name<TAB>entry<LF>`; `listLength` for a member; `pending` for an entry that is PENDING. */
   line(name: string, entry: string, listLength: number | undefined, pending: boolean): void {
-    if (listLength !== undefined) this.memberLengths[this.members++] = listLength;
-    this.lineStarts[this.rows] = this.end;
-    this.tabs[this.rows++] = this.end + NAME_AT + name.length;
+    const { columns } = this;
+    if (listLength !== undefined) columns.memberLengths[this.members++] = listLength;
+    columns.lineStarts[this.rows] = this.end;
+    columns.nameLengths[this.rows++] = name.length;
     this.end += NAME_AT + name.length + 1 + entry.length + 1;
     this.pending ||= pending;
   }
 
   /** Rows [from, to) of `table`, copied as they are: all members' rows or all others'. */
   rowsOf(table: EntryTable, from: number, to: number): void {
-    const members = from < table.memberCount;
-    const shift = this.end - table.lineStart(from);
-    for (let row = from; row < to; row++) {
-      this.lineStarts[this.rows] = table.lineStart(row) + shift;
-      this.tabs[this.rows++] = table.lineStart(row) + shift + table.nameEnd(row);
-      if (members) this.memberLengths[this.members++] = table.memberLengths[row]!;
-    }
+    table.placeRows(from, to, this.end - table.lineStart(from), this.columns, this.rows, this.members);
+    this.rows += to - from;
+    if (from < table.memberCount) this.members += to - from;
     this.end += table.lineStart(to) - table.lineStart(from);
     this.pending ||= table.anyPending;
   }
@@ -163,22 +226,25 @@ export class EntryTableRecorder {
    * The table over `bytes`, the section as written, read back; its member rows are the members
    * recorded. Undefined when the bytes are not lines where the recorder placed them (the file changed).
    */
-  table(bytes: Buffer, origin?: string): EntryTable | undefined {
-    const { lineStarts, tabs, rows } = this;
+  table(bytes: Buffer, origin?: string, spare?: RowColumns): EntryTable | undefined {
+    const { rows } = this;
+    const { lineStarts, nameLengths, memberLengths } = this.columns;
     if (bytes.length !== this.end) return undefined;
     lineStarts[rows] = this.end;
     for (let row = 0; row < rows; row++) {
-      if (bytes[lineStarts[row]!] !== PROFILE_LINE || bytes[tabs[row]!] !== TAB || bytes[lineStarts[row + 1]! - 1] !== NEWLINE)
+      const start = lineStarts[row]!;
+      if (
+        bytes[start] !== PROFILE_LINE ||
+        bytes[start + NAME_AT + nameLengths[row]!] !== TAB ||
+        bytes[lineStarts[row + 1]! - 1] !== NEWLINE
+      )
         return undefined;
     }
-    return new EntryTable(
-      bytes,
-      lineStarts.subarray(0, rows + 1),
-      tabs.subarray(0, rows),
-      this.members,
-      this.memberLengths.subarray(0, this.members),
-      this.pending,
-      origin,
-    );
+    const columns = {
+      lineStarts: lineStarts.subarray(0, rows + 1),
+      nameLengths: nameLengths.subarray(0, rows),
+      memberLengths: memberLengths.subarray(0, this.members),
+    };
+    return new EntryTable(bytes, columns, this.members, this.pending, origin, spare);
   }
 }

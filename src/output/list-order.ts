@@ -16,9 +16,10 @@ export interface ListOrder {
   entries?: Column<string | undefined>;
   /**
    * With `table`: member i's row there when that row's line is the one to write for it (the member
-   * was carried over unchanged), else -1. The manifest writer copies such rows in runs.
+   * was carried over unchanged), else -1; without, member i is row i (the list read back with the
+   * table). The manifest writer copies such rows in runs, found by a scan of this column.
    */
-  tableRow?: (index: number) => number;
+  tableRows?: Int32Array;
   table?: EntryTable;
   /**
    * Each member's data hash, FINGERPRINT_LENGTH bytes one after the other, when this process made
@@ -33,7 +34,7 @@ export interface ListOrder {
 }
 
 /** A list's members as read or ordered, before any hashes are attached. */
-export type ListMembers = Required<Pick<ListOrder, 'names' | 'lengths' | 'entries'>> & Pick<ListOrder, 'tableRow' | 'table'>;
+export type ListMembers = Required<Pick<ListOrder, 'names' | 'lengths' | 'entries'>> & Pick<ListOrder, 'tableRows' | 'table'>;
 
 export interface Column<T> {
   readonly length: number;

@@ -6,13 +6,13 @@
  * Owned by whoever lives that long (the watcher's store session) and handed to each build: nothing
  * is kept between the builds of a process that holds none.
  */
-import type { EntryTable } from './entry-table.js';
+import type { EntryTable, RetiredTable } from './entry-table.js';
 import { manifestStamp, readManifest, WrittenManifest, type Manifest } from './manifest.js';
 
 export class ManifestCache {
   private entry: { outDir: string; stamp: string; manifest: Manifest | WrittenManifest } | undefined;
-  /** The memory of a retired table, for the next one to be read into. */
-  private spare: Buffer | undefined;
+  /** The memory of a retired table, for the next one to be read and noted into. */
+  private spare: RetiredTable | undefined;
 
   /** The cached manifest of `outDir` if the file still matches it; the cache is emptied either way. */
   take(outDir: string): Manifest | undefined {

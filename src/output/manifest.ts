@@ -31,7 +31,7 @@ import { BufferedFileWriter } from './file-writer.js';
 import { prepareDir, replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 import { inSlice, type Slice } from '../core/slice.js';
-import { EntryTableRecorder } from './entry-table.js';
+import { EntryTableRecorder, type RetiredTable } from './entry-table.js';
 import { TableColumn, type ListOrder } from './list-order.js';
 import { ProfileEntries } from './profile-entries.js';
 import { readInto } from '../core/read-into.js';
@@ -353,7 +353,8 @@ export function writeManifest(outDir: string, manifest: Manifest, keep = false):
     const { list, profiles } = manifest;
     const members = list?.names.length ?? 0;
     const sectionAt = out.bytesWritten;
-    const recorder = keep && members > 0 ? new EntryTableRecorder(profiles.size, members) : undefined;
+    // Its rows are noted into the columns of the table retired a cycle ago, when the last one has them.
+    const recorder = keep && members > 0 ? new EntryTableRecorder(profiles.size, members, profiles.base.takeSpareColumns()) : undefined;
     const section = new ProfileSectionWriter(out, profiles, SECTION_RULES, recorder);
     if (list !== undefined) section.members(list);
     section.others(members === 0);
@@ -394,15 +395,16 @@ export class WrittenManifest {
 
   /**
    * The manifest, its profile lines read back from the file (the caller knows it is the one written:
-   * same inode, size and mtime) into `spare` when it is large enough (a retired table's, see
-   * EntryTable.retire); undefined when they are not where they were written.
+   * same inode, size and mtime) into `spare`'s bytes when they are large enough (a retired table's,
+   * see EntryTable.retire), its columns kept for the next manifest's rows; undefined when the lines
+   * are not where they were written.
    */
-  read(spare?: Buffer): Manifest | undefined {
+  read(spare?: RetiredTable): Manifest | undefined {
     const length = this.lines.bytes;
     // Room to grow into: the next cycle's lines go into the same memory.
-    const into = spare !== undefined && spare.length >= length ? spare : Buffer.allocUnsafeSlow(Math.ceil(length * 1.125));
+    const into = spare !== undefined && spare.bytes.length >= length ? spare.bytes : Buffer.allocUnsafeSlow(Math.ceil(length * 1.125));
     const origin = `${this.digest}\t${this.sectionAt}`;
-    const table = this.lines.table(readRange(this.file, this.sectionAt, into.subarray(0, length)), origin);
+    const table = this.lines.table(readRange(this.file, this.sectionAt, into.subarray(0, length)), origin, spare?.columns);
     if (table === undefined) return undefined;
     const count = table.memberCount;
     const list: ListOrder = {
@@ -410,7 +412,6 @@ export class WrittenManifest {
       entries: new TableColumn(table, 'entry', count),
       lengths: table.memberLengths,
       table,
-      tableRow: (index) => index,
       ...(this.hashes && { hashes: this.hashes }),
       ...(this.pieceMarks && { pieceMarks: this.pieceMarks }),
     };

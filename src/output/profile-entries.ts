@@ -50,9 +50,14 @@ export class ProfileEntries implements Iterable<[string, string]> {
     return this.live > 0 && this.removeRow(this.base.find(name));
   }
 
-  /** Whether base row `row` still holds its profile's entry (it was neither deleted nor set anew). */
-  holdsRow(row: number): boolean {
-    return this.removed[row] === 0;
+  /**
+   * The first base row in [row, end) that does not hold its profile's entry, deleted or set anew
+   * since (end: all of them do).
+   */
+  heldUntil(row: number, end: number): number {
+    const { removed } = this;
+    while (row < end && removed[row] === 0) row++;
+    return row;
   }
 
   /** The entries set over the base (all of them, with no base). */

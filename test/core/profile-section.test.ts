@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { MANIFEST_FILE, STATE_DIR } from '../../src/core/layout.js';
+import { EntryTable, type RetiredTable } from '../../src/output/entry-table.js';
 import { BufferedFileWriter } from '../../src/output/file-writer.js';
 import { ManifestCache } from '../../src/output/manifest-cache.js';
 import { readManifestDigest, writeManifest, type Manifest } from '../../src/output/manifest.js';
@@ -101,7 +102,7 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
     const next: Manifest = {
       ...fresh,
       profiles,
-      list: { ...fresh.list!, table, tableRow: (i) => table.find(listNames[i]!) },
+      list: { ...fresh.list!, table, tableRows: Int32Array.from(listNames, (name) => table.find(name)) },
     };
     expect(new Map(profiles)).toEqual(new Map(fresh.profiles));
     encoded.mockClear();
@@ -208,4 +209,32 @@ it('reads each manifest a watcher takes back into the memory of the table its la
   const second = cache.take(out)!;
   expect(second.profiles.base.bytes.buffer).toBe(firstMemory);
   expect(new Map(second.profiles)).toEqual(members);
+});
+
+it("notes each manifest's rows into the columns of the table retired a cycle before it", () => {
+  const out = outDir('columns');
+  const cache = new ManifestCache();
+  const retire = vi.spyOn(EntryTable.prototype, 'retire');
+  const members = new Map(['ann', 'bo', 'cy', 'dee', 'eve'].map((name) => [name, memberEntry(name, 0)]));
+  cache.keep(out, writeManifest(out, freshManifest(members, new Map(), 1), true)!);
+  for (let cycle = 1; cycle <= 4; cycle++) {
+    const taken = cache.take(out)!;
+    expect(new Map(taken.profiles)).toEqual(members);
+    taken.profiles.set('bo', memberEntry('bo', cycle));
+    members.set('bo', memberEntry('bo', cycle));
+    const names = [...members.keys()];
+    const list = { names, lengths: names.map((name) => lengthOf(members.get(name)!)), entries: names.map((name) => members.get(name)!) };
+    cache.keep(out, writeManifest(out, { ...taken, list }, true)!, taken.profiles.base);
+  }
+  expect(new Map(cache.take(out)!.profiles)).toEqual(members);
+  // Two sets of columns take turns: the table read in a cycle was noted into the columns of the
+  // table retired two cycles before, not into fresh memory.
+  const retired = retire.mock.results.map((result) => result.value as RetiredTable);
+  expect(retired).toHaveLength(4);
+  for (const column of ['lineStarts', 'nameLengths', 'memberLengths'] as const) {
+    expect(retired[2]!.columns[column].buffer).toBe(retired[0]!.columns[column].buffer);
+    expect(retired[3]!.columns[column].buffer).toBe(retired[1]!.columns[column].buffer);
+    expect(retired[1]!.columns[column].buffer).not.toBe(retired[0]!.columns[column].buffer);
+  }
+  retire.mockRestore();
 });

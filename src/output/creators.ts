@@ -400,10 +400,11 @@ export class CreatorsList {
       for (let position = 0; position < order.length;) {
         if (position > 0) sink.write(',');
         const i = order[position]!;
+        const offset = i < 0 ? KEPT : this.offsetOf(i);
         if (i < 0) {
           position = copyCarriedRun(sink, last!, carried, order, position);
-        } else if (this.offsetOf(i) !== KEPT) {
-          sink.write(scratch[this.scratchOf(i)]!.read(this.offsetOf(i), this.lengthOf(i)));
+        } else if (offset !== KEPT) {
+          sink.write(scratch[this.scratchOf(i)]!.read(offset, this.lengthOf(i)));
           position++;
         } else {
           position = this.copyKeptRun(sink, last!, cursor, order, names, position);

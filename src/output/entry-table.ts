@@ -14,7 +14,7 @@ const PROFILE_LINE = 117,
   TAB = 9,
   NEWLINE = 10;
 /** Room a table's memory leaves for the next table's to grow into (profiles come and go). */
-const HEADROOM = 1.125;
+export const HEADROOM = 1.125;
 
 /** Where a table's rows are: each line's start, each name's length, each member's length in the list. */
 export interface RowColumns {

@@ -31,7 +31,7 @@ import { BufferedFileWriter } from './file-writer.js';
 import { prepareDir, replaceFile } from './folders.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 import { inSlice, type Slice } from '../core/slice.js';
-import { EntryTableRecorder, type RetiredTable } from './entry-table.js';
+import { EntryTableRecorder, HEADROOM, type RetiredTable } from './entry-table.js';
 import { TableColumn, type ListOrder } from './list-order.js';
 import { ProfileEntries } from './profile-entries.js';
 import { readInto } from '../core/read-into.js';
@@ -402,7 +402,7 @@ export class WrittenManifest {
   read(spare?: RetiredTable): Manifest | undefined {
     const length = this.lines.bytes;
     // Room to grow into: the next cycle's lines go into the same memory.
-    const into = spare !== undefined && spare.bytes.length >= length ? spare.bytes : Buffer.allocUnsafeSlow(Math.ceil(length * 1.125));
+    const into = spare !== undefined && spare.bytes.length >= length ? spare.bytes : Buffer.allocUnsafeSlow(Math.ceil(length * HEADROOM));
     const origin = `${this.digest}\t${this.sectionAt}`;
     const table = this.lines.table(readRange(this.file, this.sectionAt, into.subarray(0, length)), origin, spare?.columns);
     if (table === undefined) return undefined;

@@ -38,9 +38,8 @@ export class ProfileSectionWriter {
     const count = list.names.length;
     const rows = list.table !== this.table ? undefined : (list.tableRows ?? Int32Array.from({ length: count }, (_, i) => i));
     for (let i = 0; i < count;) {
-      const copied = rows === undefined ? 0 : this.heldRun(rows, i, count);
+      const copied = rows === undefined ? 0 : this.takeHeldRun(rows, i, count);
       if (copied > 0) {
-        this.take(rows![i]!, rows![i]! + copied);
         i += copied;
         continue;
       }
@@ -52,17 +51,19 @@ export class ProfileSectionWriter {
   }
 
   /**
-   * How many members from `i` on are consecutive member rows of the table, each still holding its
-   * profile's entry: their lines are copied as one run. A scan of the column, not a call per member:
-   * at a million members, nearly all of them in a watch cycle.
+   * Takes the members from `i` on that are consecutive member rows of the table, each still holding
+   * its profile's entry, as one run; returns how many (0: member i's line is not one to copy). A
+   * scan of the column, not a call per member: at a million members, nearly all of them in a cycle.
    */
-  private heldRun(rows: Int32Array, i: number, count: number): number {
+  private takeHeldRun(rows: Int32Array, i: number, count: number): number {
     const first = rows[i]!;
     if (first < 0 || first >= this.table.memberCount) return 0;
     const last = Math.min(count, i + this.table.memberCount - first);
     let end = i + 1;
     for (let row = first + 1; end < last && rows[end] === row; row++) end++;
-    return this.profiles.heldUntil(first, first + end - i) - first;
+    const held = this.profiles.heldUntil(first, first + end - i);
+    if (held > first) this.take(first, held);
+    return held - first;
   }
 
   /**

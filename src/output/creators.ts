@@ -18,6 +18,7 @@ import { stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js
 import type { BufferedFileWriter } from './file-writer.js';
 import { ComposedColumn, type Column, type ListMembers, type ListOrder } from './list-order.js';
 import { PositionedReader } from './positioned-reader.js';
+import { FingerprintColumn } from './fingerprint-column.js';
 import type { CarriedOver } from './diff.js';
 import { positionsAmong } from './staging.js';
 import type { OutputHandover, OutputTransaction, SliceTransaction } from './tree.js';
@@ -48,8 +49,8 @@ type SliceProfiles = Pick<OutputHandover, 'names' | 'entries'>;
 
 export class CreatorsList {
   private readonly names: string[] = [];
-  /** Each member's data hash, or a manifest entry that starts with it (see FINGERPRINT_LENGTH). */
-  private readonly hashes: string[] = [];
+  /** Each own member's data hash, as its bytes (from a hash, or a manifest entry that starts with one). */
+  private readonly hashes = new FingerprintColumn();
   /**
    * Where a member's JSON is: >= 0, an offset in the scratch file; KEPT (kept, its hash being its
    * whole manifest entry, which this build leaves as it is), in the last list file.
@@ -168,8 +169,8 @@ export class CreatorsList {
     return this.adoptedMembers[this.adoptedIndex(i)]!;
   }
 
-  private hashOf(i: number): string {
-    if (i < this.hashes.length) return this.hashes[i]!;
+  /** Adopted member `i`'s manifest entry, which starts with its data hash. */
+  private adoptedEntry(i: number): string {
     const slice = this.adoptedSlice(i);
     return slice.entries[slice.members[i - slice.first]!]!;
   }
@@ -277,7 +278,8 @@ export class CreatorsList {
    */
   private letGoOfMembers(): void {
     this.finalSize = this.size;
-    for (const column of [this.names, this.hashes, this.offsets, this.lengths]) column.length = 0;
+    for (const column of [this.names, this.offsets, this.lengths]) column.length = 0;
+    this.hashes.clear();
     this.adoptedMembers.length = 0;
     this.adoptedCount = 0;
     this.last = undefined;
@@ -360,8 +362,8 @@ export class CreatorsList {
 
   /**
    * The members' data hashes in list order, FINGERPRINT_LENGTH bytes each: the list's change hash is taken
-   * over them, and the gzip variant's piece keys (creators-gzip.ts). Each is copied out of its
-   * string, which may be a whole manifest entry.
+   * over them, and the gzip variant's piece keys (creators-gzip.ts). This list's own members' are
+   * copied from their column, the others' out of their strings (which may be whole manifest entries).
    */
   private memberHashes(order: number[]): Buffer {
     const hashes = Buffer.allocUnsafe(order.length * FINGERPRINT_LENGTH);
@@ -378,7 +380,11 @@ export class CreatorsList {
         position = end - 1;
         continue;
       }
-      const text = i < 0 ? carried!.entries.at(~i)! : this.hashOf(i);
+      if (i >= 0 && i < this.hashes.length) {
+        at += this.hashes.copyTo(i, hashes, at);
+        continue;
+      }
+      const text = i < 0 ? carried!.entries.at(~i)! : this.adoptedEntry(i);
       // Copied by a loop: a call into the encoder per member cost several times the copying.
       for (let c = 0; c < FINGERPRINT_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
     }

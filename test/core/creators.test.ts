@@ -4,6 +4,8 @@
  */
 import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/core/hash.js';
@@ -33,8 +35,8 @@ describe.each([
     const tx = OutputTransaction.begin(dir.path);
     const list = new CreatorsList(tx, 'list', limit);
     for (const [name, json] of members) {
-      tx.profile(name, `hash-${name}`, '', Buffer.byteLength(json), () => json);
-      list.add(name, json, `hash-${name}`);
+      tx.profile(name, fingerprint(json), '', Buffer.byteLength(json), () => json);
+      list.add(name, json, fingerprint(json));
     }
     list.finish(tx, '{"head":', () => ',"tail":1}');
     tx.commit();
@@ -197,5 +199,39 @@ describe("another thread's members, adopted", () => {
     expect(grown).toBeLessThan(count * 8);
     expect(list.size).toBe(count);
     tx.abort();
+  });
+});
+
+describe('its own members', () => {
+  // A collection on demand: what a list keeps, not the garbage its additions made.
+  setFlagsFromString('--expose-gc');
+  const collect = runInNewContext('gc') as () => void;
+  const count = 200_000;
+  const names = Array.from({ length: count }, (_, i) => `user${i}`);
+  const jsons = names.map((name, i) => JSON.stringify({ username: name, views: i }));
+
+  /** The heap a list of `count` members grows by, a member, with each hash as `hashOf` gives it. */
+  const heapPerMember = (hashOf: (i: number) => string) => {
+    const tx = OutputTransaction.begin(dir.path);
+    const list = new CreatorsList(tx, 'list');
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < count; i++) list.add(names[i]!, jsons[i]!, hashOf(i));
+    collect();
+    const perMember = (process.memoryUsage().heapUsed - before) / count;
+    list.finish(tx, '{"data":', () => '}');
+    tx.commit();
+    return perMember;
+  };
+
+  it('keeps each data hash in its 16 bytes, not as a string that holds its whole digest', () => {
+    // Against hashes the test holds anyway: the difference is what the list keeps of a hash.
+    const held = jsons.map((json) => fingerprint(json));
+    const withHeld = heapPerMember((i) => held[i]!);
+    const withFresh = heapPerMember((i) => fingerprint(jsons[i]!));
+    // A fingerprint string kept per member costs about 80 bytes: its digest comes with it.
+    expect(withFresh - withHeld).toBeLessThan(24);
+    const listed = JSON.parse(readFileSync(join(dir.path, 'list'), 'utf8')).data as { username: string }[];
+    expect(listed.map((u) => u.username)).toEqual([...names].sort());
   });
 });

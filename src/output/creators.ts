@@ -49,7 +49,10 @@ type SliceProfiles = Pick<OutputHandover, 'names' | 'entries'>;
 
 export class CreatorsList {
   private readonly names: string[] = [];
-  /** Each own member's data hash, as its bytes (from a hash, or a manifest entry that starts with one). */
+  /**
+   * Each member's data hash, as its bytes (from a hash, or a manifest entry that starts with one),
+   * adopted members' after the own ones.
+   */
   private readonly hashes = new FingerprintColumn();
   /**
    * Where a member's JSON is: >= 0, an offset in the scratch file; KEPT (kept, its hash being its
@@ -148,8 +151,10 @@ export class CreatorsList {
     const { names, entries } = profiles;
     const { scratch, scratchBytes, profiles: members, offsets, lengths } = handover;
     const first = this.names.length + this.adoptedCount;
-    this.adoptedMembers.push({ first, scratch, scratchBytes, names, entries, members, offsets, lengths });
+    this.adoptedMembers.push({ first, scratch, scratchBytes, names, members, offsets, lengths });
     this.adoptedCount += members.length;
+    // Numbered after the own members in the column too: the slice's entry strings need not stay.
+    for (let j = 0; j < members.length; j++) this.hashes.push(entries[members[j]!]!);
   }
 
   /** Own members are numbered before adopted ones: none may come after an adoption. */
@@ -167,12 +172,6 @@ export class CreatorsList {
 
   private adoptedSlice(i: number): AdoptedMembers {
     return this.adoptedMembers[this.adoptedIndex(i)]!;
-  }
-
-  /** Adopted member `i`'s manifest entry, which starts with its data hash. */
-  private adoptedEntry(i: number): string {
-    const slice = this.adoptedSlice(i);
-    return slice.entries[slice.members[i - slice.first]!]!;
   }
 
   private offsetOf(i: number): number {
@@ -362,8 +361,8 @@ export class CreatorsList {
 
   /**
    * The members' data hashes in list order, FINGERPRINT_LENGTH bytes each: the list's change hash is taken
-   * over them, and the gzip variant's piece keys (creators-gzip.ts). This list's own members' are
-   * copied from their column, the others' out of their strings (which may be whole manifest entries).
+   * over them, and the gzip variant's piece keys (creators-gzip.ts). The members of this pass are
+   * copied from their column, those carried over from the last list's (or their manifest entries).
    */
   private memberHashes(order: number[]): Buffer {
     const hashes = Buffer.allocUnsafe(order.length * FINGERPRINT_LENGTH);
@@ -380,11 +379,11 @@ export class CreatorsList {
         position = end - 1;
         continue;
       }
-      if (i >= 0 && i < this.hashes.length) {
+      if (i >= 0) {
         at += this.hashes.copyTo(i, hashes, at);
         continue;
       }
-      const text = i < 0 ? carried!.entries.at(~i)! : this.adoptedEntry(i);
+      const text = carried!.entries.at(~i)!;
       // Copied by a loop: a call into the encoder per member cost several times the copying.
       for (let c = 0; c < FINGERPRINT_LENGTH; c++) hashes[at++] = text.charCodeAt(c);
     }
@@ -485,9 +484,8 @@ interface AdoptedMembers {
   /** Its scratch file (in the staging folder) and the bytes in it. */
   scratch: string;
   scratchBytes: number;
-  /** The slice's profiles (names and manifest entries), and each member's index among them. */
+  /** The slice's profiles' names, and each member's index among them (their hashes are in the column). */
   names: readonly string[];
-  entries: readonly string[];
   members: Int32Array;
   offsets: Float64Array;
   lengths: Float64Array;

@@ -2,12 +2,14 @@
  * A manifest's profiles: lower-case username -> entry (manifest.ts). Read as a Map, but held as the
  * lines of the manifest a watcher's last cycle wrote (an EntryTable, `base`) under the entries set
  * since (`overlay`): a cycle that changes 1% of a million profiles holds a million lines as bytes and
- * ten thousand strings, not a million of each. A manifest read from disk has no base.
+ * ten thousand entries, not a million strings of each. A manifest read from disk, or a full pass's,
+ * has no base: all its entries are set, kept as bytes too (entry-map.ts).
  */
+import { EntryMap, type ReadonlyEntries } from './entry-map.js';
 import { EntryTable } from './entry-table.js';
 
 export class ProfileEntries implements Iterable<[string, string]> {
-  private readonly overlay = new Map<string, string>();
+  private readonly overlay = new EntryMap();
   /** 1 for a base row whose profile was deleted or set anew (then it is in `overlay`). */
   private readonly removed: Uint8Array;
   /** Base rows not removed. */
@@ -61,15 +63,14 @@ export class ProfileEntries implements Iterable<[string, string]> {
   }
 
   /** The entries set over the base (all of them, with no base). */
-  get setEntries(): ReadonlyMap<string, string> {
+  get setEntries(): ReadonlyEntries {
     return this.overlay;
   }
 
   /** Whether any entry may be PENDING (a base that holds one, if any of its rows is still live). */
   anyPending(pending: string): boolean {
     if (this.live > 0 && this.base.anyPending) return true;
-    for (const entry of this.overlay.values()) if (entry === pending) return true;
-    return false;
+    return this.overlay.includes(pending);
   }
 
   *[Symbol.iterator](): IterableIterator<[string, string]> {

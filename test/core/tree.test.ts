@@ -58,7 +58,7 @@ describe('byte stability', () => {
     // A crash right after the claim: the next build rewrites what was claimed and ends as before.
     const report = buildTo(db, out);
     expect(report.files.written).toBe(4); // the claimed profile under both aliases, the list and its variant
-    expect(readManifest(out).profiles).toEqual(before.profiles);
+    expect([...readManifest(out).profiles]).toEqual([...before.profiles]);
   });
 
   it("claims are appended to the out dir's own manifest (no copy of it), but never to a manifest a pin shares", () => {
@@ -117,7 +117,7 @@ describe('byte stability', () => {
     // Read a few bytes at a time, every line crosses a chunk's end (and some are longer than a chunk).
     for (const chunkBytes of [1, 7, 64, 1000]) {
       const chunked = readManifest(out, chunkBytes);
-      expect(chunked.profiles, `${chunkBytes}-byte chunks`).toEqual(manifest.profiles);
+      expect([...chunked.profiles], `${chunkBytes}-byte chunks`).toEqual([...manifest.profiles]);
       expect(chunked.files).toEqual(manifest.files);
       expect(chunked.list).toEqual(manifest.list);
       expect(chunked.renderKey).toBe(manifest.renderKey);
@@ -125,7 +125,7 @@ describe('byte stability', () => {
     expect(manifest.list?.names.length).toBeGreaterThan(names.length);
     // A last line without its newline (a file cut short) still counts.
     writeFileSync(join(out, MANIFEST_FILE), text.slice(0, -1));
-    for (const chunkBytes of [7, 1000, undefined]) expect(readManifest(out, chunkBytes).profiles).toEqual(manifest.profiles);
+    for (const chunkBytes of [7, 1000, undefined]) expect([...readManifest(out, chunkBytes).profiles]).toEqual([...manifest.profiles]);
   });
 
   it("a suspended user's change rewrites the profile but not the creators list", () => {

@@ -9,6 +9,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { ComposedColumn, type Column } from '../../src/output/list-order.js';
+import { prng } from '../../src/seed/synthetic.js';
 
 setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;
@@ -37,19 +38,9 @@ function nextOrder(lastLength: number, random: () => number): { order: number[];
   return { order, ownCount: own };
 }
 
-/** A small deterministic generator (mulberry32). */
-function seeded(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('a list composed over the last one (ComposedColumn)', () => {
   it('reads as its members in order however many cycles compose it, and keeps nothing of the lists between', async () => {
-    const random = seeded(62);
+    const random = prng(62);
     const base = Array.from({ length: 400 }, (_, i) => ({ name: `base${i}` }));
     let expected: { name: string }[] = base;
     let column: Column<{ name: string }> = complete(base);

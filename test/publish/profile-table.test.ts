@@ -10,16 +10,7 @@ import { planPublish } from '../../src/publish/plan/plan.js';
 import { emptyLive, UNKNOWN } from '../../src/publish/plan/live-set.js';
 import type { LocalTree } from '../../src/publish/plan/local.js';
 import { parseIntent, parseState, parseStateHead, serializeIntent, serializeState } from '../../src/publish/record/format.js';
-
-/** A seeded generator (mulberry32): the same rows every run. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../../src/seed/synthetic.js';
 
 const NAME_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789_.-';
 const nameOf = (next: () => number) =>
@@ -59,7 +50,7 @@ describe('a table of profiles', () => {
 
   it('holds what a map of the same rows holds, at every seed', () => {
     for (let seed = 1; seed <= 20; seed++) {
-      const given = rows(random(seed), 2000);
+      const given = rows(prng(seed), 2000);
       const map = new Map(given);
       const table = ProfileTable.of(given);
       expect([...table]).toEqual([...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -69,7 +60,7 @@ describe('a table of profiles', () => {
 
   it('given its room, asks for its bytes once, and holds the same rows as one grown row by row', () => {
     // A manifest's profiles at a million: each doubling held the old copy beside the new one.
-    const given = rows(random(7), 20_000);
+    const given = rows(prng(7), 20_000);
     const bytes = given.reduce((sum, [name, hash]) => sum + name.length + 1 + hash.length, 0);
     const allocUnsafe = vi.spyOn(Buffer, 'allocUnsafe');
     let roomy: ProfileTable;
@@ -90,7 +81,7 @@ describe('a table of profiles', () => {
 
   it('merges with another as a union in which the second wins, as a map updated by it', () => {
     for (let seed = 1; seed <= 20; seed++) {
-      const next = random(seed);
+      const next = prng(seed);
       const base = rows(next, 500);
       const over = rows(next, 300);
       const merged = union(ProfileTable.of(base), ProfileTable.of(over));
@@ -111,7 +102,7 @@ function plannedByMaps(tree: Map<string, string>, live: Map<string, string>) {
 describe('a plan made by merging the tree with the state', () => {
   it('sends, deletes and keeps what the maps did, each list in name order, at every seed', () => {
     for (let seed = 1; seed <= 30; seed++) {
-      const next = random(seed * 7919);
+      const next = prng(seed * 7919);
       const tree = rows(next, 1000).filter(([, hash]) => hash !== UNKNOWN);
       // Most of the state is the tree's, some changed, some gone, some only in the bucket.
       const live: [string, string][] = [
@@ -214,7 +205,7 @@ describe('the record, written as streams', () => {
     const given = many(3000);
     const text = gunzipSync(serializeState('s1', given, [['service-api/v1/creators', 'c1']], { tree: 'd1', profiles: 3000, files: 1 }));
     for (let seed = 1; seed <= 20; seed++) {
-      const next = random(seed);
+      const next = prng(seed);
       // Cuts anywhere: inside the header, inside a line, pieces shorter than a line, a last line with no newline.
       const cuts = [0, 5, 17, ...Array.from({ length: 40 }, () => Math.floor(next() * text.length))].sort((a, b) => a - b);
       const ends = seed % 2 === 0 ? text.length : text.length - 1;

@@ -16,13 +16,15 @@ export class FingerprintColumn {
     return this.count;
   }
 
-  /** Appends the fingerprint `text` starts with (a data hash, or a manifest entry that starts with one). */
+  /**
+   * Appends the fingerprint `text` starts with (a data hash, or a manifest entry that starts with one).
+   * A shorter text (an entry edited by hand) is padded with zero bytes, as the list always took it.
+   */
   push(text: string): void {
-    if (text.length < FINGERPRINT_LENGTH) throw new Error(`bug: ${JSON.stringify(text)} is no fingerprint`);
     if ((this.count + 1) * FINGERPRINT_LENGTH > this.bytes.length) this.grow();
     const { bytes } = this;
     // A loop: a call into the encoder per member costs several times the copying.
-    for (let c = 0, at = this.count * FINGERPRINT_LENGTH; c < FINGERPRINT_LENGTH; c++) bytes[at + c] = text.charCodeAt(c);
+    for (let c = 0, at = this.count * FINGERPRINT_LENGTH; c < FINGERPRINT_LENGTH; c++) bytes[at + c] = text.charCodeAt(c) || 0;
     this.count++;
   }
 

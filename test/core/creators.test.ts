@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/core/hash.js';
 import { CREATORS_GZIP_INDEX_FILE } from '../../src/core/layout.js';
 import { CreatorsList } from '../../src/output/creators.js';
+import { FingerprintColumn } from '../../src/output/fingerprint-column.js';
 import { OutputTransaction } from '../../src/output/tree.js';
 import { tempDir } from '../helpers/store.js';
 
@@ -235,5 +236,21 @@ describe('its own members', () => {
     expect(withFresh - withHeld).toBeLessThan(24);
     const listed = JSON.parse(readFileSync(join(dir.path, 'list'), 'utf8')).data as { username: string }[];
     expect(listed.map((u) => u.username)).toEqual([...names].sort());
+  });
+});
+
+describe('FingerprintColumn', () => {
+  it('keeps the first 16 bytes of each text, a shorter one padded with zero bytes', () => {
+    const column = new FingerprintColumn();
+    const texts = Array.from({ length: 3000 }, (_, i) => (i % 1000 === 7 ? 'short' : `${fingerprint(String(i))}\tsig\t${i}`));
+    for (const text of texts) column.push(text);
+    const out = Buffer.alloc(texts.length * 16);
+    for (let i = 0; i < texts.length; i++) expect(column.copyTo(i, out, i * 16)).toBe(16);
+    texts.forEach((text, i) => {
+      const expected = Buffer.alloc(16);
+      expected.write(text.slice(0, 16), 'latin1');
+      expect(out.subarray(i * 16, i * 16 + 16)).toEqual(expected);
+    });
+    expect(() => column.copyTo(texts.length, out, 0)).toThrow(RangeError);
   });
 });

@@ -12,6 +12,16 @@ import { createHash, type Hash } from 'node:crypto';
  */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
 
+/**
+ * FNV-1a (32 bits, unsigned) over a text's code units: a quick hash of a name, for where a list's
+ * gzip pieces end and for finding a name in a table. Not a fingerprint: it only spreads names.
+ */
+export function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  return hash >>> 0;
+}
+
 /** Characters of a fingerprint: 96 bits of base64url, one byte each as ASCII. */
 export const FINGERPRINT_LENGTH = 16;
 

@@ -12,7 +12,7 @@
  * When many pieces must be deflated, a worker thread deflates some of them (deflate-pool.ts).
  */
 import { fstatSync } from 'node:fs';
-import { FINGERPRINT_LENGTH } from '../core/hash.js';
+import { FINGERPRINT_LENGTH, fnv1a } from '../core/hash.js';
 import { join } from 'node:path';
 import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
@@ -107,13 +107,6 @@ function memberOffsets(layout: ListLayout): Float64Array {
   return offsets;
 }
 
-/** FNV-1a of a name: where pieces end depends on the names alone. */
-function nameHash(name: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
-}
-
 /** A member's piece mark: it ends a piece by its content, it does not, or that is not known yet. */
 const NOT_END = 0,
   PIECE_END = 1;
@@ -144,7 +137,8 @@ function pieceMarks(layout: ListLayout): Uint8Array {
   }
   const marks = layout.pieceMarks ?? new Uint8Array(count).fill(UNMARKED);
   const { names } = layout;
-  for (let i = 0; i < count; i++) if (marks[i] === UNMARKED) marks[i] = nameHash(names.at(i)!) % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
+  // Where pieces end depends on the names alone.
+  for (let i = 0; i < count; i++) if (marks[i] === UNMARKED) marks[i] = fnv1a(names.at(i)!) % PIECE_MEMBERS === 0 ? PIECE_END : NOT_END;
   return marks;
 }
 

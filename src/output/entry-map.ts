@@ -6,6 +6,7 @@
  * by the pass's staging and creators list. Here a profile costs its name's reference, its entry's
  * bytes in a fixed slot, and a few bytes of index.
  */
+import { fnv1a } from '../core/hash.js';
 
 /** Bytes of an entry kept in its slot: `hash<TAB>signature<TAB>length` is 34 plus the length's digits. */
 const SLOT = 40;
@@ -100,10 +101,6 @@ export class EntryMap implements ReadonlyEntries {
       const name = names[row];
       if (name !== undefined) yield [name, this.entryAt(row)];
     }
-  }
-
-  *keys(): IterableIterator<string> {
-    for (const name of this.names) if (name !== undefined) yield name;
   }
 
   private rowOf(name: string): number {
@@ -227,14 +224,12 @@ export class EntryMap implements ReadonlyEntries {
 
 /** The name hashed last, and its hash: a pass looks one name up in two maps, one after the other. */
 let lastName = '';
-let lastHash = 0x811c9dc5 | 0; // ''s
+let lastHash = fnv1a('') | 0;
 
-/** FNV-1a over a name's code units. */
+/** A name's hash as the index and the hashes' column keep it (a signed 32-bit number). */
 function hashName(name: string): number {
   if (name === lastName) return lastHash;
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193);
   lastName = name;
-  lastHash = hash | 0;
+  lastHash = fnv1a(name) | 0;
   return lastHash;
 }

@@ -12,10 +12,6 @@ export class FingerprintColumn {
   private bytes = Buffer.alloc(0);
   private count = 0;
 
-  get length(): number {
-    return this.count;
-  }
-
   /**
    * Appends the fingerprint `text` starts with (a data hash, or a manifest entry that starts with one).
    * A shorter text (an entry edited by hand) is padded with zero bytes, as the list always took it.

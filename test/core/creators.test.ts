@@ -203,6 +203,27 @@ describe("another thread's members, adopted", () => {
     expect(list.size).toBe(count);
     tx.abort();
   });
+
+  it("does not keep the slice's manifest entries once its members' hashes are taken", async () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const { creators, profiles } = handover(
+      join(dir.path, 'scratch'),
+      Array.from({ length: 100 }, (_, i) => member(i)),
+    );
+    const tx = OutputTransaction.begin(dir.path);
+    const list = new CreatorsList(tx, 'list');
+    list.adopt(creators, profiles);
+    const entries = new WeakRef(profiles.entries);
+    profiles.entries = [];
+    // A weak reference is cleared only after the task that made it has ended.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    collect();
+    expect(entries.deref()).toBeUndefined();
+    list.finish(tx, '{"data":', () => '}');
+    tx.commit();
+    expect(gunzipSync(readFileSync(join(dir.path, '.list.gz'))).toString('utf8')).toBe(readFileSync(join(dir.path, 'list'), 'utf8'));
+  });
 });
 
 describe('its own members', () => {

@@ -10,9 +10,11 @@
  * commit changes, and the pinned generation is, path by path: the pin's file when there is one,
  * else the out dir's, which no commit has touched since.
  *
- * A reader opens the pin's path first, then the out dir's, then looks at the pin's again: a commit
- * links into the pin before it renames over the out dir's path, so if the out dir's file it opened
- * was already a later one, the pin's is there by the second look.
+ * A reader opens the out dir's path, then looks at the pin's: a commit links into the pin before it
+ * renames over or removes the out dir's path, so when the pin has no file there after the open, the
+ * file opened is still the pinned generation's; when it has one, that one is. Most paths are never
+ * pinned, so the look is a stat that finds nothing (an open that fails would throw, and the error's
+ * stack costs more than the read); a path the out dir no longer has is then opened in the pin.
  *
  * Only the holder of the out dir's lock pins, and only between two of its commits (a commit is
  * synchronous: nothing else runs on the thread meanwhile). A pin left by a process that died is
@@ -79,19 +81,20 @@ export class TreePin implements TreeReader {
 
   open(path: string): number | undefined {
     const pinned = join(this.root, path);
-    const kept = openIfPresent(pinned);
-    if (kept !== undefined) return kept;
     const fd = openIfPresent(join(this.outDir, path));
-    if (fd === undefined || !existsSync(pinned)) return fd;
-    // Pinned since the first look: the out dir's file may already be a later commit's.
-    const again = openIfPresent(pinned);
-    if (again === undefined) return fd;
+    // Removed since the pin (kept there), or never in the tree.
+    if (fd === undefined) return openIfPresent(pinned);
+    if (!existsSync(pinned)) return fd;
+    // Pinned: the out dir's file may already be a later commit's.
+    const kept = openIfPresent(pinned);
+    if (kept === undefined) return fd;
     closeSync(fd);
-    return again;
+    return kept;
   }
 
+  /** In this order: a commit may remove the out dir's file between the two looks, never the pin's. */
   has(path: string): boolean {
-    return existsSync(join(this.root, path)) || existsSync(join(this.outDir, path));
+    return existsSync(join(this.outDir, path)) || existsSync(join(this.root, path));
   }
 
   /** Ends the pin: commits stop keeping files, and the files kept go. Idempotent. */

@@ -13,7 +13,7 @@
  *   node scripts/bench-pin-read.mjs [--users 200000] [--runs 5] [--baseline DIR] [--report BENCHMARKS.md]
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readSync, rmSync } from 'node:fs';
+import { closeSync, linkSync, mkdirSync, readdirSync, readSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BENCH_ENV, machine, median, workingStore } from './bench-common.mjs';
@@ -29,8 +29,8 @@ else await main();
 
 /** One reader: every profile document through `mode`'s tree, timed; prints {seconds, files}. */
 async function child(buildDir, mode, out) {
-  const { TreePin } = await import(pathToFileURL(join(buildDir, 'output/pin.js')).href);
-  const tree = mode === 'live' ? { open: (path) => openSync(join(out, path), 'r') } : TreePin.attach(out);
+  const { liveTree, TreePin } = await import(pathToFileURL(join(buildDir, 'output/pin.js')).href);
+  const tree = mode === 'live' ? liveTree(out) : TreePin.attach(out);
   const paths = readdirSync(join(out, USERS_DIR)).map((name) => `${USERS_DIR}/${name}`);
   const buffer = Buffer.alloc(1 << 16);
   const started = process.hrtime.bigint();

@@ -12,13 +12,29 @@ import { createHash, type Hash } from 'node:crypto';
  */
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
 
+const FNV_OFFSET_BASIS = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const utf8 = new TextEncoder();
+
 /**
- * FNV-1a (32 bits, unsigned) over a text's code units: a quick hash of a name, for where a list's
- * gzip pieces end and for finding a name in a table. Not a fingerprint: it only spreads names.
+ * 32-bit FNV-1a over the UTF-8 bytes of `text`, as an unsigned integer: a quick hash of a name, for
+ * a username's shard, where a list's gzip pieces end, and finding a name in a table. Not a
+ * fingerprint: it only spreads names.
  */
 export function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+  let hash = FNV_OFFSET_BASIS;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    // Publishable names are ASCII, one byte per character: only others need encoding.
+    if (code >= 0x80) return fnv1aBytes(utf8.encode(text));
+    hash = Math.imul(hash ^ code, FNV_PRIME);
+  }
+  return hash >>> 0;
+}
+
+function fnv1aBytes(bytes: Uint8Array): number {
+  let hash = FNV_OFFSET_BASIS;
+  for (const byte of bytes) hash = Math.imul(hash ^ byte, FNV_PRIME);
   return hash >>> 0;
 }
 

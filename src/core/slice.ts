@@ -17,6 +17,7 @@
  * spreads names evenly whatever their length or alphabet, so slices are of a size.
  */
 import { usageError } from './errors.js';
+import { fnv1a } from './hash.js';
 
 export interface Slice {
   index: number;
@@ -59,10 +60,6 @@ export function checkShard(shard: Slice, source: string): Slice {
 /** `index/count`, as `--shard` takes it. */
 export const formatSlice = ({ index, count }: Slice): string => `${index}/${count}`;
 
-const FNV_OFFSET_BASIS = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
-const utf8 = new TextEncoder();
-
 /** The slice of a username among `count`; an empty one is in slice 0 (as a NULL one is in SQL). */
 export function sliceOf(username: string, count: number): number {
   if (count === 1 || username.length === 0) return 0;
@@ -72,24 +69,6 @@ export function sliceOf(username: string, count: number): number {
 /** Whether a username falls in `slice`. */
 export function inSlice(username: string, slice: Slice): boolean {
   return sliceOf(username, slice.count) === slice.index;
-}
-
-/** 32-bit FNV-1a over the UTF-8 bytes of `text`, as an unsigned integer. */
-function fnv1a(text: string): number {
-  let hash = FNV_OFFSET_BASIS;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    // Publishable names are ASCII, one byte per character: only others need encoding.
-    if (code >= 0x80) return fnv1aBytes(utf8.encode(text));
-    hash = Math.imul(hash ^ code, FNV_PRIME);
-  }
-  return hash >>> 0;
-}
-
-function fnv1aBytes(bytes: Uint8Array): number {
-  let hash = FNV_OFFSET_BASIS;
-  for (const byte of bytes) hash = Math.imul(hash ^ byte, FNV_PRIME);
-  return hash >>> 0;
 }
 
 /**

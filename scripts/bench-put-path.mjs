@@ -7,13 +7,17 @@
  * process, and reports wall seconds, PUTs/s and CPU microseconds per PUT (medians of --repeats
  * rounds) and the ratio to the SDK path: how fast the cold publish's upload loop can go on one core.
  *
+ * `--baseline <build dir>` adds the same path from another build (the commit before a change, compiled),
+ * measured in the same rounds.
+ *
  *   node scripts/bench-put-path.mjs [--count 20000] [--concurrency 64] [--delay-ms 25] [--repeats 3] [--only <path>]
+ *     [--baseline <build dir>]
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { fork } from 'node:child_process';
 import { Agent } from 'node:http';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
@@ -25,6 +29,7 @@ const CONCURRENCY = Number(value('--concurrency', '64'));
 const DELAY = value('--delay-ms', '25');
 const ONLY = value('--only', undefined);
 const REPEATS = Number(value('--repeats', '3'));
+const BASELINE = value('--baseline', undefined);
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
 const server = fork(join(repo, 'scripts/bench-s3-memory.mjs'), ['--delay-ms', DELAY], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
@@ -58,8 +63,8 @@ function viaSdk(extra) {
 }
 
 /** The shipped path: Remote (src/publish/bucket/client.ts) and its FastPut, from build/ (npm run compile first). */
-async function viaFastPut() {
-  const { Remote } = await import(join(repo, 'build/publish/bucket/client.js'));
+async function viaFastPut(build = join(repo, 'build')) {
+  const { Remote } = await import(join(resolve(build), 'publish/bucket/client.js'));
   process.env.AWS_ACCESS_KEY_ID = credentials.accessKeyId;
   process.env.AWS_SECRET_ACCESS_KEY = credentials.secretAccessKey;
   const remote = new Remote({ bucket: 'bench', prefix: '', endpoint, concurrency: CONCURRENCY }, 'us-east-1');
@@ -92,7 +97,8 @@ console.log(
 const paths = {
   'sdk (S3Client as client.ts)': async () => viaSdk({}),
   'sdk + cacheMiddleware': async () => viaSdk({ cacheMiddleware: true }),
-  'fast-put (Remote.fastPut)': viaFastPut,
+  'fast-put (Remote.fastPut)': () => viaFastPut(),
+  ...(BASELINE === undefined ? {} : { 'fast-put (--baseline)': () => viaFastPut(BASELINE) }),
 };
 const chosen = Object.entries(paths).filter(([name]) => !ONLY || name.startsWith(ONLY));
 const results = new Map(chosen.map(([name]) => [name, []]));

@@ -9,8 +9,10 @@
  * Everything that decides what goes on the wire is still the SDK's, taken from the client itself:
  *   - the URL: the client's endpoint rules for the bucket (path-style or virtual-hosted, exactly as
  *     S3Client decides), and the key escaped as its serializer escapes it;
- *   - the signature: the client's own signer (SigV4, its credentials provider, refreshed as it
- *     refreshes them) with the client's clock-skew correction;
+ *   - the signature's inputs: the client's credentials provider (refreshed as it refreshes them), its
+ *     signing region and name for the bucket, and its clock-skew correction. The signature itself is
+ *     computed by sigv4.ts, as the SDK's SignatureV4 computes it (tested against it), without the
+ *     signer's per-request overhead;
  *   - the retries: the client's retry strategy (AWS_MAX_ATTEMPTS, backoff, jitter, retry quota),
  *     with errors classified by the SDK's own rules (throttling, transient, server);
  *   - the HTTP handler: Remote's CountingHandler, so the fence runs right before every attempt and
@@ -26,6 +28,7 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getEndpointFromInstructions } from '@smithy/core/endpoints';
 import { getRetryAfterHint, isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import { HttpRequest } from '@smithy/core/transport';
+import { escapeUri, PutSigner, type Credentials, type UnsignedRequest } from './sigv4.js';
 
 /** What of Remote (client.ts) this path uses: its client, its retry count, its way of explaining failures. */
 export interface PutChannel {
@@ -42,9 +45,8 @@ interface Route {
   port: number | undefined;
   /** The path before the key ('' for a virtual-hosted bucket, '/<bucket>' for a path-style one). */
   base: string;
-  signer: { sign(request: HttpRequest, options: { signingDate: Date; signingRegion: string; signingService: string }): Promise<unknown> };
-  signingRegion: string;
-  signingService: string;
+  /** Signs for the bucket's signing region and name, as the client's signer would. */
+  signer: PutSigner;
 }
 
 interface HttpAnswer {
@@ -61,7 +63,7 @@ type SdkShapedError = Error & {
 
 /** The client's config fields this path reads (they are there at runtime; the SDK's types hide some). */
 interface ClientConfig {
-  signer: (authScheme?: unknown) => Promise<Route['signer']>;
+  credentials: () => Promise<Credentials>;
   retryStrategy: () => Promise<RetryStrategy>;
   requestHandler: { handle(request: HttpRequest): Promise<{ response: HttpAnswer }> };
   systemClockOffset: number;
@@ -88,11 +90,8 @@ export class FastPut {
   async put(key: string, body: Buffer, headers: Record<string, string>, action: string): Promise<string | undefined> {
     const config = this.remote.client.config as unknown as ClientConfig;
     const route = await (this.route ??= resolveRoute(this.remote, key));
-    const request = new HttpRequest({
+    const request: UnsignedRequest = {
       method: 'PUT',
-      protocol: route.protocol,
-      hostname: route.hostname,
-      port: route.port,
       path: `${route.base}/${escapeKey(key)}`,
       // The operation's name, as the SDK's serializer adds it (it is part of what is signed).
       query: { 'x-id': 'PutObject' },
@@ -103,7 +102,7 @@ export class FastPut {
         host: route.port === undefined ? route.hostname : `${route.hostname}:${route.port}`,
       },
       body,
-    });
+    };
     const strategy = await config.retryStrategy();
     let token = await strategy.acquireInitialRetryToken('');
     for (let attempt = 1; ; attempt++) {
@@ -129,12 +128,10 @@ export class FastPut {
   }
 
   /** One attempt: signed afresh (a new date), through the counting, fencing handler. */
-  private async send(config: ClientConfig, route: Route, request: HttpRequest): Promise<string | undefined> {
-    const signed = (await route.signer.sign(request, {
-      signingDate: new Date(Date.now() + config.systemClockOffset),
-      signingRegion: route.signingRegion,
-      signingService: route.signingService,
-    })) as HttpRequest;
+  private async send(config: ClientConfig, route: Route, request: UnsignedRequest): Promise<string | undefined> {
+    const credentials = await config.credentials();
+    const headers = route.signer.sign(request, credentials, new Date(Date.now() + config.systemClockOffset));
+    const signed = new HttpRequest({ ...request, protocol: route.protocol, hostname: route.hostname, port: route.port, headers });
     const sentAt = Date.now();
     const { response } = await config.requestHandler.handle(signed);
     const corrected = correctClock(config, response, sentAt);
@@ -148,9 +145,8 @@ export class FastPut {
   }
 }
 
-/** The endpoint S3Client would send this bucket's PutObject to, and the signer it would sign it with. */
+/** The endpoint S3Client would send this bucket's PutObject to, and the region and name it would sign it for. */
 async function resolveRoute(remote: PutChannel, key: string): Promise<Route> {
-  const config = remote.client.config as unknown as ClientConfig;
   const endpoint = await getEndpointFromInstructions(
     { Bucket: remote.options.bucket, Key: key },
     PutObjectCommand as never,
@@ -166,18 +162,12 @@ async function resolveRoute(remote: PutChannel, key: string): Promise<Route> {
     hostname: url.hostname,
     port: url.port === '' ? undefined : Number(url.port),
     base: url.pathname.replace(/\/+$/, ''),
-    signer: await config.signer(),
-    signingRegion: scheme?.signingRegion ?? region,
-    signingService: scheme?.signingName ?? 's3',
+    signer: new PutSigner(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3'),
   };
 }
 
 /** A key in a URL path as the SDK's serializer writes it: each segment RFC 3986-escaped, slashes kept. */
-export const escapeKey = (key: string) =>
-  key
-    .split('/')
-    .map((segment) => encodeURIComponent(segment).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
-    .join('/');
+const escapeKey = (key: string) => key.split('/').map(escapeUri).join('/');
 
 /** The SDK's retry classification (its retry middleware's), for its retry strategy to decide on. */
 function retryInfo(error: SdkShapedError): { error: unknown; errorType: string; retryAfterHint?: Date } {

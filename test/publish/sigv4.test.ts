@@ -33,36 +33,8 @@ const CREDENTIALS: Credentials[] = [
 const REGIONS = ['us-east-1', 'auto', 'eu-west-1', 'ap-southeast-2'];
 const SERVICES = ['s3', 's3-outposts'];
 const DAYS = ['2026-11-30', '2026-12-01', '2027-02-28', '2030-01-01'];
-const TEXT = [
-  'a',
-  'Z',
-  '0',
-  ' ',
-  '/',
-  '-',
-  '_',
-  '.',
-  '~',
-  '!',
-  "'",
-  '(',
-  ')',
-  '*',
-  '+',
-  '=',
-  '&',
-  '?',
-  '#',
-  '%',
-  ':',
-  ',',
-  'ü',
-  'é',
-  '名',
-  '前',
-  '🙂',
-  '\t',
-];
+/** The characters keys and values are drawn from: unreserved, reserved, blanks, any script. */
+const TEXT = Array.from("aZ0 /-_.~!'()*+=&?#%:,üé名前🙂\t");
 const HEADER_NAMES = [
   'content-type',
   'Content-Type',

@@ -6,7 +6,8 @@
  * publisher's single core it, not the bucket's latency, bounded the cold publish
  * (scripts/bench-put-path.mjs measures both paths).
  *
- * Everything that decides what goes on the wire is still the SDK's, taken from the client itself:
+ * Everything that decides what goes on the wire is still the SDK's, taken from the client itself,
+ * but the signature's arithmetic:
  *   - the URL: the client's endpoint rules for the bucket (path-style or virtual-hosted, exactly as
  *     S3Client decides), and the key escaped as its serializer escapes it;
  *   - the signature's inputs: the client's credentials provider (refreshed as it refreshes them), its
@@ -45,6 +46,8 @@ interface Route {
   port: number | undefined;
   /** The path before the key ('' for a virtual-hosted bucket, '/<bucket>' for a path-style one). */
   base: string;
+  /** The Host header, as the SDK's host-header middleware sets it. */
+  host: string;
   /** Signs for the bucket's signing region and name, as the client's signer would. */
   signer: PutSigner;
 }
@@ -99,7 +102,7 @@ export class FastPut {
       headers: {
         ...headers,
         'content-length': String(body.length),
-        host: route.port === undefined ? route.hostname : `${route.hostname}:${route.port}`,
+        host: route.host,
       },
       body,
     };
@@ -157,11 +160,13 @@ async function resolveRoute(remote: PutChannel, key: string): Promise<Route> {
   )?.find((auth) => auth.name === 'sigv4');
   const url = endpoint.url;
   const region = await remote.client.config.region();
+  const port = url.port === '' ? undefined : Number(url.port);
   return {
     protocol: url.protocol,
     hostname: url.hostname,
-    port: url.port === '' ? undefined : Number(url.port),
+    port,
     base: url.pathname.replace(/\/+$/, ''),
+    host: port === undefined ? url.hostname : `${url.hostname}:${port}`,
     signer: new PutSigner(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3'),
   };
 }

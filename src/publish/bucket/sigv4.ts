@@ -11,6 +11,7 @@
  * (keys, header names and values, dates, regions, session tokens); test/publish/fast-put.test.ts
  * checks the requests on the wire against PutObjectCommand's.
  */
+import { escapeUri as sdkEscapeUri } from '@smithy/core/protocols';
 import { createHash, createHmac } from 'node:crypto';
 
 export interface Credentials {
@@ -175,6 +176,5 @@ function canonicalQuery(query: Readonly<Record<string, string>>): string {
 /** Text RFC 3986 leaves as it is (most keys and query values): escaping it would copy it unchanged. */
 const UNRESERVED = /^[A-Za-z0-9\-._~]*$/;
 
-/** RFC 3986 escaping, as the SDK's escapeUri. */
-export const escapeUri = (text: string) =>
-  UNRESERVED.test(text) ? text : encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+/** RFC 3986 escaping: the SDK's own (its serializer's and signer's), skipped where it would change nothing. */
+export const escapeUri = (text: string) => (UNRESERVED.test(text) ? text : sdkEscapeUri(text));

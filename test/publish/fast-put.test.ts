@@ -31,6 +31,12 @@ const KEYS = [
   "site/v1/it's (paren)*!~tilde",
   'site/v1/percent%2Fslash/%20',
   'trailing/slash/',
+  // One character each that RFC 3986 escapes and a looser escaping would let through.
+  'site/v1/bang!',
+  'site/v1/star*',
+  "site/v1/quote'",
+  'site/v1/(paren)',
+  'site/v1/colon:at@',
 ];
 const SECRET = 'fast-put-secret/+=KEY';
 const SESSION = 'FwoGZXIvYXdzEBYaDOPSESSION+token/with=chars';

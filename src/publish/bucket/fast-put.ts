@@ -171,8 +171,11 @@ async function resolveRoute(remote: PutChannel, key: string): Promise<Route> {
   };
 }
 
+/** A key RFC 3986 leaves as it is but for its slashes (most keys): escaping it would copy it unchanged. */
+const UNRESERVED_PATH = /^[A-Za-z0-9\-._~/]*$/;
+
 /** A key in a URL path as the SDK's serializer writes it: each segment RFC 3986-escaped, slashes kept. */
-const escapeKey = (key: string) => key.split('/').map(escapeUri).join('/');
+const escapeKey = (key: string) => (UNRESERVED_PATH.test(key) ? key : key.split('/').map(escapeUri).join('/'));
 
 /** The SDK's retry classification (its retry middleware's), for its retry strategy to decide on. */
 function retryInfo(error: SdkShapedError): { error: unknown; errorType: string; retryAfterHint?: Date } {

@@ -5,14 +5,15 @@
  * signer clones the request twice, goes through async hash wrappers for each of its hashes, and
  * hashes the credentials on every request to look up its cached signing key: much of what a PUT
  * costs the publisher's core (scripts/bench-put-path.mjs). Here the signing key is derived once per
- * day, region, service and credentials, and kept.
+ * day, region, service and credentials, and kept, and each SHA-256 is one call (`crypto.hash`),
+ * with no hash object made and thrown away per request.
  *
  * test/publish/sigv4.test.ts checks it against the SDK's own signer on thousands of random requests
  * (keys, header names and values, dates, regions, session tokens); test/publish/fast-put.test.ts
  * checks the requests on the wire against PutObjectCommand's.
  */
 import { escapeUri as sdkEscapeUri } from '@smithy/core/protocols';
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 
 export interface Credentials {
   readonly accessKeyId: string;
@@ -81,7 +82,7 @@ export class PutSigner {
     headers['x-amz-date'] = longDate;
     if (credentials.sessionToken) headers['x-amz-security-token'] = credentials.sessionToken;
     const given = Object.keys(headers).find((name) => name.toLowerCase() === CONTENT_SHA256);
-    const payloadHash = given === undefined ? createHash('sha256').update(request.body).digest('hex') : headers[given]!;
+    const payloadHash = given === undefined ? hash('sha256', request.body) : headers[given]!;
     if (given === undefined) headers[CONTENT_SHA256] = payloadHash;
     const canonical = canonicalHeaders(headers);
     const names = Object.keys(canonical).sort();
@@ -94,7 +95,7 @@ export class PutSigner {
       names.join(';'),
       payloadHash,
     ].join('\n');
-    const stringToSign = `${ALGORITHM}\n${longDate}\n${scope}\n${createHash('sha256').update(canonicalRequest).digest('hex')}`;
+    const stringToSign = `${ALGORITHM}\n${longDate}\n${scope}\n${hash('sha256', canonicalRequest)}`;
     const signature = createHmac('sha256', this.signingKey(credentials, shortDate)).update(stringToSign).digest('hex');
     headers['authorization'] =
       `${ALGORITHM} Credential=${credentials.accessKeyId}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`;

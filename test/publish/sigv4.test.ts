@@ -11,9 +11,10 @@
  *   FUZZ_SIGV4_CASES=20000 FUZZ_SEED=7 npx vitest run test/publish/sigv4.test.ts
  */
 import { S3Client } from '@aws-sdk/client-s3';
+import { escapeUriPath } from '@smithy/core/protocols';
 import { HttpRequest } from '@smithy/core/transport';
 import { afterAll, describe, expect, it } from 'vitest';
-import { escapeUri, PutSigner, type Credentials, type UnsignedRequest } from '../../src/publish/bucket/sigv4.js';
+import { PutSigner, type Credentials, type UnsignedRequest } from '../../src/publish/bucket/sigv4.js';
 import { Dice } from '../fuzz/http-streams.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);
@@ -97,7 +98,7 @@ function drawRequest(dice: Dice): UnsignedRequest {
   const body = Buffer.from(Array.from({ length: dice.chance(0.1) ? 0 : dice.int(1, 3000) }, () => dice.int(0, 255)));
   return {
     method: dice.pick(['PUT', 'PUT', 'POST']),
-    path: `/${dice.chance(0.5) ? 'bucket/' : ''}${key.split('/').map(escapeUri).join('/')}`,
+    path: `/${dice.chance(0.5) ? 'bucket/' : ''}${escapeUriPath(key)}`,
     query,
     headers,
     body,

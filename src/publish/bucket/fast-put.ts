@@ -29,7 +29,7 @@ import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getEndpointFromInstructions } from '@smithy/core/endpoints';
 import { getRetryAfterHint, isServerError, isThrottlingError, isTransientError } from '@smithy/core/retry';
 import { HttpRequest } from '@smithy/core/transport';
-import { escapeUri, PutSigner, type Credentials, type UnsignedRequest } from './sigv4.js';
+import { escapeUriPath, PutSigner, type Credentials, type UnsignedRequest } from './sigv4.js';
 
 /** What of Remote (client.ts) this path uses: its client, its retry count, its way of explaining failures. */
 export interface PutChannel {
@@ -95,7 +95,7 @@ export class FastPut {
     const route = await (this.route ??= resolveRoute(this.remote, key));
     const request: UnsignedRequest = {
       method: 'PUT',
-      path: `${route.base}/${escapeKey(key)}`,
+      path: `${route.base}/${escapeUriPath(key)}`,
       // The operation's name, as the SDK's serializer adds it (it is part of what is signed).
       query: { 'x-id': 'PutObject' },
       // As the SDK's host-header and content-length middleware set them.
@@ -170,12 +170,6 @@ async function resolveRoute(remote: PutChannel, key: string): Promise<Route> {
     signer: new PutSigner(scheme?.signingRegion ?? region, scheme?.signingName ?? 's3'),
   };
 }
-
-/** A key RFC 3986 leaves as it is but for its slashes (most keys): escaping it would copy it unchanged. */
-const UNRESERVED_PATH = /^[A-Za-z0-9\-._~/]*$/;
-
-/** A key in a URL path as the SDK's serializer writes it: each segment RFC 3986-escaped, slashes kept. */
-const escapeKey = (key: string) => (UNRESERVED_PATH.test(key) ? key : key.split('/').map(escapeUri).join('/'));
 
 /** The SDK's retry classification (its retry middleware's), for its retry strategy to decide on. */
 function retryInfo(error: SdkShapedError): { error: unknown; errorType: string; retryAfterHint?: Date } {

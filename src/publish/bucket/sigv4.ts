@@ -12,7 +12,7 @@
  * (keys, header names and values, dates, regions, session tokens); test/publish/fast-put.test.ts
  * checks the requests on the wire against PutObjectCommand's.
  */
-import { escapeUri as sdkEscapeUri } from '@smithy/core/protocols';
+import { escapeUri as sdkEscapeUri, escapeUriPath as sdkEscapeUriPath } from '@smithy/core/protocols';
 import { createHmac, hash } from 'node:crypto';
 
 export interface Credentials {
@@ -174,8 +174,15 @@ function canonicalQuery(query: Readonly<Record<string, string>>): string {
     .join('&');
 }
 
-/** Text RFC 3986 leaves as it is (most keys and query values): escaping it would copy it unchanged. */
+/**
+ * Text RFC 3986 leaves as it is (most query values), and paths it leaves as they are but for their
+ * slashes (most keys): escaping them would copy them unchanged.
+ */
 const UNRESERVED = /^[A-Za-z0-9\-._~]*$/;
+const UNRESERVED_PATH = /^[A-Za-z0-9\-._~/]*$/;
 
 /** RFC 3986 escaping: the SDK's own (its serializer's and signer's), skipped where it would change nothing. */
-export const escapeUri = (text: string) => (UNRESERVED.test(text) ? text : sdkEscapeUri(text));
+const escapeUri = (text: string) => (UNRESERVED.test(text) ? text : sdkEscapeUri(text));
+
+/** A key in a URL path, each segment escaped and slashes kept: the SDK's escapeUriPath, skipped where it would change nothing. */
+export const escapeUriPath = (path: string) => (UNRESERVED_PATH.test(path) ? path : sdkEscapeUriPath(path));

@@ -14,7 +14,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { escapeUriPath } from '@smithy/core/protocols';
 import { HttpRequest } from '@smithy/core/transport';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PutSigner, type Credentials, type UnsignedRequest } from '../../src/publish/bucket/sigv4.js';
+import { escapeUriPath as ownEscapeUriPath, PutSigner, type Credentials, type UnsignedRequest } from '../../src/publish/bucket/sigv4.js';
 import { Dice } from '../fuzz/http-streams.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);
@@ -87,10 +87,14 @@ function sdkSigner(credentials: Credentials) {
   return signer;
 }
 
-const text = (dice: Dice, max: number) => Array.from({ length: dice.int(0, max) }, () => dice.pick(TEXT)).join('');
+/** What RFC 3986 leaves as it is in a path: keys drawn from it take the escaping's fast path. */
+const UNRESERVED_TEXT = Array.from('aZ0-_.~/');
+
+const text = (dice: Dice, max: number, from = TEXT) => Array.from({ length: dice.int(0, max) }, () => dice.pick(from)).join('');
+const drawKey = (dice: Dice, from = TEXT) => `${text(dice, 3, from)}/${text(dice, 12, from)}${dice.chance(0.2) ? '/' : ''}`;
 
 function drawRequest(dice: Dice): UnsignedRequest {
-  const key = `${text(dice, 3)}/${text(dice, 12)}${dice.chance(0.2) ? '/' : ''}`;
+  const key = drawKey(dice);
   const query: Record<string, string> = { 'x-id': 'PutObject' };
   for (let i = dice.int(0, 2); i > 0; i--) query[dice.chance(0.1) ? 'X-Amz-Signature' : text(dice, 5)] = text(dice, 6);
   const headers: Record<string, string> = {};
@@ -143,6 +147,20 @@ describe('the PUT signer signs as the SDK signer', () => {
     // The draw covers what it is meant to: session tokens, and payload hashes given rather than computed.
     expect(sessionSigned).toBeGreaterThan(CASES / 10);
     expect(hashGiven).toBeGreaterThan(CASES / 20);
+  });
+
+  it(`escapes ${CASES} random keys as the SDK's escapeUriPath does, unreserved ones or not`, () => {
+    const dice = new Dice(SEED);
+    let unchanged = 0;
+    for (let n = 0; n < CASES; n++) {
+      const key = drawKey(dice, dice.chance(0.5) ? UNRESERVED_TEXT : TEXT);
+      const escaped = ownEscapeUriPath(key);
+      expect(escaped, key).toBe(escapeUriPath(key));
+      if (escaped === key) unchanged++;
+    }
+    // Both ways through were taken: the fast path and the SDK's.
+    expect(unchanged).toBeGreaterThan(CASES / 4);
+    expect(unchanged).toBeLessThan(CASES);
   });
 
   it('refuses credentials the SDK refuses, with its message', () => {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { Column } from './list-order.js';
-import { crc32, crc32Combine, deflatePiece, GZIP_HEADER, gzipTrailer, WINDOW_BYTES } from './gzip-member.js';
+import { crc32, crc32Append, deflatePiece, GZIP_HEADER, gzipTrailer, lengthShift, WINDOW_BYTES } from './gzip-member.js';
 import { readIndexFile, readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
 import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { releaseFreedNow } from '../core/memory.js';
@@ -36,7 +36,7 @@ const MAX_PIECE_MEMBERS = 4 * PIECE_MEMBERS;
 const DICTIONARY_MEMBERS = 4;
 
 /** The settings the pieces were cut and keyed with: an index made with others is not used. */
-export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key fnv64`;
+export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key murmur53`;
 /**
  * The settings of a shard's part: its first piece has no dictionary, and its boundaries are drawn
  * from the members' data hashes (`pieceMarks`).
@@ -99,14 +99,6 @@ export function stageCreatorsGzip(
   return counts;
 }
 
-/** Member i's first byte in the list file, for each member, and one past the array's members. */
-function memberOffsets(layout: ListLayout): Float64Array {
-  const offsets = new Float64Array(layout.lengths.length + 1);
-  offsets[0] = layout.headLength + 1; // after the head and its "["
-  for (let i = 0; i < layout.lengths.length; i++) offsets[i + 1] = offsets[i]! + layout.lengths[i]! + 1;
-  return offsets;
-}
-
 /** A member's piece mark: it ends a piece by its content, it does not, or that is not known yet. */
 const NOT_END = 0,
   PIECE_END = 1;
@@ -142,66 +134,92 @@ function pieceMarks(layout: ListLayout): Uint8Array {
   return marks;
 }
 
-/** Each piece's first member, and the member count at the end; `marks`: pieceMarks. */
-function pieceStarts(marks: Uint8Array): number[] {
-  const members = marks.length;
-  const starts = members === 0 ? [] : [0];
-  for (let i = 1, since = 1; i < members; i++, since++) {
-    if (since >= MAX_PIECE_MEMBERS || marks[i - 1] === PIECE_END) {
-      starts.push(i);
-      since = 0;
-    }
-  }
-  starts.push(members);
-  return starts;
-}
-
 /**
- * A piece's key: a 64-bit hash (two FNV-1a lanes) of its members' data hashes and its dictionary
- * members' (which decide its compressed bytes), and of where the piece starts among them. A hash
- * object per piece cost more than the deflating a quiet cycle does.
+ * A piece's key: a 53-bit hash (two MurmurHash3 lanes of different seeds) of its members' data
+ * hashes and its dictionary members' (which decide its compressed bytes), and of where the piece
+ * starts among them, taken a 32-bit word at a time from `words` (hashWords). A hash object per
+ * piece cost more than the deflating a quiet cycle does, and a byte at a time most of planning one.
  */
-function pieceKey(hashes: Buffer, from: number, start: number, end: number): string {
+function pieceKey(words: Int32Array, from: number, start: number, end: number): number {
   let low = 0x811c9dc5 ^ (start - from);
   let high = 0x050c5d1f ^ (start === 0 ? 0x5e : 0x7c);
-  for (let at = from * FINGERPRINT_LENGTH, stop = end * FINGERPRINT_LENGTH; at < stop; at++) {
-    const byte = hashes[at]!;
-    low = Math.imul(low ^ byte, 0x01000193);
-    high = Math.imul(high ^ byte, 0x01000193) ^ (low >>> 15);
+  for (let at = from * WORDS_PER_HASH, stop = end * WORDS_PER_HASH; at < stop; at++) {
+    let k = Math.imul(words[at]!, 0xcc9e2d51);
+    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+    low ^= k;
+    low = (Math.imul((low << 13) | (low >>> 19), 5) + 0xe6546b64) | 0;
+    high ^= k;
+    high = (Math.imul((high << 17) | (high >>> 15), 9) + 0x38495ab5) | 0;
   }
-  return `${(low >>> 0).toString(36)}.${(high >>> 0).toString(36)}`;
+  // 53 bits, a number held exactly: a string key for each of tens of thousands of pieces a cycle
+  // cost more than hashing their members.
+  return (finalMix(high ^ low) >>> 11) * 2 ** 32 + (finalMix(low) >>> 0);
+}
+
+/** MurmurHash3's finalizer: every input bit moves about half the output bits. */
+function finalMix(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** A data hash's 32-bit words: a fingerprint is a whole number of them. */
+const WORDS_PER_HASH = FINGERPRINT_LENGTH / 4;
+if (!Number.isInteger(WORDS_PER_HASH)) throw new Error(`bug: a ${FINGERPRINT_LENGTH}-byte fingerprint is not whole 32-bit words`);
+
+/** The members' data hashes as 32-bit words, without a copy when the buffer starts on a word boundary. */
+function hashWords(hashes: Buffer): Int32Array {
+  const bytes = hashes.byteOffset % 4 === 0 ? hashes : Uint8Array.from(hashes);
+  return new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
 }
 
 /** The pieces in list order: each one's key, and its compressed copy in the last variant when it is kept. */
 interface PiecePlan {
-  pieces: { key: string; kept: Piece | undefined }[];
+  keys: number[];
+  kept: (Piece | undefined)[];
   /** The ranges of the pieces not kept, to deflate (deflate-pool.ts). */
   ranges: PieceRanges;
+  /** Where the array's members start in the list file (after its "["), and where they end. */
+  membersStart: number;
+  membersEnd: number;
 }
 
-/** Cuts the list into pieces and finds those the last variant holds; `member` is memberOffsets(layout). */
-function planPieces(layout: ListLayout, member: Float64Array, last: PieceIndex | undefined): PiecePlan {
-  const starts = pieceStarts(pieceMarks(layout));
-  const pieces: PiecePlan['pieces'] = [];
+/**
+ * Cuts the list into pieces and finds those the last variant holds, in one walk over the members:
+ * a piece ends after a member marked to end one (pieceMarks), or after MAX_PIECE_MEMBERS.
+ */
+function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan {
+  const marks = pieceMarks(layout);
+  const { lengths } = layout;
+  const words = hashWords(layout.hashes);
+  const membersStart = layout.headLength + 1; // after the head and its "["
+  const plan: PiecePlan = { keys: [], kept: [], ranges: new Float64Array(0), membersStart, membersEnd: membersStart };
   const ranges: number[] = [];
-  const arrayStart = member[0]!;
-  for (let p = 0; p + 1 < starts.length; p++) {
-    const start = starts[p]!;
-    const end = starts[p + 1]!;
+  // Each member's first byte is the one after the last member's comma.
+  for (let i = 0, start = 0, startByte = membersStart, endByte = membersStart; i < lengths.length; i++) {
+    endByte += lengths[i]! + 1;
+    const end = i + 1;
+    if (end < lengths.length && marks[i] !== PIECE_END && end - start < MAX_PIECE_MEMBERS) continue;
     const from = Math.max(0, start - DICTIONARY_MEMBERS);
-    const key = pieceKey(layout.hashes, from, start, end);
-    const byteStart = start === 0 ? arrayStart : member[start]! - 1; // the comma before it
-    const byteEnd = member[end]! - 1;
+    const key = pieceKey(words, from, start, end);
+    const byteStart = start === 0 ? membersStart : startByte - 1; // the comma before it
+    const byteEnd = endByte - 1;
     const kept = last?.pieces.get(key);
-    if (kept !== undefined && kept.length === byteEnd - byteStart) {
-      pieces.push({ key, kept });
-      continue;
+    const keep = kept !== undefined && kept.length === byteEnd - byteStart;
+    plan.keys.push(key);
+    plan.kept.push(keep ? kept : undefined);
+    if (!keep) {
+      let dictionaryStart = startByte;
+      for (let k = from; k < start; k++) dictionaryStart -= lengths[k]! + 1;
+      if (start === 0) dictionaryStart = layout.partOfJoined ? byteStart : 0;
+      ranges.push(Math.max(dictionaryStart, byteStart - WINDOW_BYTES), byteStart, byteEnd);
     }
-    pieces.push({ key, kept: undefined });
-    const dictionaryStart = start > 0 ? member[from]! : layout.partOfJoined ? byteStart : 0;
-    ranges.push(Math.max(dictionaryStart, byteStart - WINDOW_BYTES), byteStart, byteEnd);
+    start = end;
+    startByte = endByte;
+    plan.membersEnd = byteEnd;
   }
-  return { pieces, ranges: Float64Array.from(ranges) };
+  plan.ranges = Float64Array.from(ranges);
+  return plan;
 }
 
 /**
@@ -217,25 +235,23 @@ function assemble(
 ): GzipPieces & { written: Piece[] } {
   const list = new PositionedReader(listFile, false);
   const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
-  const member = memberOffsets(layout);
   const written: Piece[] = [];
   const out = new MemberWriter(sink);
   let onWorker: number;
   try {
-    const arrayStart = member[0]!;
-    out.deflate(list.read(0, arrayStart), undefined, false);
-    const plan = planPieces(layout, member, last);
+    const plan = planPieces(layout, last);
+    out.deflate(list.read(0, plan.membersStart), undefined, false);
     const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
     try {
-      for (let p = 0; p < plan.pieces.length; p++) {
-        const { key, kept } = plan.pieces[p]!;
+      for (let p = 0; p < plan.keys.length; p++) {
+        const kept = plan.kept[p];
         if (kept !== undefined) written.push(reusedPiece(kept, out.copy(lastFile!, kept)));
-        else written.push({ key, ...out.put(deflater.next()), reused: false });
+        else written.push({ key: plan.keys[p]!, ...out.put(deflater.next()), reused: false });
       }
     } finally {
       onWorker = deflater.close();
     }
-    const tailStart = layout.names.length === 0 ? arrayStart : member[layout.names.length]! - 1;
+    const tailStart = plan.membersEnd;
     const size = fstatSync(list.fd).size;
     out.deflate(list.read(tailStart, size - tailStart), undefined, true);
     out.finish(size);
@@ -250,12 +266,13 @@ function assemble(
  * A piece copied from the last variant, now at `offset`. Written out field by field: a spread of
  * the last piece, for each of a list's tens of thousands of pieces every cycle, cost several times more.
  */
-const reusedPiece = ({ key, compressed, length, crc }: Piece, offset: number): Piece => ({
+const reusedPiece = ({ key, compressed, length, crc, shift }: Piece, offset: number): Piece => ({
   key,
   offset,
   compressed,
   length,
   crc,
+  shift,
   reused: true,
 });
 
@@ -284,8 +301,9 @@ class MemberWriter {
     this.copyRun();
     const offset = this.sink.bytesWritten;
     this.sink.write(compressed);
-    this.add(crc, length);
-    return { offset, compressed: compressed.length, length, crc };
+    const shift = lengthShift(length);
+    this.add(crc, length, shift);
+    return { offset, compressed: compressed.length, length, crc, shift };
   }
 
   /** Copies a piece compressed before from the last variant; returns its offset in this one. */
@@ -295,7 +313,7 @@ class MemberWriter {
     const offset = this.sink.bytesWritten + (this.run?.bytes ?? 0);
     if (this.run === undefined) this.run = { from, offset: piece.offset, bytes: piece.compressed };
     else this.run.bytes += piece.compressed;
-    this.add(piece.crc, piece.length);
+    this.add(piece.crc, piece.length, piece.shift);
     return offset;
   }
 
@@ -313,8 +331,8 @@ class MemberWriter {
     run.from.copy(run.offset, run.bytes, this.sink);
   }
 
-  private add(crc: number, length: number): void {
-    this.crc = this.length === 0 ? crc : crc32Combine(this.crc, crc, length);
+  private add(crc: number, length: number, shift: number): void {
+    this.crc = this.length === 0 ? crc : crc32Append(this.crc, crc, shift);
     this.length += length;
   }
 }

@@ -69,7 +69,7 @@ export function replaceFile(outDir: string, file: string, write: (temporary: str
 }
 
 /** replaceFile with the whole content at once. */
-export function replaceFileWith(outDir: string, file: string, content: string): void {
+export function replaceFileWith(outDir: string, file: string, content: string | Uint8Array): void {
   replaceFile(outDir, file, (temporary) => writeFileSync(temporary, content));
 }
 

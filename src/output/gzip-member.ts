@@ -52,17 +52,16 @@ export function gzipTrailer(crc: number, length: number): Buffer {
 
 const POLYNOMIAL = 0xedb88320;
 
-/** a(x) * b(x) modulo the CRC polynomial, in the reflected bit order CRC-32 uses (zlib's multmodp). */
+/**
+ * a(x) * b(x) modulo the CRC polynomial, in the reflected bit order CRC-32 uses (zlib's multmodp),
+ * without branches: a branch per bit of `a`, taken at random, cost several times the arithmetic,
+ * and a variant appends a product for each of its tens of thousands of pieces.
+ */
 function multiplyModP(a: number, b: number): number {
-  let m = 0x80000000;
   let product = 0;
-  for (;;) {
-    if ((a & m) !== 0) {
-      product ^= b;
-      if ((a & (m - 1)) === 0) break;
-    }
-    m >>>= 1;
-    b = b & 1 ? (b >>> 1) ^ POLYNOMIAL : b >>> 1;
+  for (let i = 0; i < 32; i++) {
+    product ^= b & ((a << i) >> 31); // b when a's bit for x^i is set, else 0
+    b = (b >>> 1) ^ (POLYNOMIAL & -(b & 1)); // b * x
   }
   return product >>> 0;
 }
@@ -87,7 +86,45 @@ function xPowerModP(n: number, k: number): number {
   return p;
 }
 
+/**
+ * x^(8 * b * 256^j) modulo the polynomial at [j * 256 + b], for each byte b of a length's byte j:
+ * a length's shift in a product per nonzero byte, not one per set bit. Made on first use, each
+ * entry from the one before it.
+ */
+let byteShifts: Uint32Array | undefined;
+
+function byteShiftTable(): Uint32Array {
+  if (byteShifts !== undefined) return byteShifts;
+  const table = new Uint32Array(4 * 256);
+  for (let j = 0; j < 4; j++) {
+    const one = xPowerModP(256 ** j, 3);
+    table[j * 256] = 0x80000000; // x^0
+    for (let b = 1; b < 256; b++) table[j * 256 + b] = multiplyModP(one, table[j * 256 + b - 1]!);
+  }
+  return (byteShifts = table);
+}
+
+/**
+ * x^(8 * length) modulo the polynomial: what appending `length` bytes does to a CRC-32 before it
+ * (zlib's crc32_combine_gen). Kept with a piece, it makes appending that piece one product.
+ */
+export function lengthShift(length: number): number {
+  if (length >= 2 ** 32) return xPowerModP(length, 3);
+  const table = byteShiftTable();
+  let shift = 0x80000000; // x^0
+  for (let j = 0, n = length >>> 0; n > 0; j++, n >>>= 8) {
+    const byte = n & 0xff;
+    if (byte !== 0) shift = multiplyModP(table[j * 256 + byte]!, shift);
+  }
+  return shift;
+}
+
+/** The CRC-32 of A followed by B, from A's CRC, B's CRC and B's lengthShift (zlib's crc32_combine_op). */
+export function crc32Append(crcA: number, crcB: number, shiftB: number): number {
+  return (multiplyModP(shiftB, crcA) ^ crcB) >>> 0;
+}
+
 /** The CRC-32 of A followed by B, from A's CRC, B's CRC and B's length (zlib's crc32_combine). */
 export function crc32Combine(crcA: number, crcB: number, lengthB: number): number {
-  return (multiplyModP(xPowerModP(lengthB, 3), crcA) ^ crcB) >>> 0;
+  return crc32Append(crcA, crcB, lengthShift(lengthB));
 }

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
-import { deflatePiece, WINDOW_BYTES } from '../../src/output/gzip-member.js';
+import { crc32, crc32Append, crc32Combine, deflatePiece, lengthShift, WINDOW_BYTES } from '../../src/output/gzip-member.js';
 
 /** About `bytes` of list-like JSON members. */
 const members = (from: number, bytes: number): Buffer => {
@@ -54,6 +54,32 @@ describe('a deflated piece', () => {
       expect(Math.max(...asked)).toBeLessThanOrEqual(data.length);
     } finally {
       allocUnsafe.mockRestore();
+    }
+  });
+});
+
+describe('the CRC-32 of pieces joined', () => {
+  it("is zlib's CRC-32 of the joined bytes, for lengths of every byte width", () => {
+    const lengths = [0, 1, 2, 7, 255, 256, 257, 4_095, 65_535, 65_536, 70_001, 1 << 20, (1 << 24) + 3];
+    for (const lengthB of lengths) {
+      const a = randomBytes(1 + (lengthB % 97));
+      const b = randomBytes(lengthB);
+      const joined = crc32(Buffer.concat([a, b]));
+      expect(crc32Combine(crc32(a), crc32(b), lengthB)).toBe(joined);
+      expect(crc32Append(crc32(a), crc32(b), lengthShift(lengthB))).toBe(joined);
+    }
+  });
+
+  it('shifts past 2^32 bytes as two shorter shifts do', () => {
+    // No test can hold 4 GiB: appending B shifts A's CRC, and two shifts in a row are one longer shift.
+    const crcA = crc32(randomBytes(64));
+    const pairs: [number, number][] = [
+      [2 ** 32 - 5, 10],
+      [2 ** 31, 2 ** 31 + 77],
+      [123_456_789, 3 * 2 ** 31],
+    ];
+    for (const [first, second] of pairs) {
+      expect(crc32Combine(crcA, 0, first + second)).toBe(crc32Combine(crc32Combine(crcA, 0, first), 0, second));
     }
   });
 });

@@ -120,6 +120,15 @@ describe('the gzip variant', () => {
     users.set(1, 3);
     expect(buildList(users).reused).toBe(0);
   });
+
+  it('deflates every piece again when the index was cut short', () => {
+    buildList(users);
+    const index = join(dir.path, CREATORS_GZIP_INDEX_FILE);
+    const whole = readFileSync(index);
+    writeFileSync(index, whole.subarray(0, whole.length - 3)); // its last record a few bytes short
+    users.set(2, 1);
+    expect(buildList(users).reused).toBe(0);
+  });
 });
 
 describe("another thread's members, adopted", () => {

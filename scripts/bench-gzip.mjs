@@ -44,13 +44,15 @@ const build = () => {
   });
   return (performance.now() - started) / 1000;
 };
-const pieceKeys = () =>
-  new Set(
-    readFileSync(join(out, '.profile-snapshot/creators-gzip-index'), 'latin1')
-      .split('\n')
-      .slice(1)
-      .map((l) => l.split('\t')[0]),
-  );
+const { readIndexFile } = await import(join(repo, 'build/output/gzip-index.js'));
+/** The keys of the pieces the tree's index lists under its header (its first line). */
+const pieceKeys = () => {
+  const index = join(out, '.profile-snapshot/creators-gzip-index');
+  const file = readFileSync(index);
+  const pieces = readIndexFile(index, file.toString('latin1', 0, file.indexOf(0x0a)));
+  if (pieces === undefined) throw new Error(`${index} is not an index of pieces`);
+  return new Set(pieces.map((piece) => piece.key));
+};
 
 build();
 const listFile = join(out, 'service-api/v1/creators');

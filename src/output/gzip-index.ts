@@ -1,9 +1,9 @@
 /**
  * Where each piece of the last gzip variant of the creators list sits in it (creators-gzip.ts): a
  * header line naming the piece settings and the stamp of the variant file it describes, then a
- * record per piece of RECORD_FIELDS little-endian doubles (written every cycle: as text, one line per
- * piece cost a watcher's quiet cycle more than copying the variant). It is only a shortcut: when it
- * does not match the variant on disk, every piece is deflated again.
+ * record per piece of RECORD_FIELDS little-endian doubles (written every cycle: as text, a line per
+ * piece cost a watcher's quiet cycle nearly as much as copying the variant). It is only a shortcut:
+ * when it does not match the variant on disk, every piece is deflated again.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

@@ -193,8 +193,10 @@ function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan
   const { lengths } = layout;
   const words = hashWords(layout.hashes);
   const membersStart = layout.headLength + 1; // after the head and its "["
-  const plan: PiecePlan = { keys: [], kept: [], ranges: new Float64Array(0), membersStart, membersEnd: membersStart };
+  const keys: number[] = [];
+  const kept: (Piece | undefined)[] = [];
   const ranges: number[] = [];
+  let membersEnd = membersStart;
   // Each member's first byte is the one after the last member's comma.
   for (let i = 0, start = 0, startByte = membersStart, endByte = membersStart; i < lengths.length; i++) {
     endByte += lengths[i]! + 1;
@@ -204,10 +206,10 @@ function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan
     const key = pieceKey(words, from, start, end);
     const byteStart = start === 0 ? membersStart : startByte - 1; // the comma before it
     const byteEnd = endByte - 1;
-    const kept = last?.pieces.get(key);
-    const keep = kept !== undefined && kept.length === byteEnd - byteStart;
-    plan.keys.push(key);
-    plan.kept.push(keep ? kept : undefined);
+    const copy = last?.pieces.get(key);
+    const keep = copy !== undefined && copy.length === byteEnd - byteStart;
+    keys.push(key);
+    kept.push(keep ? copy : undefined);
     if (!keep) {
       let dictionaryStart = startByte;
       for (let k = from; k < start; k++) dictionaryStart -= lengths[k]! + 1;
@@ -216,10 +218,9 @@ function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan
     }
     start = end;
     startByte = endByte;
-    plan.membersEnd = byteEnd;
+    membersEnd = byteEnd;
   }
-  plan.ranges = Float64Array.from(ranges);
-  return plan;
+  return { keys, kept, ranges: Float64Array.from(ranges), membersStart, membersEnd };
 }
 
 /**

@@ -20,7 +20,7 @@ import { outputError } from '../../core/errors.js';
 import { CREATORS_FILE, CREATORS_GZIP_FILE } from '../../core/layout.js';
 import { formatSlice, type Slice } from '../../core/slice.js';
 import { joinablePieces } from '../../output/creators-gzip.js';
-import { crc32, crc32Combine, deflatePiece, GZIP_HEADER } from '../../output/gzip-member.js';
+import { crc32, crc32Append, crc32Combine, deflatePiece, GZIP_HEADER } from '../../output/gzip-member.js';
 import { stampOf } from '../../output/manifest.js';
 import { SUCCESS_HEAD } from '../../render/documents.js';
 import type { Remote } from '../bucket/client.js';
@@ -90,7 +90,7 @@ function localParts(tree: LocalTree, shard: Slice): LocalParts {
       throw notJoinable(tree, 'its gzip variant has no index of pieces that match the list');
     }
     let crc = 0;
-    for (const piece of pieces) crc = crc32Combine(crc, piece.crc, piece.length);
+    for (const piece of pieces) crc = crc32Append(crc, piece.crc, piece.shift);
     const headEnd = GZIP_HEADER.length + deflatePiece(HEAD, undefined, false).length;
     const membersStart = pieces[0]?.offset ?? headEnd;
     const membersEnd = pieces.length === 0 ? headEnd : pieces.at(-1)!.offset + pieces.at(-1)!.compressed;

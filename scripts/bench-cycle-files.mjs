@@ -7,11 +7,13 @@
  * - "kernel copy": the file copied by the kernel (copyFileSync: copy_file_range on Linux), the most
  *   any kernel copy of unchanged ranges could bring, as it copies every byte without user space.
  *
- * The watcher runs in this process (a StoreSession, as `watch` holds one) on a tracked store (the
- * change clock), so that each file's own time can be taken around the library's calls: the list
- * and the variant from OutputTransaction.streamedFile, the manifest's writing from its digest's
- * start to its close. The whole cycles are whole-process figures in bench-clock-cycles.mjs; this is their
- * breakdown. Per kind of cycle (ages only; 1% of the users changed), medians of --runs cycles.
+ * The watcher runs in this process (a StoreSession and the out dir's lock, as `watch` holds them)
+ * on a tracked store (the change clock), so that each file's own time can be taken around the
+ * library's calls: the list and the variant from OutputTransaction.streamedFile, the manifest's
+ * writing from its digest's start to its close. Holding the lock, it also holds the large files
+ * each commit replaces until the next cycle writes their successors (output/held-files.ts). The
+ * whole cycles are whole-process figures in bench-clock-cycles.mjs; this is their breakdown. Per
+ * kind of cycle (ages only; 1% of the users changed), medians of --runs cycles.
  *
  * Usage: node scripts/bench-cycle-files.mjs [--users 1000000] [--shard i/n] [--runs 3] [--dir /dev/shm/...]
  * (run `npm run build` first: it times the compiled library in build/).
@@ -30,6 +32,7 @@ const { parseShard } = await lib('core/slice.js');
 const { OutputTransaction } = await lib('output/tree.js');
 const { BufferedFileWriter } = await lib('output/file-writer.js');
 const { CREATORS_FILE, MANIFEST_FILE, gzipVariantPath } = await lib('core/layout.js');
+const { OutDirLock } = await lib('output/lock.js');
 
 const args = process.argv.slice(2);
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -112,6 +115,7 @@ copyFileSync(seededStore(join(repo, '.bench/stores'), USERS), db);
 trackStore(repo, db);
 
 const session = new StoreSession(db);
+const lock = OutDirLock.acquire(out, { command: 'watch', waitMs: 0 });
 const shard = SHARD === undefined ? undefined : parseShard(SHARD, 'shard');
 const cycle = () => {
   spans = [];
@@ -124,6 +128,7 @@ const cycle = () => {
     session,
     threads: 2,
     ...(shard ? { shard } : {}),
+    lock,
   });
   return { seconds: (performance.now() - started) / 1000, spans, read: result.rowsRead };
 };
@@ -161,6 +166,7 @@ for (let round = 0; round < RUNS; round++) {
   floorRuns.push({ list: floors(join(out, LIST)), variant: floors(join(out, VARIANT)), manifest: floors(join(out, MANIFEST_FILE)) });
 }
 session.close();
+lock.release();
 
 const ms = (n) => `${Math.round(n)} ms`;
 const files = [

@@ -51,7 +51,7 @@ const pieceKeys = () => {
   const file = readFileSync(index);
   const pieces = readIndexFile(index, file.toString('latin1', 0, file.indexOf(0x0a)));
   if (pieces === undefined) throw new Error(`${index} is not an index of pieces`);
-  return new Set(pieces.map((piece) => piece.key));
+  return new Set(Array.from({ length: pieces.count }, (_, piece) => pieces.key(piece)));
 };
 
 build();

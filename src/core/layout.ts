@@ -62,6 +62,11 @@ export const LAST_PASS_FILE = `${STATE_DIR}/last-pass.json`;
 export const CREATORS_GZIP_INDEX_FILE = `${STATE_DIR}/creators-gzip-index`;
 /** A generation of the tree pinned for the watcher's publish, while later commits go on (output/pin.ts). */
 export const PIN_DIR = `${STATE_DIR}/pinned`;
+/**
+ * Large files the out dir lock's holder replaced, held until it writes their successors
+ * (output/held-files.ts).
+ */
+export const HELD_DIR = `${STATE_DIR}/held`;
 /** The watcher's health status (watch/status.ts). */
 export const STATUS_FILE = `${STATE_DIR}/status.json`;
 /** `regenerate --full` asks the watcher for a full, healing cycle: this file says so until that cycle succeeds. */

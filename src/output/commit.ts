@@ -18,6 +18,7 @@ import { outputError } from '../core/errors.js';
 import { PROFILE_DIRS } from '../core/layout.js';
 import { asOutputError, linkOrCopy, prepareDir } from './folders.js';
 import { fileEntry, fileStamp, PENDING, writeClaims, writeManifest, type Manifest, type WrittenManifest } from './manifest.js';
+import { holdReplaced } from './held-files.js';
 import { PinKeeper } from './pin.js';
 import type { TreeDiff } from './diff.js';
 import type { Staging } from './staging.js';
@@ -113,6 +114,7 @@ function moveStagedIntoPlace(diff: TreeDiff, staging: Staging, stagedEntries: re
   }
   for (const s of staging.files) {
     keeper?.keep(s.path);
+    if (staging.held.has(s.path)) holdReplaced(outDir, s.path);
     renameSync(s.staged, join(outDir, s.path));
     next.files.set(s.path, fileEntry(s.hash, fileStamp(join(outDir, s.path))));
     written += 1;

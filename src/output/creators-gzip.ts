@@ -18,9 +18,10 @@ import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { Column } from './list-order.js';
 import { crc32, crc32Append, deflatePiece, GZIP_HEADER, gzipTrailer, lengthShift, WINDOW_BYTES } from './gzip-member.js';
-import { readIndexFile, readPieceIndex, writePieceIndex, type Piece, type PieceIndex } from './gzip-index.js';
+import { PieceTable, readIndexFile, readPieceIndex, writePieceIndex, type PieceIndex } from './gzip-index.js';
 import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { releaseFreedNow } from '../core/memory.js';
+import { releaseHeld } from './held-files.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
 
@@ -36,7 +37,7 @@ const MAX_PIECE_MEMBERS = 4 * PIECE_MEMBERS;
 const DICTIONARY_MEMBERS = 4;
 
 /** The settings the pieces were cut and keyed with: an index made with others is not used. */
-export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key murmur53`;
+export const PIECE_SETTINGS = `mean ${PIECE_MEMBERS} max ${MAX_PIECE_MEMBERS} dictionary ${DICTIONARY_MEMBERS} key murmur53 lanes`;
 /**
  * The settings of a shard's part: its first piece has no dictionary, and its boundaries are drawn
  * from the members' data hashes (`pieceMarks`).
@@ -86,9 +87,12 @@ export function stageCreatorsGzip(
   const variantPath = gzipVariantPath(listPath);
   const settings = layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS;
   const last = readPieceIndex(tx, variantPath, settings);
-  let pieces: Piece[] = [];
+  let pieces = new PieceTable(0);
   let counts: GzipPieces | undefined;
+  // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
+  tx.holdWhenReplaced(variantPath);
   const write = (sink: BufferedFileWriter) => {
+    releaseHeld(tx.outDir, variantPath);
     const { written, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
     pieces = written;
     counts = cost;
@@ -135,25 +139,35 @@ function pieceMarks(layout: ListLayout): Uint8Array {
 }
 
 /**
- * A piece's key: a 53-bit hash (two MurmurHash3 lanes of different seeds) of its members' data
- * hashes and its dictionary members' (which decide its compressed bytes), and of where the piece
- * starts among them, taken a 32-bit word at a time from `words` (hashWords). A hash object per
- * piece cost more than the deflating a quiet cycle does, and a byte at a time most of planning one.
+ * A piece's key: a 53-bit hash of its members' data hashes and its dictionary members' (which
+ * decide its compressed bytes), and of where the piece starts among them, taken from `words`
+ * (hashWords) by two MurmurHash3 lanes, each over every other 32-bit word, their ends mixed into
+ * each other as MurmurHash3's 128-bit form does. A hash object per piece cost more than the
+ * deflating a quiet cycle does, a byte at a time most of planning one, and both lanes over every
+ * word half again as much.
  */
 function pieceKey(words: Int32Array, from: number, start: number, end: number): number {
   let low = 0x811c9dc5 ^ (start - from);
   let high = 0x050c5d1f ^ (start === 0 ? 0x5e : 0x7c);
-  for (let at = from * WORDS_PER_HASH, stop = end * WORDS_PER_HASH; at < stop; at++) {
-    let k = Math.imul(words[at]!, 0xcc9e2d51);
-    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
-    low ^= k;
-    low = (Math.imul((low << 13) | (low >>> 19), 5) + 0xe6546b64) | 0;
-    high ^= k;
-    high = (Math.imul((high << 17) | (high >>> 15), 9) + 0x38495ab5) | 0;
+  for (let at = from * WORDS_PER_HASH, stop = end * WORDS_PER_HASH; at < stop; at += 2) {
+    let a = Math.imul(words[at]!, 0xcc9e2d51);
+    a = Math.imul((a << 15) | (a >>> 17), 0x1b873593);
+    low ^= a;
+    low = (Math.imul((low << 19) | (low >>> 13), 5) + 0x561ccd1b) | 0;
+    let b = Math.imul(words[at + 1]!, 0x1b873593);
+    b = Math.imul((b << 16) | (b >>> 16), 0xcc9e2d51);
+    high ^= b;
+    high = (Math.imul((high << 17) | (high >>> 15), 5) + 0x0bcaa747) | 0;
   }
+  low = (low + high) | 0;
+  high = (high + low) | 0;
+  low = finalMix(low);
+  high = finalMix(high);
+  low = (low + high) | 0;
+  high = (high + low) | 0;
   // 53 bits, a number held exactly: a string key for each of tens of thousands of pieces a cycle
   // cost more than hashing their members.
-  return (finalMix(high ^ low) >>> 11) * 2 ** 32 + (finalMix(low) >>> 0);
+  return (high >>> 11) * 2 ** 32 + (low >>> 0);
 }
 
 /** MurmurHash3's finalizer: every input bit moves about half the output bits. */
@@ -163,9 +177,9 @@ function finalMix(h: number): number {
   return h ^ (h >>> 16);
 }
 
-/** A data hash's 32-bit words: a fingerprint is a whole number of them. */
+/** A data hash's 32-bit words: a fingerprint is an even number of them, a word for each lane. */
 const WORDS_PER_HASH = FINGERPRINT_LENGTH / 4;
-if (!Number.isInteger(WORDS_PER_HASH)) throw new Error(`bug: a ${FINGERPRINT_LENGTH}-byte fingerprint is not whole 32-bit words`);
+if (!Number.isInteger(WORDS_PER_HASH / 2)) throw new Error(`bug: a ${FINGERPRINT_LENGTH}-byte fingerprint is not pairs of 32-bit words`);
 
 /** The members' data hashes as 32-bit words, without a copy when the buffer starts on a word boundary. */
 function hashWords(hashes: Buffer): Int32Array {
@@ -173,10 +187,10 @@ function hashWords(hashes: Buffer): Int32Array {
   return new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
 }
 
-/** The pieces in list order: each one's key, and its compressed copy in the last variant when it is kept. */
+/** The pieces in list order: each one's key, and its number in the last variant when it is kept there (else NOT_KEPT). */
 interface PiecePlan {
   keys: number[];
-  kept: (Piece | undefined)[];
+  kept: number[];
   /** The ranges of the pieces not kept, to deflate (deflate-pool.ts). */
   ranges: PieceRanges;
   /** Where the array's members start in the list file (after its "["), and where they end. */
@@ -188,28 +202,34 @@ interface PiecePlan {
  * Cuts the list into pieces and finds those the last variant holds, in one walk over the members:
  * a piece ends after a member marked to end one (pieceMarks), or after MAX_PIECE_MEMBERS.
  */
-function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan {
+function planPieces(layout: ListLayout, last: PieceTable | undefined): PiecePlan {
   const marks = pieceMarks(layout);
   const { lengths } = layout;
+  const count = lengths.length;
   const words = hashWords(layout.hashes);
   const membersStart = layout.headLength + 1; // after the head and its "["
   const keys: number[] = [];
-  const kept: (Piece | undefined)[] = [];
+  const kept: number[] = [];
   const ranges: number[] = [];
   let membersEnd = membersStart;
+  // Where the next piece of the last variant is: a piece most often stands where it stood, so it is
+  // looked for there before it is looked up.
+  let cursor = 0;
   // Each member's first byte is the one after the last member's comma.
-  for (let i = 0, start = 0, startByte = membersStart, endByte = membersStart; i < lengths.length; i++) {
-    endByte += lengths[i]! + 1;
-    const end = i + 1;
-    if (end < lengths.length && marks[i] !== PIECE_END && end - start < MAX_PIECE_MEMBERS) continue;
+  for (let start = 0, startByte = membersStart; start < count;) {
+    let end = start;
+    let endByte = startByte;
+    do endByte += lengths[end]! + 1;
+    while (marks[end++] !== PIECE_END && end < count && end - start < MAX_PIECE_MEMBERS);
     const from = Math.max(0, start - DICTIONARY_MEMBERS);
     const key = pieceKey(words, from, start, end);
     const byteStart = start === 0 ? membersStart : startByte - 1; // the comma before it
     const byteEnd = endByte - 1;
-    const copy = last?.pieces.get(key);
-    const keep = copy !== undefined && copy.length === byteEnd - byteStart;
+    const copy = last === undefined ? NOT_KEPT : cursor < last.count && last.key(cursor) === key ? cursor : last.find(key);
+    const keep = copy !== NOT_KEPT && last!.length(copy) === byteEnd - byteStart;
+    cursor = copy === NOT_KEPT ? cursor + 1 : copy + 1;
     keys.push(key);
-    kept.push(keep ? copy : undefined);
+    kept.push(keep ? copy : NOT_KEPT);
     if (!keep) {
       let dictionaryStart = startByte;
       for (let k = from; k < start; k++) dictionaryStart -= lengths[k]! + 1;
@@ -223,6 +243,9 @@ function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan
   return { keys, kept, ranges: Float64Array.from(ranges), membersStart, membersEnd };
 }
 
+/** A piece the last variant does not hold as it is now. */
+const NOT_KEPT = -1;
+
 /**
  * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to `threads`
  * threads; returns its member pieces, where each now sits.
@@ -233,49 +256,43 @@ function assemble(
   layout: ListLayout,
   last: PieceIndex | undefined,
   threads: number,
-): GzipPieces & { written: Piece[] } {
+): GzipPieces & { written: PieceTable } {
   const list = new PositionedReader(listFile, false);
   const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
-  const written: Piece[] = [];
   const out = new MemberWriter(sink);
+  let written: PieceTable;
+  let reused = 0;
   let onWorker: number;
   try {
-    const plan = planPieces(layout, last);
-    out.deflate(list.read(0, plan.membersStart), undefined, false);
+    const plan = planPieces(layout, last?.pieces);
+    written = new PieceTable(plan.keys.length);
+    out.deflate(list.read(0, plan.membersStart));
     const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
     try {
       for (let p = 0; p < plan.keys.length; p++) {
-        const kept = plan.kept[p];
-        if (kept !== undefined) written.push(reusedPiece(kept, out.copy(lastFile!, kept)));
-        else written.push({ key: plan.keys[p]!, ...out.put(deflater.next()), reused: false });
+        const kept = plan.kept[p]!;
+        if (kept === NOT_KEPT) {
+          const piece = deflater.next();
+          const { offset, shift } = out.put(piece);
+          written.add(plan.keys[p]!, offset, piece.compressed.length, piece.length, piece.crc, shift);
+        } else {
+          written.addCopy(last!.pieces, kept, out.copy(lastFile!, last!.pieces, kept));
+          reused++;
+        }
       }
     } finally {
       onWorker = deflater.close();
     }
     const tailStart = plan.membersEnd;
     const size = fstatSync(list.fd).size;
-    out.deflate(list.read(tailStart, size - tailStart), undefined, true);
+    out.deflate(list.read(tailStart, size - tailStart), true);
     out.finish(size);
   } finally {
     list.close();
     lastFile?.close();
   }
-  return { written, pieces: written.length, reused: written.filter((p) => p.reused).length, onWorker };
+  return { written, pieces: written.count, reused, onWorker };
 }
-
-/**
- * A piece copied from the last variant, now at `offset`. Written out field by field: a spread of
- * the last piece, for each of a list's tens of thousands of pieces every cycle, cost several times more.
- */
-const reusedPiece = ({ key, compressed, length, crc, shift }: Piece, offset: number): Piece => ({
-  key,
-  offset,
-  compressed,
-  length,
-  crc,
-  shift,
-  reused: true,
-});
 
 /**
  * Writes a gzip member piece by piece: header, pieces, trailer, with the CRC-32 carried along.
@@ -292,29 +309,31 @@ class MemberWriter {
     sink.write(GZIP_HEADER);
   }
 
-  /** Deflates a piece of the data; returns where it went and what it holds. */
-  deflate(data: Buffer, dictionary: Buffer | undefined, last: boolean): Omit<Piece, 'key' | 'reused'> {
-    return this.put({ compressed: deflatePiece(data, dictionary, last), crc: crc32(data), length: data.length });
+  /** Deflates bytes of the list outside its members (the head, or the tail, `last`). */
+  deflate(data: Buffer, last = false): void {
+    this.put({ compressed: deflatePiece(data, undefined, last), crc: crc32(data), length: data.length });
   }
 
-  /** Writes a piece deflated elsewhere; returns where it went and what it holds. */
-  put({ compressed, crc, length }: DeflatedPiece): Omit<Piece, 'key' | 'reused'> {
+  /** Writes a piece deflated elsewhere; returns where it went and its length's shift. */
+  put({ compressed, crc, length }: DeflatedPiece): { offset: number; shift: number } {
     this.copyRun();
     const offset = this.sink.bytesWritten;
     this.sink.write(compressed);
     const shift = lengthShift(length);
     this.add(crc, length, shift);
-    return { offset, compressed: compressed.length, length, crc, shift };
+    return { offset, shift };
   }
 
-  /** Copies a piece compressed before from the last variant; returns its offset in this one. */
-  copy(from: PositionedReader, piece: Piece): number {
+  /** Copies `piece` of `pieces`, compressed before in the last variant `from`; returns its offset in this one. */
+  copy(from: PositionedReader, pieces: PieceTable, piece: number): number {
+    const start = pieces.offset(piece);
+    const compressed = pieces.compressed(piece);
     const run = this.run;
-    if (run !== undefined && (run.from !== from || run.offset + run.bytes !== piece.offset)) this.copyRun();
+    if (run !== undefined && (run.from !== from || run.offset + run.bytes !== start)) this.copyRun();
     const offset = this.sink.bytesWritten + (this.run?.bytes ?? 0);
-    if (this.run === undefined) this.run = { from, offset: piece.offset, bytes: piece.compressed };
-    else this.run.bytes += piece.compressed;
-    this.add(piece.crc, piece.length, piece.shift);
+    if (this.run === undefined) this.run = { from, offset: start, bytes: compressed };
+    else this.run.bytes += compressed;
+    this.add(pieces.crc(piece), pieces.length(piece), pieces.shift(piece));
     return offset;
   }
 
@@ -342,6 +361,6 @@ class MemberWriter {
  * The member pieces of a shard's variant (one built with `partOfJoined`), in order, as its index
  * describes them; undefined when the index is not of the variant file with `variantStamp`.
  */
-export function joinablePieces(outDir: string, variantStamp: string): readonly Piece[] | undefined {
+export function joinablePieces(outDir: string, variantStamp: string): PieceTable | undefined {
   return readIndexFile(join(outDir, CREATORS_GZIP_INDEX_FILE), `${PART_PIECE_SETTINGS}\t${variantStamp}`);
 }

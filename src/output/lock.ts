@@ -19,6 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { describeCause, outputError } from '../core/errors.js';
 import { prepareDir, removeEmptyFolders } from './folders.js';
 import { LOCK_FILE, PIN_DIR, resolveOutDir, STATE_DIR } from '../core/layout.js';
+import { releaseAllHeld } from './held-files.js';
 
 /** What the lock file says about its holder (JSON, one object). */
 export interface LockHolder {
@@ -132,6 +133,7 @@ export class OutDirLock {
     } catch {
       // Already gone (the out dir was removed): nothing to release.
     }
+    releaseAllHeld(this.outDir);
     if (options.removeCreatedFolders) removeEmptyFolders(this.createdFolders);
   }
 
@@ -232,6 +234,7 @@ function removeLeftovers(outDir: string): void {
   try {
     // A pin is its holder's alone (pin.ts): one left by a process that died would keep files for nobody.
     rmSync(join(outDir, PIN_DIR), { recursive: true, force: true });
+    releaseAllHeld(outDir); // as a pin, held files are their holder's alone (held-files.ts)
     for (const name of readdirSync(dir)) {
       if (!/^lock\.[0-9a-f]+\.(tmp|stale)$/.test(name)) continue;
       const path = join(dir, name);

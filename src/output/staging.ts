@@ -30,6 +30,8 @@ export class Staging {
   readonly names: string[] = [];
   readonly slots: number[] = [];
   readonly files: StagedFile[] = [];
+  /** Paths whose published file a long-lived writer holds once replaced (held-files.ts). */
+  readonly held = new Set<string>();
   /**
    * With no users folder yet (a first build), profiles are staged as whole folders, `fresh/<i>/<name>`
    * for alias folder i, and each folder is renamed into place at commit: one rename instead of one

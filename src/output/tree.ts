@@ -199,6 +199,15 @@ export class OutputTransaction extends TreeWriter {
     return true;
   }
 
+  /**
+   * Asks that the file now published at `path`, once this build replaces it, be held until the
+   * next build of this process writes its successor (held-files.ts): for a watcher (a build that
+   * keeps its manifest for the next), not a build that ends its process.
+   */
+  holdWhenReplaced(path: string): void {
+    if (this.cache !== undefined) this.staging.held.add(path);
+  }
+
   /** Records the stamp of an unchanged published file whose entry has none (see TreeDiff). */
   stampUnchangedFile(path: string, isIntact: (file: string) => boolean): void {
     this.diff.stampUnchangedFile(path, isIntact);

@@ -19,7 +19,7 @@ const pieces = (out: string) => {
   const file = readFileSync(index);
   const listed = readIndexFile(index, file.toString('latin1', 0, file.indexOf(0x0a)));
   if (listed === undefined) throw new Error(`${index} is not an index of pieces`);
-  return listed.length;
+  return listed.count;
 };
 
 describe("a shard's gzip pieces", () => {

@@ -86,14 +86,18 @@ function localParts(tree: LocalTree, shard: Slice): LocalParts {
     const { tailStart, meta } = readEnvelope(tree, list);
     const memberBytes = tailStart - HEAD.length;
     const pieces = joinablePieces(tree.reader.root, fileStampOf(tree, CREATORS_GZIP_FILE) ?? '');
-    if (pieces === undefined || pieces.reduce((sum, piece) => sum + piece.length, 0) !== memberBytes) {
-      throw notJoinable(tree, 'its gzip variant has no index of pieces that match the list');
-    }
     let crc = 0;
-    for (const piece of pieces) crc = crc32Append(crc, piece.crc, piece.shift);
+    let length = 0;
+    for (let piece = 0; piece < (pieces?.count ?? 0); piece++) {
+      crc = crc32Append(crc, pieces!.crc(piece), pieces!.shift(piece));
+      length += pieces!.length(piece);
+    }
+    if (pieces === undefined || length !== memberBytes)
+      throw notJoinable(tree, 'its gzip variant has no index of pieces that match the list');
     const headEnd = GZIP_HEADER.length + deflatePiece(HEAD, undefined, false).length;
-    const membersStart = pieces[0]?.offset ?? headEnd;
-    const membersEnd = pieces.length === 0 ? headEnd : pieces.at(-1)!.offset + pieces.at(-1)!.compressed;
+    const last = pieces.count - 1;
+    const membersStart = pieces.count === 0 ? headEnd : pieces.offset(0);
+    const membersEnd = pieces.count === 0 ? headEnd : pieces.offset(last) + pieces.compressed(last);
     const files = [list, variant];
     const close = () => files.forEach((fd) => closeSync(fd));
     if (shard.index === 0) {

@@ -1,0 +1,40 @@
+/** The pieces of a gzip variant as a table: found by key, written as the index file's records and read back. */
+import { expect, it } from 'vitest';
+import { PieceTable } from '../../src/output/gzip-index.js';
+import { lengthShift } from '../../src/output/gzip-member.js';
+
+/** Keys of 53 bits that share their low 32 bits by fours: the table's slots must tell them apart. */
+const keyOf = (i: number) => (i % 4) * 2 ** 40 + Math.floor(i / 4) * 7919 + 2 ** 52;
+
+it('finds each piece by its key, keys sharing their low bits and the table grown past its first size', () => {
+  const table = new PieceTable(1);
+  for (let i = 0; i < 1000; i++) table.add(keyOf(i), i * 100, 50 + i, 1000 + i, (i * 2654435761) >>> 0, lengthShift(1000 + i));
+  expect(table.count).toBe(1000);
+  for (let i = 0; i < 1000; i++) expect(table.find(keyOf(i))).toBe(i);
+  expect(table.find(keyOf(1000))).toBe(-1);
+  expect(table.find(2 ** 52 + 1)).toBe(-1);
+  // A piece added after a lookup is found too.
+  table.add(12345, 0, 1, 2, 3, lengthShift(2));
+  expect(table.find(12345)).toBe(1000);
+});
+
+it("reads back the records it writes, each piece's length shift made again", () => {
+  const table = new PieceTable(4);
+  for (let i = 0; i < 10; i++) table.add(keyOf(i), i * 2 ** 33, 7 + i, 2 ** 32 + i, 0xffffffff - i, lengthShift(2 ** 32 + i));
+  const records = table.recordBytes();
+  expect(records.length).toBe(10 * 40);
+  expect(records.readDoubleLE(40 * 3)).toBe(keyOf(3)); // little-endian, the key first
+  const read = PieceTable.fromRecords(records)!;
+  expect(read.count).toBe(10);
+  for (let i = 0; i < 10; i++) {
+    expect([read.key(i), read.offset(i), read.compressed(i), read.length(i), read.crc(i), read.shift(i)]).toEqual([
+      keyOf(i),
+      i * 2 ** 33,
+      7 + i,
+      2 ** 32 + i,
+      0xffffffff - i,
+      lengthShift(2 ** 32 + i),
+    ]);
+  }
+  expect(PieceTable.fromRecords(records.subarray(0, records.length - 8))).toBeUndefined();
+});

@@ -1,0 +1,83 @@
+/**
+ * A watcher (builds of one session, holding the out dir's lock) holds the gzip variant and the
+ * manifest each commit replaces until it writes their successors, so that they write into memory
+ * just freed (output/held-files.ts). A build that ends its process holds nothing, and the lock's
+ * release, or its next holder, lets go of what was held.
+ */
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { CREATORS_GZIP_FILE, HELD_DIR, MANIFEST_FILE } from '../../src/core/layout.js';
+import { StoreSession } from '../../src/incremental/session.js';
+import { OutDirLock } from '../../src/output/lock.js';
+import { buildTo } from '../helpers/build.js';
+import { changeStore, makeStore } from '../faults/helpers.js';
+import { tempDir } from '../helpers/store.js';
+
+let dir: ReturnType<typeof tempDir>;
+let db: string;
+let out: string;
+beforeEach(() => {
+  dir = tempDir();
+  db = join(dir.path, 'profiles.db');
+  out = join(dir.path, 'dist');
+  makeStore(db, 200);
+});
+afterEach(() => dir.cleanup());
+
+const held = () => {
+  try {
+    return new Map(readdirSync(join(out, HELD_DIR)).map((name) => [decodeURIComponent(name), statSync(join(out, HELD_DIR, name)).ino]));
+  } catch {
+    return new Map<string, number>();
+  }
+};
+const inode = (path: string) => statSync(join(out, path)).ino;
+
+it("holds what a watcher's commit replaced until the next cycle writes its successor, and no longer than its lock", () => {
+  const session = new StoreSession(db);
+  const lock = OutDirLock.acquire(out, { command: 'watch', waitMs: 0 });
+  try {
+    buildTo(db, out, { session, lock });
+    const first = { variant: inode(CREATORS_GZIP_FILE), manifest: inode(MANIFEST_FILE) };
+    const firstVariant = readFileSync(join(out, CREATORS_GZIP_FILE));
+    changeStore(db, 1);
+    buildTo(db, out, { session, lock });
+    // The published files are new ones; those they replaced are held, unchanged.
+    expect(inode(CREATORS_GZIP_FILE)).not.toBe(first.variant);
+    expect(held()).toEqual(
+      new Map([
+        [CREATORS_GZIP_FILE, first.variant],
+        [MANIFEST_FILE, first.manifest],
+      ]),
+    );
+    expect(readFileSync(join(out, HELD_DIR, encodeURIComponent(CREATORS_GZIP_FILE)))).toEqual(firstVariant);
+    const second = { variant: inode(CREATORS_GZIP_FILE), manifest: inode(MANIFEST_FILE) };
+    changeStore(db, 2);
+    buildTo(db, out, { session, lock });
+    // The first cycle's files were let go of when their successors were written: one of each is held.
+    expect(held()).toEqual(
+      new Map([
+        [CREATORS_GZIP_FILE, second.variant],
+        [MANIFEST_FILE, second.manifest],
+      ]),
+    );
+  } finally {
+    lock.release();
+    session.close();
+  }
+  expect(held().size).toBe(0);
+});
+
+it('a build that ends its process holds nothing, and a holder left behind is cleared by the next one', () => {
+  buildTo(db, out);
+  changeStore(db, 1);
+  buildTo(db, out);
+  expect(held().size).toBe(0);
+  // As a watcher killed between two cycles leaves them.
+  mkdirSync(join(out, HELD_DIR));
+  writeFileSync(join(out, HELD_DIR, encodeURIComponent(CREATORS_GZIP_FILE)), 'left behind');
+  const lock = OutDirLock.acquire(out, { command: 'build', waitMs: 0 });
+  expect(held().size).toBe(0);
+  lock.release();
+});

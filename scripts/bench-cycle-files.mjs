@@ -10,8 +10,8 @@
  * The watcher runs in this process (a StoreSession and the out dir's lock, as `watch` holds them)
  * on a tracked store (the change clock), so that each file's own time can be taken around the
  * library's calls: the list and the variant from OutputTransaction.streamedFile, the manifest's
- * writing from its digest's start to its close. Holding the lock, it also holds the large files
- * each commit replaces until the next cycle writes their successors (output/held-files.ts). The
+ * writing from its digest's start to its close. Holding the lock, it also holds the gzip variant
+ * each commit replaces until the next cycle writes its successor (output/held-files.ts). The
  * whole cycles are whole-process figures in bench-clock-cycles.mjs; this is their breakdown. Per
  * kind of cycle (ages only; 1% of the users changed), medians of --runs cycles.
  *

@@ -29,7 +29,6 @@ import { dirname, join } from 'node:path';
 import { outputError } from '../core/errors.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { prepareDir, replaceFile } from './folders.js';
-import { holdReplaced, releaseHeld } from './held-files.js';
 import { MANIFEST_FILE } from '../core/layout.js';
 import { inSlice, type Slice } from '../core/slice.js';
 import { EntryTableRecorder, HEADROOM, type RetiredTable } from './entry-table.js';
@@ -342,11 +341,6 @@ function forEachLine(
  */
 export function writeManifest(outDir: string, manifest: Manifest, keep = false): WrittenManifest | undefined {
   let kept: WrittenManifest | undefined;
-  // A watcher writes its manifest into the memory of the one it replaced last cycle (held-files.ts).
-  if (keep) {
-    releaseHeld(outDir, MANIFEST_FILE);
-    holdReplaced(outDir, MANIFEST_FILE);
-  }
   replaceManifest(outDir, 'new', (out, temporary) => {
     const header = `${HEADER}\t${manifest.renderKey}\n`;
     out.write(header);

@@ -1,13 +1,13 @@
 /**
- * A watcher (builds of one session, holding the out dir's lock) holds the gzip variant and the
- * manifest each commit replaces until it writes their successors, so that they write into memory
- * just freed (output/held-files.ts). A build that ends its process holds nothing, and the lock's
+ * A watcher (builds of one session, holding the out dir's lock) holds the gzip variant each commit
+ * replaces until it writes its successor, so that it writes into memory just freed
+ * (output/held-files.ts). A build that ends its process holds nothing, and the lock's
  * release, or its next holder, lets go of what was held.
  */
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { CREATORS_GZIP_FILE, HELD_DIR, MANIFEST_FILE } from '../../src/core/layout.js';
+import { CREATORS_GZIP_FILE, HELD_DIR } from '../../src/core/layout.js';
 import { StoreSession } from '../../src/incremental/session.js';
 import { OutDirLock } from '../../src/output/lock.js';
 import { buildTo } from '../helpers/build.js';
@@ -39,29 +39,19 @@ it("holds what a watcher's commit replaced until the next cycle writes its succe
   const lock = OutDirLock.acquire(out, { command: 'watch', waitMs: 0 });
   try {
     buildTo(db, out, { session, lock });
-    const first = { variant: inode(CREATORS_GZIP_FILE), manifest: inode(MANIFEST_FILE) };
+    const first = inode(CREATORS_GZIP_FILE);
     const firstVariant = readFileSync(join(out, CREATORS_GZIP_FILE));
     changeStore(db, 1);
     buildTo(db, out, { session, lock });
-    // The published files are new ones; those they replaced are held, unchanged.
-    expect(inode(CREATORS_GZIP_FILE)).not.toBe(first.variant);
-    expect(held()).toEqual(
-      new Map([
-        [CREATORS_GZIP_FILE, first.variant],
-        [MANIFEST_FILE, first.manifest],
-      ]),
-    );
+    // The published file is a new one; the one it replaced is held, unchanged.
+    expect(inode(CREATORS_GZIP_FILE)).not.toBe(first);
+    expect(held()).toEqual(new Map([[CREATORS_GZIP_FILE, first]]));
     expect(readFileSync(join(out, HELD_DIR, encodeURIComponent(CREATORS_GZIP_FILE)))).toEqual(firstVariant);
-    const second = { variant: inode(CREATORS_GZIP_FILE), manifest: inode(MANIFEST_FILE) };
+    const second = inode(CREATORS_GZIP_FILE);
     changeStore(db, 2);
     buildTo(db, out, { session, lock });
-    // The first cycle's files were let go of when their successors were written: one of each is held.
-    expect(held()).toEqual(
-      new Map([
-        [CREATORS_GZIP_FILE, second.variant],
-        [MANIFEST_FILE, second.manifest],
-      ]),
-    );
+    // The first cycle's variant was let go of when its successor was written: one is held.
+    expect(held()).toEqual(new Map([[CREATORS_GZIP_FILE, second]]));
   } finally {
     lock.release();
     session.close();

@@ -129,11 +129,13 @@ export class OutDirLock {
     this.released = true;
     heldHere.delete(this.holder.token);
     try {
-      if (readHolder(this.path)?.token === this.holder.token) unlinkSync(this.path);
+      if (readHolder(this.path)?.token === this.holder.token) {
+        releaseAllHeld(this.outDir); // while still the holder: the next one may hold files of its own
+        unlinkSync(this.path);
+      }
     } catch {
       // Already gone (the out dir was removed): nothing to release.
     }
-    releaseAllHeld(this.outDir);
     if (options.removeCreatedFolders) removeEmptyFolders(this.createdFolders);
   }
 

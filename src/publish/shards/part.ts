@@ -86,14 +86,15 @@ function localParts(tree: LocalTree, shard: Slice): LocalParts {
     const { tailStart, meta } = readEnvelope(tree, list);
     const memberBytes = tailStart - HEAD.length;
     const pieces = joinablePieces(tree.reader.root, fileStampOf(tree, CREATORS_GZIP_FILE) ?? '');
+    const unmatched = () => notJoinable(tree, 'its gzip variant has no index of pieces that match the list');
+    if (pieces === undefined) throw unmatched();
     let crc = 0;
     let length = 0;
-    for (let piece = 0; piece < (pieces?.count ?? 0); piece++) {
-      crc = crc32Append(crc, pieces!.crc(piece), pieces!.shift(piece));
-      length += pieces!.length(piece);
+    for (let piece = 0; piece < pieces.count; piece++) {
+      crc = crc32Append(crc, pieces.crc(piece), pieces.shift(piece));
+      length += pieces.length(piece);
     }
-    if (pieces === undefined || length !== memberBytes)
-      throw notJoinable(tree, 'its gzip variant has no index of pieces that match the list');
+    if (length !== memberBytes) throw unmatched();
     const headEnd = GZIP_HEADER.length + deflatePiece(HEAD, undefined, false).length;
     const last = pieces.count - 1;
     const membersStart = pieces.count === 0 ? headEnd : pieces.offset(0);

@@ -45,11 +45,10 @@ const build = () => {
   return (performance.now() - started) / 1000;
 };
 const { readIndexFile } = await import(join(repo, 'build/output/gzip-index.js'));
-/** The keys of the pieces the tree's index lists under its header (its first line). */
+/** The keys of the pieces the tree's index lists. */
 const pieceKeys = () => {
   const index = join(out, '.profile-snapshot/creators-gzip-index');
-  const file = readFileSync(index);
-  const pieces = readIndexFile(index, file.toString('latin1', 0, file.indexOf(0x0a)));
+  const pieces = readIndexFile(index);
   if (pieces === undefined) throw new Error(`${index} is not an index of pieces`);
   return new Set(Array.from({ length: pieces.count }, (_, piece) => pieces.key(piece)));
 };

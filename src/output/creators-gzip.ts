@@ -21,7 +21,6 @@ import { crc32, crc32Append, deflatePiece, GZIP_HEADER, gzipTrailer, lengthShift
 import { PieceTable, readIndexFile, readPieceIndex, writePieceIndex, type PieceIndex } from './gzip-index.js';
 import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { releaseFreedNow } from '../core/memory.js';
-import { releaseHeld } from './held-files.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
 
@@ -92,7 +91,6 @@ export function stageCreatorsGzip(
   // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
   tx.holdWhenReplaced(variantPath);
   const write = (sink: BufferedFileWriter) => {
-    releaseHeld(tx.outDir, variantPath);
     const { written, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
     pieces = written;
     counts = cost;
@@ -187,6 +185,9 @@ function hashWords(hashes: Buffer): Int32Array {
   return new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
 }
 
+/** A piece the last variant does not hold as it is now. */
+const NOT_KEPT = -1;
+
 /** The pieces in list order: each one's key, and its number in the last variant when it is kept there (else NOT_KEPT). */
 interface PiecePlan {
   keys: number[];
@@ -242,9 +243,6 @@ function planPieces(layout: ListLayout, last: PieceTable | undefined): PiecePlan
   }
   return { keys, kept, ranges: Float64Array.from(ranges), membersStart, membersEnd };
 }
-
-/** A piece the last variant does not hold as it is now. */
-const NOT_KEPT = -1;
 
 /**
  * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to `threads`

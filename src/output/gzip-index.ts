@@ -174,8 +174,11 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
   return pieces === undefined ? undefined : { file: last.file, pieces };
 }
 
-/** The pieces the index file at `indexPath` lists, in variant order, when its header is `header`. */
-export function readIndexFile(indexPath: string, header: string): PieceTable | undefined {
+/**
+ * The pieces the index file at `indexPath` lists, in variant order, when its header is `header`
+ * (whatever it is without one: for a look at an index, not for using its pieces).
+ */
+export function readIndexFile(indexPath: string, header?: string): PieceTable | undefined {
   let file: Buffer;
   try {
     file = readFileSync(indexPath);
@@ -183,7 +186,7 @@ export function readIndexFile(indexPath: string, header: string): PieceTable | u
     return undefined;
   }
   const headerEnd = file.indexOf(0x0a);
-  if (headerEnd < 0 || file.toString('latin1', 0, headerEnd) !== header) return undefined;
+  if (headerEnd < 0 || (header !== undefined && file.toString('latin1', 0, headerEnd) !== header)) return undefined;
   return PieceTable.fromRecords(file.subarray(headerEnd + 1));
 }
 

@@ -2,19 +2,21 @@
  * Large files a long-lived writer (the watcher) replaces every cycle, held past their replacement
  * until it writes their successors: the creators list's gzip variant (creators-gzip.ts; the
  * manifest, held too while this was measured, wrote no faster). A file removed at a commit leaves
- * its memory free until the next cycle. A virtual machine whose host takes free memory back (Linux's free page reporting, as
- * Firecracker guests have) then hands the successor's bytes memory the host must supply again a
- * page at a time, several times slower than memory just freed. Released right before its successor
- * is written, the held file's pages are free and still warm when the successor takes them.
+ * its memory free until the next cycle. A virtual machine whose host takes free memory back
+ * (Linux's free page reporting, as Firecracker guests have) then hands the successor's bytes memory
+ * the host must supply again a page at a time, several times slower than memory just freed.
+ * Released right before its successor is written (staging.ts), the held file's pages are free and
+ * still warm when the successor takes them.
  *
  * Held files are hard links in HELD_DIR, the lock holder's alone, like a pin (pin.ts): readers
  * never see them, and removing one never changes what a reader that has the file open reads. The
  * lock's holder removes them when it lets go of the out dir, and its next holder removes any that
  * a process killed left behind (lock.ts).
  */
-import { linkSync, mkdirSync, rmSync } from 'node:fs';
+import { linkSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { HELD_DIR } from '../core/layout.js';
+import { prepareDir } from './folders.js';
 
 const heldPath = (outDir: string, path: string): string => join(outDir, HELD_DIR, encodeURIComponent(path));
 
@@ -23,10 +25,11 @@ export function holdReplaced(outDir: string, path: string): void {
   const held = heldPath(outDir, path);
   try {
     rmSync(held, { force: true });
-    mkdirSync(dirname(held), { recursive: true });
+    prepareDir(outDir, dirname(held));
     linkSync(join(outDir, path), held);
   } catch {
-    // Nothing to hold (a first build), or no links here: only the successor's warm memory is lost.
+    // Nothing to hold (a first build), no links here, or a held folder that is not a plain one: only
+    // the successor's warm memory is lost.
   }
 }
 

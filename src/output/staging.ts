@@ -9,6 +9,7 @@ import { PROFILE_DIRS, STAGING_DIR } from '../core/layout.js';
 import type { Slice } from '../core/slice.js';
 import { BufferedFileWriter } from './file-writer.js';
 import { asOutputError, guard, linkOrCopy } from './folders.js';
+import { releaseHeld } from './held-files.js';
 
 /** A staged document other than a profile. */
 export interface StagedFile {
@@ -30,7 +31,10 @@ export class Staging {
   readonly names: string[] = [];
   readonly slots: number[] = [];
   readonly files: StagedFile[] = [];
-  /** Paths whose published file a long-lived writer holds once replaced (held-files.ts). */
+  /**
+   * Paths whose published file a long-lived writer holds once replaced (held-files.ts): the commit
+   * holds it, and the next build's streamedFile of the path lets go of it right before writing.
+   */
   readonly held = new Set<string>();
   /**
    * With no users folder yet (a first build), profiles are staged as whole folders, `fresh/<i>/<name>`
@@ -82,6 +86,8 @@ export class Staging {
   /** A document too large to hold as one string: `write` streams it into the staging folder. */
   streamedFile(path: string, hash: string, write: (sink: BufferedFileWriter) => void): void {
     const sink = this.scratchFile();
+    // The file the last commit replaced at `path`, held until now, lets go of its memory for this one.
+    if (this.held.has(path)) releaseHeld(this.outDir, path);
     try {
       write(sink);
     } finally {

@@ -4,12 +4,14 @@
  * (output/held-files.ts). A build that ends its process holds nothing, and the lock's
  * release, or its next holder, lets go of what was held.
  */
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { CREATORS_GZIP_FILE, HELD_DIR } from '../../src/core/layout.js';
 import { StoreSession } from '../../src/incremental/session.js';
+import { holdReplaced } from '../../src/output/held-files.js';
 import { OutDirLock } from '../../src/output/lock.js';
+import { Staging } from '../../src/output/staging.js';
 import { buildTo } from '../helpers/build.js';
 import { changeStore, makeStore } from '../faults/helpers.js';
 import { tempDir } from '../helpers/store.js';
@@ -70,4 +72,22 @@ it('a build that ends its process holds nothing, and a holder left behind is cle
   const lock = OutDirLock.acquire(out, { command: 'build', waitMs: 0 });
   expect(held().size).toBe(0);
   lock.release();
+});
+
+it('lets go of a held file right before its successor is written, and of no other', () => {
+  mkdirSync(out, { recursive: true });
+  for (const path of ['variant', 'other']) {
+    writeFileSync(join(out, path), `last ${path}`);
+    holdReplaced(out, path);
+  }
+  const staging = Staging.create(out);
+  staging.held.add('variant');
+  const seen: Record<string, boolean> = {};
+  for (const path of ['variant', 'other'])
+    staging.streamedFile(path, 'hash', (sink) => {
+      seen[path] = existsSync(join(out, HELD_DIR, path));
+      sink.write('new');
+    });
+  expect(seen).toEqual({ variant: false, other: true });
+  staging.discard();
 });

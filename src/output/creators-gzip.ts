@@ -18,7 +18,15 @@ import { CREATORS_GZIP_INDEX_FILE, gzipVariantPath } from '../core/layout.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { Column } from './list-order.js';
 import { crc32, crc32Append, deflatePiece, GZIP_HEADER, gzipTrailer, lengthShift, WINDOW_BYTES } from './gzip-member.js';
-import { PieceTable, readIndexFile, readPieceIndex, writePieceIndex, type PieceIndex } from './gzip-index.js';
+import {
+  emptyPieceTable,
+  readIndexFile,
+  readPieceIndex,
+  writePieceIndex,
+  type PieceCut,
+  type PieceIndex,
+  type PieceTable,
+} from './gzip-index.js';
 import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
 import { releaseFreedNow } from '../core/memory.js';
 import { PositionedReader } from './positioned-reader.js';
@@ -62,12 +70,23 @@ export interface ListLayout {
    * is deflated without the head as its dictionary, so the pieces decode after any other bytes.
    */
   partOfJoined: boolean;
+  /** This list's number among those this process made (ListOrder.made). */
+  made: number;
+  /**
+   * The runs of members carried over unchanged from the last list (creators.ts carriedRuns: triples
+   * of position, index in the last list, length), and that list's number, when this process made it.
+   */
+  carried?: { from: number; runs: Int32Array };
 }
 
-/** What one variant cost: pieces in all, those copied from the last variant, and those deflated on a worker. */
+/**
+ * What one variant cost: pieces in all, those copied from the last variant (of which those found by
+ * the list's carried runs, without hashing their members), and those deflated on a worker.
+ */
 export interface GzipPieces {
   pieces: number;
   reused: number;
+  byCarriedRuns: number;
   onWorker: number;
 }
 
@@ -86,18 +105,20 @@ export function stageCreatorsGzip(
   const variantPath = gzipVariantPath(listPath);
   const settings = layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS;
   const last = readPieceIndex(tx, variantPath, settings);
-  let pieces = new PieceTable(0);
+  let made: { pieces: PieceTable; cut: PieceCut } | undefined;
   let counts: GzipPieces | undefined;
   // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
   tx.holdWhenReplaced(variantPath);
   const write = (sink: BufferedFileWriter) => {
-    const { written, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
-    pieces = written;
+    const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
+    made = { pieces: written, cut };
     counts = cost;
   };
   const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
   if (counts !== undefined && counts.pieces - counts.reused >= SHARE_DEFLATE_FROM) releaseFreedNow();
-  if (staged) tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), settings, pieces));
+  const index = made;
+  if (staged && index !== undefined)
+    tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), settings, index.pieces, index.cut));
   return counts;
 }
 
@@ -188,49 +209,69 @@ function hashWords(hashes: Buffer): Int32Array {
 /** A piece the last variant does not hold as it is now. */
 const NOT_KEPT = -1;
 
-/** The pieces in list order: each one's key, and its number in the last variant when it is kept there (else NOT_KEPT). */
+/**
+ * The pieces in list order: each one's key, its number in the last variant when it is kept there
+ * (else NOT_KEPT), and its first member. The arrays are views of PlanArrays, valid until the next plan.
+ */
 interface PiecePlan {
-  keys: number[];
-  kept: number[];
+  count: number;
+  keys: Float64Array;
+  kept: Int32Array;
+  starts: Int32Array;
   /** The ranges of the pieces not kept, to deflate (deflate-pool.ts). */
   ranges: PieceRanges;
   /** Where the array's members start in the list file (after its "["), and where they end. */
   membersStart: number;
   membersEnd: number;
+  /** The pieces kept because they lie whole in a run of carried members (CarriedPieces), not hashed. */
+  byCarriedRuns: number;
 }
 
 /**
- * Cuts the list into pieces and finds those the last variant holds, in one walk over the members:
- * a piece ends after a member marked to end one (pieceMarks), or after MAX_PIECE_MEMBERS.
+ * Cuts the list into pieces and finds those the last variant holds, in one walk over the pieces:
+ * a piece ends after a member marked to end one (pieceMarks), or after MAX_PIECE_MEMBERS. A piece
+ * that lies whole in a run of members carried over is the last variant's piece there (CarriedPieces);
+ * any other is keyed by its members' hashes and looked up.
  */
-function planPieces(layout: ListLayout, last: PieceTable | undefined): PiecePlan {
+function planPieces(layout: ListLayout, last: PieceIndex | undefined): PiecePlan {
   const marks = pieceMarks(layout);
   const { lengths } = layout;
   const count = lengths.length;
   const words = hashWords(layout.hashes);
+  const table = last?.pieces;
+  const carried = CarriedPieces.of(layout, last, marks);
   const membersStart = layout.headLength + 1; // after the head and its "["
-  const keys: number[] = [];
-  const kept: number[] = [];
+  const pieces = planArrays.reset(Math.ceil((count / PIECE_MEMBERS) * 1.25));
   const ranges: number[] = [];
   let membersEnd = membersStart;
+  let byCarriedRuns = 0;
   // Where the next piece of the last variant is: a piece most often stands where it stood, so it is
   // looked for there before it is looked up.
   let cursor = 0;
   // Each member's first byte is the one after the last member's comma.
   for (let start = 0, startByte = membersStart; start < count;) {
+    const byteStart = start === 0 ? membersStart : startByte - 1; // the comma before it
+    const same = carried === undefined ? NOT_KEPT : carried.pieceAt(start);
+    if (same !== NOT_KEPT) {
+      pieces.push(table!.key(same), same, start);
+      byCarriedRuns++;
+      cursor = same + 1;
+      start += carried!.members(same);
+      membersEnd = byteStart + table!.length(same);
+      startByte = membersEnd + 1;
+      continue;
+    }
     let end = start;
     let endByte = startByte;
     do endByte += lengths[end]! + 1;
     while (marks[end++] !== PIECE_END && end < count && end - start < MAX_PIECE_MEMBERS);
     const from = Math.max(0, start - DICTIONARY_MEMBERS);
     const key = pieceKey(words, from, start, end);
-    const byteStart = start === 0 ? membersStart : startByte - 1; // the comma before it
     const byteEnd = endByte - 1;
-    const copy = last === undefined ? NOT_KEPT : cursor < last.count && last.key(cursor) === key ? cursor : last.find(key);
-    const keep = copy !== NOT_KEPT && last!.length(copy) === byteEnd - byteStart;
+    const copy = table === undefined ? NOT_KEPT : cursor < table.count && table.key(cursor) === key ? cursor : table.find(key);
+    const keep = copy !== NOT_KEPT && table!.length(copy) === byteEnd - byteStart;
     cursor = copy === NOT_KEPT ? cursor + 1 : copy + 1;
-    keys.push(key);
-    kept.push(keep ? copy : NOT_KEPT);
+    pieces.push(key, keep ? copy : NOT_KEPT, start);
     if (!keep) {
       let dictionaryStart = startByte;
       for (let k = from; k < start; k++) dictionaryStart -= lengths[k]! + 1;
@@ -241,7 +282,107 @@ function planPieces(layout: ListLayout, last: PieceTable | undefined): PiecePlan
     startByte = endByte;
     membersEnd = byteEnd;
   }
-  return { keys, kept, ranges: Float64Array.from(ranges), membersStart, membersEnd };
+  return { ...pieces.views(), ranges: Float64Array.from(ranges), membersStart, membersEnd, byCarriedRuns };
+}
+
+/**
+ * The plan's arrays, their memory kept from one plan to the next: a watcher's cycle plans tens of
+ * thousands of pieces, and arrays of them made anew each cycle faulted every page in again, which
+ * cost more than the planning.
+ */
+class PlanArrays {
+  private count = 0;
+  private keys = new Float64Array(0);
+  private kept = new Int32Array(0);
+  private starts = new Int32Array(0);
+
+  /** Empties the arrays, with room for `capacity` pieces (they grow past it when needed). */
+  reset(capacity: number): this {
+    this.count = 0;
+    if (this.keys.length < capacity) this.resize(capacity);
+    return this;
+  }
+
+  push(key: number, kept: number, start: number): void {
+    if (this.count === this.keys.length) this.resize(Math.max(16, this.count * 2));
+    this.keys[this.count] = key;
+    this.kept[this.count] = kept;
+    this.starts[this.count++] = start;
+  }
+
+  views(): Pick<PiecePlan, 'count' | 'keys' | 'kept' | 'starts'> {
+    const count = this.count;
+    return { count, keys: this.keys.subarray(0, count), kept: this.kept.subarray(0, count), starts: this.starts.subarray(0, count) };
+  }
+
+  private resize(capacity: number): void {
+    const [keys, kept, starts] = [new Float64Array(capacity), new Int32Array(capacity), new Int32Array(capacity)];
+    keys.set(this.keys.subarray(0, this.count));
+    kept.set(this.kept.subarray(0, this.count));
+    starts.set(this.starts.subarray(0, this.count));
+    [this.keys, this.kept, this.starts] = [keys, kept, starts];
+  }
+}
+
+const planArrays = new PlanArrays();
+
+/** A copy of `values` with `end` after them (PieceCut.starts: the plan's arrays are written again by the next plan). */
+function withEnd(values: Int32Array, end: number): Int32Array {
+  const copy = new Int32Array(values.length + 1);
+  copy.set(values);
+  copy[values.length] = end;
+  return copy;
+}
+
+/**
+ * The last variant's pieces that a list's runs of carried members hold unchanged. The last variant
+ * was cut from the very list those members are carried from (PieceCut.list is ListLayout.carried.from),
+ * so a piece of it that starts in a run, and whose members and dictionary members all lie in that
+ * run, holds the same members' bytes after the same dictionary, at the same distance from the list's
+ * start when that is under the dictionary's length: its compressed bytes and key are the last ones.
+ * Its end falls where it fell, as marks are a member's own; where the last list ended it, this one must too.
+ * Found by walking the runs and the last pieces' starts side by side, a step per piece: hashing
+ * every carried member's data hash again was most of a quiet cycle's work on the variant.
+ */
+class CarriedPieces {
+  private run = 0;
+  private piece = 0;
+
+  private constructor(
+    private readonly runs: Int32Array,
+    private readonly starts: Int32Array,
+    private readonly marks: Uint8Array,
+  ) {}
+
+  static of(layout: ListLayout, last: PieceIndex | undefined, marks: Uint8Array): CarriedPieces | undefined {
+    const cut = last?.cut;
+    const carried = layout.carried;
+    if (cut === undefined || carried === undefined || cut.list !== carried.from) return undefined;
+    return new CarriedPieces(carried.runs, cut.starts, marks);
+  }
+
+  /** The members the last variant's piece `piece` holds. */
+  members(piece: number): number {
+    return this.starts[piece + 1]! - this.starts[piece]!;
+  }
+
+  /** The last variant's piece that the piece starting at member `start` is, or NOT_KEPT. Calls come in list order. */
+  pieceAt(start: number): number {
+    const { runs, starts } = this;
+    while (this.run < runs.length && runs[this.run]! + runs[this.run + 2]! <= start) this.run += 3;
+    if (this.run === runs.length || start < runs[this.run]!) return NOT_KEPT;
+    const runStart = runs[this.run]!;
+    const first = runs[this.run + 1]! + start - runStart; // the member's place in the last list
+    const pieces = starts.length - 1;
+    while (this.piece < pieces && starts[this.piece]! < first) this.piece++;
+    if (this.piece === pieces || starts[this.piece] !== first) return NOT_KEPT;
+    const end = start + this.members(this.piece);
+    const from = Math.max(0, start - DICTIONARY_MEMBERS);
+    const lastFrom = Math.max(0, first - DICTIONARY_MEMBERS);
+    if (from < runStart || end > runStart + runs[this.run + 2]! || start - from !== first - lastFrom) return NOT_KEPT;
+    const endsHere = this.marks[end - 1] === PIECE_END || end - start === MAX_PIECE_MEMBERS || end === this.marks.length;
+    return endsHere ? this.piece : NOT_KEPT;
+  }
 }
 
 /**
@@ -254,20 +395,21 @@ function assemble(
   layout: ListLayout,
   last: PieceIndex | undefined,
   threads: number,
-): GzipPieces & { written: PieceTable } {
+): GzipPieces & { written: PieceTable; cut: PieceCut } {
   const list = new PositionedReader(listFile, false);
   const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
   const out = new MemberWriter(sink);
   let written: PieceTable;
+  let plan: PiecePlan;
   let reused = 0;
   let onWorker: number;
   try {
-    const plan = planPieces(layout, last?.pieces);
-    written = new PieceTable(plan.keys.length);
+    plan = planPieces(layout, last);
+    written = emptyPieceTable(plan.count);
     out.deflate(list.read(0, plan.membersStart));
     const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
     try {
-      for (let p = 0; p < plan.keys.length; p++) {
+      for (let p = 0; p < plan.count; p++) {
         const kept = plan.kept[p]!;
         if (kept === NOT_KEPT) {
           const piece = deflater.next();
@@ -289,7 +431,8 @@ function assemble(
     list.close();
     lastFile?.close();
   }
-  return { written, pieces: written.count, reused, onWorker };
+  const cut = { list: layout.made, starts: withEnd(plan.starts, layout.lengths.length) };
+  return { written, cut, pieces: written.count, reused, byCarriedRuns: plan.byCarriedRuns, onWorker };
 }
 
 /**

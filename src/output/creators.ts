@@ -29,6 +29,9 @@ import type { OutputHandover, OutputTransaction, SliceTransaction } from './tree
  */
 const READ_WHOLE_LIMIT = 8 * 2 ** 20;
 
+/** The lists this process made (ListOrder.made numbers them). */
+let listsMade = 0;
+
 /**
  * The members another thread's slice of a pass found (see `handOver`), as plain data. Names and
  * hashes are not repeated here: each member is named by its place among the slice's profiles,
@@ -254,7 +257,8 @@ export class CreatorsList {
     const names = this.memberNames();
     const order = this.listOrder(names);
     const headLength = Buffer.byteLength(head);
-    const memberHashes = this.memberHashes(order);
+    const runs = carriedRuns(order);
+    const memberHashes = this.memberHashes(order, runs);
     const digest = new Fingerprint().update(memberHashes).digest();
     const rewritten = owner.streamedFile(this.path, digest, (sink) => {
       sink.write(`${head}[`);
@@ -264,10 +268,21 @@ export class CreatorsList {
     const listed = this.inListOrder(order, names);
     // Completed by the variant (stageCreatorsGzip), in place, before the next list reads them.
     const pieceMarks = partOfJoined ? undefined : this.knownPieceMarks(order);
-    owner.setList({ ...listed, hashes: memberHashes, ...(pieceMarks && { pieceMarks }) });
+    const made = ++listsMade;
+    owner.setList({ ...listed, hashes: memberHashes, made, ...(pieceMarks && { pieceMarks }) });
     if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
+    const lastMade = this.carried?.members.made;
     this.letGoOfMembers();
-    const layout = { headLength, ...listed, hashes: memberHashes, partOfJoined, ...(pieceMarks && { pieceMarks }) };
+    const carried = lastMade === undefined ? undefined : { from: lastMade, runs };
+    const layout = {
+      headLength,
+      ...listed,
+      hashes: memberHashes,
+      made,
+      partOfJoined,
+      ...(pieceMarks && { pieceMarks }),
+      ...(carried && { carried }),
+    };
     return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, threads);
   }
 
@@ -364,23 +379,24 @@ export class CreatorsList {
    * over them, and the gzip variant's piece keys (creators-gzip.ts). The members of this pass are
    * copied from their column, those carried over from the last list's (or their manifest entries).
    */
-  private memberHashes(order: number[]): Buffer {
+  private memberHashes(order: number[], runs: Int32Array): Buffer {
     const hashes = Buffer.allocUnsafe(order.length * FINGERPRINT_LENGTH);
     const carried = this.carried;
     const lastHashes = carried?.members.hashes;
     let at = 0;
+    let run = 0;
     for (let position = 0; position < order.length; position++) {
       const i = order[position]!;
-      if (i < 0 && lastHashes !== undefined) {
-        // A run of members carried over lies in the last list's hashes as one range (~i counts down).
-        let end = position + 1;
-        while (end < order.length && order[end] === order[end - 1]! - 1) end++;
-        at += lastHashes.copy(hashes, at, ~i * FINGERPRINT_LENGTH, (~i + end - position) * FINGERPRINT_LENGTH);
-        position = end - 1;
-        continue;
-      }
       if (i >= 0) {
         at += this.hashes.copyTo(i, hashes, at);
+        continue;
+      }
+      if (lastHashes !== undefined) {
+        // A run of members carried over lies in the last list's hashes as one range.
+        while (runs[run]! < position) run += 3;
+        const length = runs[run + 2]!;
+        at += lastHashes.copy(hashes, at, ~i * FINGERPRINT_LENGTH, (~i + length) * FINGERPRINT_LENGTH);
+        position += length - 1;
         continue;
       }
       const text = carried!.entries.at(~i)!;
@@ -517,6 +533,23 @@ function firstAfter(names: Column<string>, name: string, low: number): number {
 function appendCarried(order: number[], at: number, dropped: Uint8Array, from: number, until: number): number {
   for (let i = from; i < until; i++) if (dropped[i] === 0) order[at++] = ~i;
   return at;
+}
+
+/**
+ * The runs of members carried over from the last list that were neighbours there too, as triples:
+ * the run's first position in `order`, its first member's index in the last list, its length.
+ */
+function carriedRuns(order: number[]): Int32Array {
+  const runs: number[] = [];
+  for (let position = 0; position < order.length; position++) {
+    const i = order[position]!;
+    if (i >= 0) continue;
+    let end = position + 1;
+    while (end < order.length && order[end] === order[end - 1]! - 1) end++;
+    runs.push(position, ~i, end - position);
+    position = end - 1;
+  }
+  return Int32Array.from(runs);
 }
 
 /** The index of `name` in `names`, which are in code-unit order; -1 when it is not there. */

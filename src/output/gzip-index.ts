@@ -38,6 +38,8 @@ export class PieceTable {
   private shifts: Uint32Array;
   /** Open addressing from a key's low bits to a piece's number, made on the first lookup. */
   private slots: Int32Array | undefined;
+  /** The last key table's memory, for the next one of the same size (`clear`). */
+  private spareSlots: Int32Array | undefined;
 
   constructor(capacity: number) {
     this.records = new Float64Array(Math.max(1, capacity) * RECORD_FIELDS);
@@ -61,6 +63,18 @@ export class PieceTable {
     records[at + CRC] = crc;
     this.shifts[this.count++] = shift;
     this.slots = undefined;
+  }
+
+  /** Empties the table, its memory kept for the pieces added next. */
+  clear(): void {
+    this.count = 0;
+    this.spareSlots = this.slots ?? this.spareSlots;
+    this.slots = undefined;
+  }
+
+  /** The pieces it holds without growing. */
+  get capacity(): number {
+    return this.shifts.length;
   }
 
   key(piece: number): number {
@@ -134,7 +148,8 @@ export class PieceTable {
   private keyTable(): Int32Array {
     let size = 2;
     while (size < this.count * 2) size *= 2;
-    const slots = new Int32Array(size).fill(EMPTY);
+    const slots = this.spareSlots?.length === size ? this.spareSlots.fill(EMPTY) : new Int32Array(size).fill(EMPTY);
+    this.spareSlots = undefined;
     const mask = size - 1;
     for (let piece = 0; piece < this.count; piece++) {
       let slot = (this.key(piece) >>> 0) & mask;
@@ -149,13 +164,38 @@ export interface PieceIndex {
   /** The last variant's file, exactly as the index describes it. */
   file: string;
   pieces: PieceTable;
+  /** Which members its pieces hold, when this process cut them (not in the file). */
+  cut?: PieceCut;
+}
+
+/** The members of a list that each piece of a variant holds. */
+export interface PieceCut {
+  /** The list's number among those this process made (ListOrder.made). */
+  list: number;
+  /** Each piece's first member, in list order; the list's member count last. */
+  starts: Int32Array;
 }
 
 /**
  * The index this process wrote last, as it wrote it: a long-lived process (the watcher) takes it
  * from here, while the file is still that one, rather than reading it every cycle.
  */
-let written: { indexPath: string; indexStamp: string | undefined; header: string; pieces: PieceTable } | undefined;
+let written: { indexPath: string; indexStamp: string | undefined; header: string; pieces: PieceTable; cut: PieceCut } | undefined;
+
+/**
+ * The table of the index before the one written last, which no build reads any longer: the next
+ * build's table is made in its memory. A watcher's cycle lists tens of thousands of pieces, and a
+ * table made anew each cycle faulted every page of it in again.
+ */
+let spare: PieceTable | undefined;
+
+/** An empty table for at least `capacity` pieces, in the spare table's memory when it is large enough. */
+export function emptyPieceTable(capacity: number): PieceTable {
+  const table = spare !== undefined && spare.capacity >= capacity ? spare : new PieceTable(capacity);
+  spare = undefined;
+  table.clear();
+  return table;
+}
 
 /**
  * The last build's pieces of the variant at `variantPath`, when its file is still the one it wrote and the index was made
@@ -169,7 +209,7 @@ export function readPieceIndex(tx: OutputTransaction, variantPath: string, setti
   if (last === undefined) return undefined;
   const header = `${settings}\t${last.stamp}`;
   if (written?.indexPath === indexPath && written.header === header && written.indexStamp === fileStamp(indexPath))
-    return { file: last.file, pieces: written.pieces };
+    return { file: last.file, pieces: written.pieces, cut: written.cut };
   const pieces = readIndexFile(indexPath, header);
   return pieces === undefined ? undefined : { file: last.file, pieces };
 }
@@ -190,12 +230,16 @@ export function readIndexFile(indexPath: string, header?: string): PieceTable | 
   return PieceTable.fromRecords(file.subarray(headerEnd + 1));
 }
 
-/** Writes the index of the variant whose file has `stamp` (none: nothing is written), pieces cut with `settings`. */
-export function writePieceIndex(outDir: string, stamp: string | undefined, settings: string, pieces: PieceTable): void {
+/**
+ * Writes the index of the variant whose file has `stamp` (none: nothing is written), pieces cut with
+ * `settings` out of the members `cut` says, which are kept in memory for this process's next build.
+ */
+export function writePieceIndex(outDir: string, stamp: string | undefined, settings: string, pieces: PieceTable, cut: PieceCut): void {
+  if (written !== undefined && written.pieces !== pieces) spare = written.pieces;
   written = undefined;
   if (stamp === undefined) return;
   const indexPath = join(outDir, CREATORS_GZIP_INDEX_FILE);
   const header = `${settings}\t${stamp}`;
   replaceFileWith(outDir, indexPath, Buffer.concat([Buffer.from(`${header}\n`, 'latin1'), pieces.recordBytes()]));
-  written = { indexPath, indexStamp: fileStamp(indexPath), header, pieces };
+  written = { indexPath, indexStamp: fileStamp(indexPath), header, pieces, cut };
 }

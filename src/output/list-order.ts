@@ -31,6 +31,11 @@ export interface ListOrder {
    * list: the next list takes its carried members' marks from here.
    */
   pieceMarks?: Uint8Array;
+  /**
+   * This list's number among those this process made: the gzip variant's pieces cut from it are
+   * known by it (creators-gzip.ts CarriedPieces).
+   */
+  made?: number;
 }
 
 /** A list's members as read or ordered, before any hashes are attached. */

@@ -377,6 +377,7 @@ export class WrittenManifest {
   private readonly files: Map<string, string>;
   private readonly hashes: Buffer | undefined;
   private readonly pieceMarks: Uint8Array | undefined;
+  private readonly made: number | undefined;
 
   constructor(
     private readonly file: string,
@@ -391,6 +392,7 @@ export class WrittenManifest {
     this.files = written.files;
     this.hashes = list.hashes;
     this.pieceMarks = list.pieceMarks;
+    this.made = list.made;
   }
 
   /**
@@ -414,6 +416,7 @@ export class WrittenManifest {
       table,
       ...(this.hashes && { hashes: this.hashes }),
       ...(this.pieceMarks && { pieceMarks: this.pieceMarks }),
+      ...(this.made !== undefined && { made: this.made }),
     };
     return { renderKey: this.renderKey, files: this.files, profiles: new ProfileEntries(table), list };
   }

@@ -38,3 +38,18 @@ it("reads back the records it writes, each piece's length shift made again", () 
   }
   expect(PieceTable.fromRecords(records.subarray(0, records.length - 8))).toBeUndefined();
 });
+
+it('once cleared, holds and finds only the pieces added since, in the memory it had', () => {
+  const table = new PieceTable(600);
+  for (let i = 0; i < 500; i++) table.add(keyOf(i), i, 1, 1, 0, lengthShift(1));
+  expect(table.find(keyOf(499))).toBe(499); // the key table is made
+  table.clear();
+  expect(table.count).toBe(0);
+  expect(table.find(keyOf(499))).toBe(-1);
+  expect(table.capacity).toBe(600);
+  // Fewer pieces, in a key table of the same size: the records past them still hold the old keys.
+  for (let i = 0; i < 300; i++) table.add(keyOf(1000 + i), i, 2, 2, 0, lengthShift(2));
+  expect(table.capacity).toBe(600);
+  for (let i = 0; i < 300; i++) expect(table.find(keyOf(1000 + i))).toBe(i);
+  for (let i = 0; i < 500; i++) expect(table.find(keyOf(i))).toBe(-1);
+});

@@ -336,13 +336,14 @@ function withEnd(values: Int32Array, end: number): Int32Array {
 
 /**
  * The last variant's pieces that a list's runs of carried members hold unchanged. The last variant
- * was cut from the very list those members are carried from (PieceCut.list is ListLayout.carried.from),
- * so a piece of it that starts in a run, and whose members and dictionary members all lie in that
- * run, holds the same members' bytes after the same dictionary, at the same distance from the list's
- * start when that is under the dictionary's length: its compressed bytes and key are the last ones.
- * Its end falls where it fell, as marks are a member's own; where the last list ended it, this one must too.
- * Found by walking the runs and the last pieces' starts side by side, a step per piece: hashing
- * every carried member's data hash again was most of a quiet cycle's work on the variant.
+ * was cut from the very list those members are carried from (PieceCut.list is
+ * ListLayout.carried.from), so a piece of it that starts in a run, and whose members and dictionary
+ * members all lie in that run, holds the same members' bytes after the same dictionary, at the same
+ * distance from the list's start when that is under the dictionary's length: its compressed bytes
+ * and key are the last ones. Its end falls where it fell, as marks are a member's own; where the
+ * last list's end ended it, this list must end there too. Found by walking the runs and the last
+ * pieces' starts side by side, a step per piece: hashing every carried member's data hash again was
+ * most of a quiet cycle's work on the variant.
  */
 class CarriedPieces {
   private run = 0;

@@ -105,18 +105,18 @@ export function stageCreatorsGzip(
   const variantPath = gzipVariantPath(listPath);
   const settings = layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS;
   const last = readPieceIndex(tx, variantPath, settings);
-  let made: { pieces: PieceTable; cut: PieceCut } | undefined;
+  let next: { pieces: PieceTable; cut: PieceCut } | undefined;
   let counts: GzipPieces | undefined;
   // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
   tx.holdWhenReplaced(variantPath);
   const write = (sink: BufferedFileWriter) => {
     const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
-    made = { pieces: written, cut };
+    next = { pieces: written, cut };
     counts = cost;
   };
   const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
   if (counts !== undefined && counts.pieces - counts.reused >= SHARE_DEFLATE_FROM) releaseFreedNow();
-  const index = made;
+  const index = next;
   if (staged && index !== undefined)
     tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), settings, index.pieces, index.cut));
   return counts;

@@ -235,7 +235,7 @@ export function readIndexFile(indexPath: string, header?: string): PieceTable | 
  * `settings` out of the members `cut` says, which are kept in memory for this process's next build.
  */
 export function writePieceIndex(outDir: string, stamp: string | undefined, settings: string, pieces: PieceTable, cut: PieceCut): void {
-  if (written !== undefined && written.pieces !== pieces) spare = written.pieces;
+  spare = written?.pieces ?? spare;
   written = undefined;
   if (stamp === undefined) return;
   const indexPath = join(outDir, CREATORS_GZIP_INDEX_FILE);

@@ -46,7 +46,11 @@ class Watcher {
   /** Each pass's users and the list and variant it wrote. */
   readonly passes: { users: Map<number, number>; list: Buffer; variant: Buffer }[] = [];
 
-  constructor(readonly users: Map<number, number>) {
+  constructor(
+    readonly users: Map<number, number>,
+    /** A shard's part: its pieces are cut by its members' data (creators-gzip.ts). */
+    readonly partOfJoined = false,
+  ) {
     this.out = join(dir.path, 'watched');
   }
 
@@ -66,7 +70,7 @@ class Watcher {
       tx.profile(name(i), fingerprint(text), 'signed', Buffer.byteLength(text), () => text);
       list.add(name(i), text, fingerprint(text));
     }
-    const pieces = list.finish(tx, '{"data":', () => '}');
+    const pieces = list.finish(tx, '{"data":', () => '}', { partOfJoined: this.partOfJoined });
     tx.commit();
     this.built = true;
     const files = { list: readFileSync(join(this.out, 'list')), variant: readFileSync(join(this.out, '.list.gz')) };
@@ -76,7 +80,7 @@ class Watcher {
 }
 
 /** The list and variant a fresh build of `users` writes (every piece deflated). */
-function fresh(users: Map<number, number>): { list: Buffer; variant: Buffer } {
+function fresh(users: Map<number, number>, partOfJoined: boolean): { list: Buffer; variant: Buffer } {
   const out = join(dir.path, `fresh-${Math.random().toString(36).slice(2)}`);
   const tx = OutputTransaction.begin(out);
   const list = new CreatorsList(tx, 'list');
@@ -85,7 +89,7 @@ function fresh(users: Map<number, number>): { list: Buffer; variant: Buffer } {
     tx.profile(name(i), fingerprint(text), 'signed', Buffer.byteLength(text), () => text);
     list.add(name(i), text, fingerprint(text));
   }
-  expect(list.finish(tx, '{"data":', () => '}')!.reused).toBe(0);
+  expect(list.finish(tx, '{"data":', () => '}', { partOfJoined })!.reused).toBe(0);
   tx.commit();
   return { list: readFileSync(join(out, 'list')), variant: readFileSync(join(out, '.list.gz')) };
 }
@@ -93,7 +97,7 @@ function fresh(users: Map<number, number>): { list: Buffer; variant: Buffer } {
 /** Each of the watcher's passes wrote a fresh build's files, byte for byte. */
 function expectFresh(watcher: Watcher): void {
   for (const [at, { users, list, variant }] of watcher.passes.entries()) {
-    const want = fresh(users);
+    const want = fresh(users, watcher.partOfJoined);
     expect(list.equals(want.list), `pass ${at}: the list`).toBe(true);
     expect(gunzipSync(variant).equals(list), `pass ${at}: the variant decodes to the list`).toBe(true);
     expect(variant.equals(want.variant), `pass ${at}: the variant is a fresh build's`).toBe(true);
@@ -103,8 +107,23 @@ function expectFresh(watcher: Watcher): void {
 const USERS = 2000;
 const everyone = () => new Map(Array.from({ length: USERS }, (_, i) => [i + 10, 0] as [number, number]));
 
-it('takes the pieces of carried runs from the last variant, and deflates only around what changed', () => {
-  const watcher = new Watcher(everyone());
+it('plans more pieces than its arrays were first made for: every member ends a piece', () => {
+  const ends = Array.from({ length: 8000 }, (_, i) => i).filter((i) => fnv1a(name(i)) % 16 === 0);
+  const watcher = new Watcher(new Map(ends.slice(0, 400).map((i) => [i, 0])));
+  expect(watcher.pass([]).pieces).toBe(400);
+  const changed = ends[200]!;
+  watcher.users.set(changed, 1);
+  const cost = watcher.pass([changed]);
+  expect(cost.pieces).toBe(400);
+  expect(cost.byCarriedRuns).toBeGreaterThanOrEqual(400 - 6);
+  expectFresh(watcher);
+});
+
+it.each([
+  ['a whole list', false],
+  ["a shard's part", true],
+])('takes the pieces of carried runs from the last variant, and deflates only around what changed (%s)', (_label, partOfJoined) => {
+  const watcher = new Watcher(everyone(), partOfJoined);
   const first = watcher.pass([]);
   expect(first.byCarriedRuns).toBe(0);
   for (let cycle = 1; cycle <= 4; cycle++) {

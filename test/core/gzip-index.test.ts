@@ -1,6 +1,9 @@
 /** The pieces of a gzip variant as a table: found by key, written as the index file's records and read back. */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { PieceTable } from '../../src/output/gzip-index.js';
+import { emptyPieceTable, PieceTable, writePieceIndex } from '../../src/output/gzip-index.js';
+import { tempDir } from '../helpers/store.js';
 import { lengthShift } from '../../src/output/gzip-member.js';
 
 /** Keys of 53 bits that share their low 32 bits by fours: the table's slots must tell them apart. */
@@ -52,4 +55,32 @@ it('once cleared, holds and finds only the pieces added since, in the memory it 
   expect(table.capacity).toBe(600);
   for (let i = 0; i < 300; i++) expect(table.find(keyOf(1000 + i))).toBe(i);
   for (let i = 0; i < 500; i++) expect(table.find(keyOf(i))).toBe(-1);
+});
+
+it('makes the next table in the memory of the one whose index the last index replaced', () => {
+  const dir = tempDir();
+  try {
+    mkdirSync(join(dir.path, '.profile-snapshot'));
+    const written = (stamp: string) => {
+      const table = emptyPieceTable(100);
+      for (let i = 0; i < 50; i++) table.add(keyOf(i), i, 1, 1, 0, lengthShift(1));
+      writePieceIndex(dir.path, stamp, 'settings', table, { list: 1, starts: new Int32Array(51) });
+      return table;
+    };
+    const first = written('a');
+    const second = written('b');
+    const next = emptyPieceTable(100);
+    expect(next, 'the table no index describes any longer').toBe(first);
+    expect(next.count).toBe(0);
+    expect(emptyPieceTable(100), 'taken once').not.toBe(first);
+    const third = written('c');
+    const after = emptyPieceTable(100);
+    expect(after, "the table c's index replaced").toBe(second);
+    expect(after, 'never the table the last index describes').not.toBe(third);
+    // One that needs more room than the spare has is made anew.
+    written('d');
+    expect(emptyPieceTable(10_000).capacity).toBeGreaterThanOrEqual(10_000);
+  } finally {
+    dir.cleanup();
+  }
 });

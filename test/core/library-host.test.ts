@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SHARE_FROM } from '../../src/pass/threads.js';
 import { REPO } from '../helpers/paths.js';
 import { TestStore, tempDir, userName } from '../helpers/store.js';
@@ -19,6 +19,7 @@ const ENTRY = pathToFileURL(join(REPO, 'build/index.js')).href;
 
 describe('the library in a host process', () => {
   const dir = tempDir('ps-library-host-');
+  afterAll(() => dir.cleanup());
   const db = join(dir.path, 'profiles.db');
   beforeAll(() => {
     ensureCompiled();

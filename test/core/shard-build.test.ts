@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { build } from '../../src/build.js';
 import { shardOfRenderKey } from '../../src/core/render-key.js';
 import { inSlice, type Slice } from '../../src/core/slice.js';
@@ -57,6 +57,7 @@ function expectShardsMake(whole: string, shardOuts: string[]): void {
 
 describe('building one shard', () => {
   const dir = tempDir('ps-shard-build-');
+  afterAll(() => dir.cleanup());
   const db = join(dir.path, 'profiles.db');
   beforeAll(() => {
     const store = new TestStore(db);

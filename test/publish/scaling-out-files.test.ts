@@ -5,7 +5,7 @@
  * shards to come out right: n machines, each given its own i of the same n.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
@@ -53,9 +53,13 @@ describe('the GitHub Actions workflow', () => {
     const valid = actionValidator(file);
     expect(valid.status, valid.output).toBe(0);
     const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-workflow-'));
-    const broken = join(dir, 'broken.yml');
-    writeFileSync(broken, readFileSync(file, 'utf8').replace('runs-on: ubuntu-latest', 'runs_on: ubuntu-latest'));
-    expect(actionValidator(broken).status).not.toBe(0);
+    try {
+      const broken = join(dir, 'broken.yml');
+      writeFileSync(broken, readFileSync(file, 'utf8').replace('runs-on: ubuntu-latest', 'runs_on: ubuntu-latest'));
+      expect(actionValidator(broken).status).not.toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('publishes the image to ghcr.io on main and tags, and only builds it for pull requests', () => {

@@ -27,7 +27,7 @@ import {
   type PieceIndex,
   type PieceTable,
 } from './gzip-index.js';
-import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type PieceRanges } from './deflate-pool.js';
+import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type DeflateOptions, type PieceRanges } from './deflate-pool.js';
 import { releaseFreedNow } from '../core/memory.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
@@ -93,13 +93,14 @@ export interface GzipPieces {
 /**
  * Stages the variant whenever the list is (`listRewritten`: its envelope's meta may differ even when
  * its members do not) or the last build left none; after the commit, records where its pieces are
- * for the next build. The pieces to deflate are shared between up to `threads` threads (deflate-pool.ts).
+ * for the next build. The pieces to deflate are shared between up to `threads` threads (deflate-pool.ts),
+ * on the worker started `ahead` when there is one.
  */
 export function stageCreatorsGzip(
   tx: OutputTransaction,
   list: { path: string; hash: string; rewritten: boolean },
   layout: ListLayout,
-  threads: number,
+  deflating: DeflateOptions,
 ): GzipPieces | undefined {
   const listPath = list.path;
   const variantPath = gzipVariantPath(listPath);
@@ -110,7 +111,7 @@ export function stageCreatorsGzip(
   // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
   tx.holdWhenReplaced(variantPath);
   const write = (sink: BufferedFileWriter) => {
-    const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, threads);
+    const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, deflating);
     next = { pieces: written, cut };
     counts = cost;
   };
@@ -395,7 +396,7 @@ function assemble(
   listFile: string,
   layout: ListLayout,
   last: PieceIndex | undefined,
-  threads: number,
+  deflating: DeflateOptions,
 ): GzipPieces & { written: PieceTable; cut: PieceCut } {
   const list = new PositionedReader(listFile, false);
   const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
@@ -408,7 +409,7 @@ function assemble(
     plan = planPieces(layout, last);
     written = emptyPieceTable(plan.count);
     out.deflate(list.read(0, plan.membersStart));
-    const deflater = pieceDeflater(list, listFile, plan.ranges, { threads });
+    const deflater = pieceDeflater(list, listFile, plan.ranges, deflating);
     try {
       for (let p = 0; p < plan.count; p++) {
         const kept = plan.kept[p]!;

@@ -15,6 +15,7 @@
 import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
 import { stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js';
+import { WorkerAhead, type DeflateOptions } from './deflate-pool.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { ComposedColumn, type Column, type ListMembers, type ListOrder } from './list-order.js';
 import { PositionedReader } from './positioned-reader.js';
@@ -253,6 +254,21 @@ export class CreatorsList {
     tail: () => string,
     { threads = 1, partOfJoined = false }: { threads?: number; partOfJoined?: boolean } = {},
   ): GzipPieces | undefined {
+    const deflating: DeflateOptions = { threads };
+    try {
+      return this.writeWithVariant(owner, head, tail, partOfJoined, deflating);
+    } finally {
+      void deflating.ahead?.close(); // the worker started ahead, when no variant took it
+    }
+  }
+
+  private writeWithVariant(
+    owner: OutputTransaction,
+    head: string,
+    tail: () => string,
+    partOfJoined: boolean,
+    deflating: DeflateOptions,
+  ): GzipPieces | undefined {
     this.scratch.close();
     const names = this.memberNames();
     const order = this.listOrder(names);
@@ -261,6 +277,8 @@ export class CreatorsList {
     const memberHashes = this.memberHashes(order, runs);
     const digest = new Fingerprint().update(memberHashes).digest();
     const rewritten = owner.streamedFile(this.path, digest, (sink) => {
+      // A rewritten list has a variant to deflate, in part: its worker starts while the list is written.
+      deflating.ahead ??= WorkerAhead.start(deflating);
       sink.write(`${head}[`);
       this.writeMembers(sink, order, names, headLength);
       sink.write(`]${tail()}`);
@@ -283,7 +301,7 @@ export class CreatorsList {
       ...(pieceMarks && { pieceMarks }),
       ...(carried && { carried }),
     };
-    return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, threads);
+    return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, deflating);
   }
 
   /**

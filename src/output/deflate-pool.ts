@@ -14,8 +14,9 @@
  * same whichever thread deflates a piece: deflate is deterministic for the same input, level and
  * dictionary.
  *
- * A worker is started for each batch and ended with it. Kept between the cycles of a watcher, it
- * would save its start, which overlaps this thread's own deflating anyway, at the price of its
+ * A worker is started for each batch and ended with it: for a large batch when the batch begins (its
+ * start overlaps this thread's own deflating), for a watcher's cycle as the list begins to be
+ * written (WorkerAhead). Kept between the cycles, it would save its start at the price of its
  * resident memory through every later pass, when the watcher's memory is at its peak.
  */
 import { existsSync } from 'node:fs';
@@ -72,6 +73,8 @@ export interface DeflateOptions {
   /** The worker module, and how long a piece it took may stay unanswered (tests change them). */
   workerUrl?: URL;
   patienceMs?: number;
+  /** A worker started before the batch was known, for the batch to use (WorkerAhead). */
+  ahead?: WorkerAhead | undefined;
 }
 
 /** A batch of pieces, as the worker receives it. */
@@ -95,12 +98,12 @@ export function deflateRange(reader: PositionedReader, ranges: PieceRanges, job:
 
 /**
  * A deflater for the pieces at `ranges` of `file` (open in `reader`): shared with a worker when the
- * options allow it and there are enough pieces, else on this thread alone.
+ * options allow it and there are pieces to share, else on this thread alone. The worker is the one
+ * started `ahead` when there is one; else one is started when there are enough pieces to pay for it.
  */
 export function pieceDeflater(reader: PositionedReader, file: string, ranges: PieceRanges, options: DeflateOptions): PieceDeflater {
-  const url = options.workerUrl ?? WORKER_URL;
-  const worthIt = options.threads >= 2 && ranges.length / 3 >= SHARE_DEFLATE_FROM && availableParallelism() > 1;
-  const link = worthIt && url.protocol === 'file:' && existsSync(fileURLToPath(url)) ? startWorker(url) : undefined;
+  const pieces = ranges.length / 3;
+  const link = pieces === 0 ? undefined : (options.ahead?.take() ?? (pieces >= SHARE_DEFLATE_FROM ? startWorkerFor(options) : undefined));
   if (link === undefined) {
     let job = 0;
     return { next: () => deflateRange(reader, ranges, job++), close: () => 0 };
@@ -109,7 +112,49 @@ export function pieceDeflater(reader: PositionedReader, file: string, ranges: Pi
   return new SharedDeflater(reader, batch, link, options.patienceMs ?? PATIENCE_MS);
 }
 
-interface WorkerLink {
+/**
+ * A worker started before its pieces are known. A watcher's cycle deflates a few dozen pieces, too
+ * few to wait for a worker's start; started as the list begins to be written, the worker is running
+ * when they are known, and deflates them while this thread copies the pieces kept around them.
+ */
+export class WorkerAhead {
+  private constructor(private link: WorkerLink | undefined) {}
+
+  /** A worker started now, when the options allow one; else undefined. */
+  static start(options: DeflateOptions): WorkerAhead | undefined {
+    const link = startWorkerFor(options);
+    return link === undefined ? undefined : new WorkerAhead(link);
+  }
+
+  /** The worker, handed to the batch that uses it (once). */
+  take(): WorkerLink | undefined {
+    const link = this.link;
+    this.link = undefined;
+    return link;
+  }
+
+  /**
+   * Ends the worker unless a batch took it (that batch ends it); resolves once it has stopped, to
+   * whether there was one to end. Nothing needs to wait for that.
+   */
+  async close(): Promise<boolean> {
+    const link = this.take();
+    if (link === undefined) return false;
+    const stopped = endWorker(link);
+    keepYoungGenerationSmall(); // as SharedDeflater.close
+    await stopped;
+    return true;
+  }
+}
+
+/** A worker for deflating, when the options allow more than one thread and the module is there. */
+function startWorkerFor(options: DeflateOptions): WorkerLink | undefined {
+  const url = options.workerUrl ?? WORKER_URL;
+  const allowed = options.threads >= 2 && availableParallelism() > 1;
+  return allowed && url.protocol === 'file:' && existsSync(fileURLToPath(url)) ? startWorker(url) : undefined;
+}
+
+export interface WorkerLink {
   worker: Worker;
   port: MessagePort;
 }
@@ -221,9 +266,13 @@ class SharedDeflater implements PieceDeflater {
     const link = this.link;
     if (link === undefined) return;
     this.link = undefined;
-    link.port.close();
-    void link.worker.terminate();
+    void endWorker(link);
   }
+}
+
+function endWorker(link: WorkerLink): Promise<number> {
+  link.port.close();
+  return link.worker.terminate();
 }
 
 /**

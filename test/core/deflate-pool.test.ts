@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflateOptions, type PieceRanges } from '../../src/output/deflate-pool.js';
+import { pieceDeflater, SHARE_DEFLATE_FROM, WorkerAhead, type DeflateOptions, type PieceRanges } from '../../src/output/deflate-pool.js';
 import { WINDOW_BYTES } from '../../src/output/gzip-member.js';
 import { PositionedReader } from '../../src/output/positioned-reader.js';
 import { runCli } from '../helpers/process.js';
@@ -37,13 +37,15 @@ function pieceFile(): { file: string; ranges: PieceRanges } {
   return { file, ranges };
 }
 
+/** Holds this thread back for `ms`: a worker starts and takes pieces meanwhile, however slowly it starts. */
+const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
 /** Every piece deflated with `options`, and how many the worker did; `pauseMs` before taking the first. */
 function deflateAll(file: string, ranges: PieceRanges, options: DeflateOptions, pauseMs = 0) {
   const reader = new PositionedReader(file, false);
   try {
     const deflater = pieceDeflater(reader, file, ranges, options);
-    // Holding this thread back lets the worker start and take pieces, however slowly it starts.
-    if (pauseMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pauseMs);
+    if (pauseMs > 0) pause(pauseMs);
     const pieces = Array.from({ length: ranges.length / 3 }, () => {
       const { compressed, crc, length } = deflater.next();
       return { compressed: Buffer.from(compressed).toString('base64'), crc, length };
@@ -63,6 +65,25 @@ describe('deflating pieces on a worker', () => {
     expect(two.byWorker).toBeGreaterThan(0);
     expect(two.byWorker).toBeLessThan(PIECES);
     expect(two.pieces).toEqual(one.pieces);
+  });
+
+  it('shares a batch too small to start a worker for with one started ahead, and ends one no batch took', async () => {
+    const { file, ranges } = pieceFile();
+    const few = ranges.subarray(0, 3 * 40);
+    const one = deflateAll(file, few, { threads: 1 });
+    const options: DeflateOptions = { threads: 2, workerUrl: COMPILED_WORKER };
+    expect(deflateAll(file, few, options, 1000).byWorker).toBe(0);
+    const ahead = WorkerAhead.start(options)!;
+    pause(1000);
+    const two = deflateAll(file, few, { ...options, ahead }, 200);
+    expect(two.byWorker).toBeGreaterThan(0);
+    expect(two.pieces).toEqual(one.pieces);
+    await expect(ahead.close()).resolves.toBe(false); // the batch took it, and ended it
+
+    // With nothing to deflate, the worker is left to its owner, which ends it.
+    const unused = WorkerAhead.start(options)!;
+    expect(deflateAll(file, new Float64Array(0), { ...options, ahead: unused }).pieces).toEqual([]);
+    await expect(unused.close()).resolves.toBe(true);
   });
 
   it('deflates everything here when the worker cannot start', () => {

@@ -276,6 +276,8 @@ export class CreatorsList {
     const runs = carriedRuns(order);
     const memberHashes = this.memberHashes(order, runs);
     const digest = new Fingerprint().update(memberHashes).digest();
+    // A watcher writes the list into the memory of the one it replaced last cycle (held-files.ts).
+    owner.holdWhenReplaced(this.path);
     const rewritten = owner.streamedFile(this.path, digest, (sink) => {
       // A rewritten list has a variant to deflate, in part: its worker starts while the list is written.
       deflating.ahead ??= WorkerAhead.start(deflating);

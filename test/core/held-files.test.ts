@@ -1,13 +1,13 @@
 /**
- * A watcher (builds of one session, holding the out dir's lock) holds the gzip variant each commit
- * replaces until it writes its successor, so that it writes into memory just freed
+ * A watcher (builds of one session, holding the out dir's lock) holds the creators list and its gzip
+ * variant each commit replaces until it writes their successors, so that it writes into memory just freed
  * (output/held-files.ts). A build that ends its process holds nothing, and the lock's
  * release, or its next holder, lets go of what was held.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { CREATORS_GZIP_FILE, HELD_DIR } from '../../src/core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, HELD_DIR } from '../../src/core/layout.js';
 import { StoreSession } from '../../src/incremental/session.js';
 import { holdReplaced } from '../../src/output/held-files.js';
 import { OutDirLock } from '../../src/output/lock.js';
@@ -39,21 +39,23 @@ const inode = (path: string) => statSync(join(out, path)).ino;
 it("holds what a watcher's commit replaced until the next cycle writes its successor, and no longer than its lock", () => {
   const session = new StoreSession(db);
   const lock = OutDirLock.acquire(out, { command: 'watch', waitMs: 0 });
+  const files = [CREATORS_FILE, CREATORS_GZIP_FILE];
+  const inodes = () => new Map(files.map((file) => [file, inode(file)]));
   try {
     buildTo(db, out, { session, lock });
-    const first = inode(CREATORS_GZIP_FILE);
-    const firstVariant = readFileSync(join(out, CREATORS_GZIP_FILE));
+    const first = inodes();
+    const firstBytes = files.map((file) => readFileSync(join(out, file)));
     changeStore(db, 1);
     buildTo(db, out, { session, lock });
-    // The published file is a new one; the one it replaced is held, unchanged.
-    expect(inode(CREATORS_GZIP_FILE)).not.toBe(first);
-    expect(held()).toEqual(new Map([[CREATORS_GZIP_FILE, first]]));
-    expect(readFileSync(join(out, HELD_DIR, encodeURIComponent(CREATORS_GZIP_FILE)))).toEqual(firstVariant);
-    const second = inode(CREATORS_GZIP_FILE);
+    // The published files are new ones; those they replaced are held, unchanged.
+    for (const file of files) expect(inode(file)).not.toBe(first.get(file));
+    expect(held()).toEqual(first);
+    expect(files.map((file) => readFileSync(join(out, HELD_DIR, encodeURIComponent(file))))).toEqual(firstBytes);
+    const second = inodes();
     changeStore(db, 2);
     buildTo(db, out, { session, lock });
-    // The first cycle's variant was let go of when its successor was written: one is held.
-    expect(held()).toEqual(new Map([[CREATORS_GZIP_FILE, second]]));
+    // The first cycle's files were let go of when their successors were written: one of each is held.
+    expect(held()).toEqual(second);
   } finally {
     lock.release();
     session.close();

@@ -6,6 +6,7 @@
  *   copies must (what the build does for the unchanged runs it copies);
  * - "kernel copy": the file copied by the kernel (copyFileSync: copy_file_range on Linux), the most
  *   any kernel copy of unchanged ranges could bring, as it copies every byte without user space.
+ * Both write into memory just freed (see `floors`).
  *
  * The watcher runs in this process (a StoreSession and the out dir's lock, as `watch` holds them)
  * on a tracked store (the change clock), so that each file's own time can be taken around the
@@ -77,10 +78,17 @@ BufferedFileWriter.prototype.close = function timedClose() {
   return result;
 };
 
-/** The two floors of writing `file`'s bytes into a new file, in ms. */
+/**
+ * The two floors of writing `file`'s bytes into a new file, in ms, each written into memory just
+ * freed, as a watcher's list and variant are (it holds the ones it replaced until then:
+ * output/held-files.ts): a first copy, untimed, frees the memory the timed ones take. On a VM whose
+ * host takes free memory back, a copy into memory freed long before is several times slower.
+ */
 function floors(file) {
   const target = join(WORK, 'floor');
   rmSync(target, { force: true });
+  copyThroughUserSpace(file, target);
+  rmSync(target);
   let started = performance.now();
   const bytes = copyThroughUserSpace(file, target);
   const user = performance.now() - started;

@@ -93,8 +93,8 @@ export interface GzipPieces {
 /**
  * Stages the variant whenever the list is (`listRewritten`: its envelope's meta may differ even when
  * its members do not) or the last build left none; after the commit, records where its pieces are
- * for the next build. The pieces to deflate are shared between up to `threads` threads (deflate-pool.ts),
- * on the worker started `ahead` when there is one.
+ * for the next build. The pieces to deflate are shared between up to `deflating.threads` threads
+ * (deflate-pool.ts), with the worker started `ahead` when there is one.
  */
 export function stageCreatorsGzip(
   tx: OutputTransaction,
@@ -388,8 +388,8 @@ class CarriedPieces {
 }
 
 /**
- * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to `threads`
- * threads; returns its member pieces, where each now sits.
+ * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to
+ * `deflating.threads` threads; returns its member pieces, where each now sits.
  */
 function assemble(
   sink: BufferedFileWriter,

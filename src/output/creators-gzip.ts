@@ -123,6 +123,12 @@ export function stageCreatorsGzip(
   return counts;
 }
 
+/**
+ * Whether a list of `members` has pieces enough that a worker started ahead can pay for its start:
+ * a variant with fewer pieces than a batch starts one for (SHARE_DEFLATE_FROM) never does.
+ */
+export const worthAWorkerAhead = (members: number): boolean => members / PIECE_MEMBERS >= SHARE_DEFLATE_FROM;
+
 /** A member's piece mark: it ends a piece by its content, it does not, or that is not known yet. */
 const NOT_END = 0,
   PIECE_END = 1;

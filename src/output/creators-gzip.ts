@@ -123,11 +123,8 @@ export function stageCreatorsGzip(
   return counts;
 }
 
-/**
- * Whether a list of `members` has pieces enough that a worker started ahead can pay for its start:
- * a variant with fewer pieces than a batch starts one for (SHARE_DEFLATE_FROM) never does.
- */
-export const worthAWorkerAhead = (members: number): boolean => members / PIECE_MEMBERS >= SHARE_DEFLATE_FROM;
+/** About how many pieces the variant of a list of `members` is cut into. */
+export const piecesAbout = (members: number): number => Math.floor(members / PIECE_MEMBERS);
 
 /** A member's piece mark: it ends a piece by its content, it does not, or that is not known yet. */
 const NOT_END = 0,

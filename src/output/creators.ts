@@ -14,7 +14,7 @@
  */
 import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
-import { stageCreatorsGzip, UNMARKED, worthAWorkerAhead, type GzipPieces } from './creators-gzip.js';
+import { piecesAbout, stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js';
 import { WorkerAhead, type DeflateOptions } from './deflate-pool.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { ComposedColumn, type Column, type ListMembers, type ListOrder } from './list-order.js';
@@ -280,7 +280,7 @@ export class CreatorsList {
     owner.holdWhenReplaced(this.path);
     const rewritten = owner.streamedFile(this.path, digest, (sink) => {
       // A rewritten list has a variant to deflate, in part: its worker starts while the list is written.
-      if (worthAWorkerAhead(order.length)) deflating.ahead ??= WorkerAhead.start(deflating);
+      deflating.ahead ??= WorkerAhead.start(deflating, piecesAbout(order.length));
       sink.write(`${head}[`);
       this.writeMembers(sink, order, names, headLength);
       sink.write(`]${tail()}`);

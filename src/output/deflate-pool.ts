@@ -102,14 +102,19 @@ export function deflateRange(reader: PositionedReader, ranges: PieceRanges, job:
  * started `ahead` when there is one; else one is started when there are enough pieces to pay for it.
  */
 export function pieceDeflater(reader: PositionedReader, file: string, ranges: PieceRanges, options: DeflateOptions): PieceDeflater {
-  const pieces = ranges.length / 3;
-  const link = pieces === 0 ? undefined : (options.ahead?.take() ?? (pieces >= SHARE_DEFLATE_FROM ? startWorkerFor(options) : undefined));
+  const link = workerForBatch(ranges.length / 3, options);
   if (link === undefined) {
     let job = 0;
     return { next: () => deflateRange(reader, ranges, job++), close: () => 0 };
   }
   const batch = { file, ranges, control: new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT) };
   return new SharedDeflater(reader, batch, link, options.patienceMs ?? PATIENCE_MS);
+}
+
+/** The worker started ahead when there is one; else one started now when the batch pays for it. */
+function workerForBatch(pieces: number, options: DeflateOptions): WorkerLink | undefined {
+  if (pieces === 0) return undefined; // a worker started ahead stays with its owner, which ends it
+  return options.ahead?.take() ?? (pieces >= SHARE_DEFLATE_FROM ? startWorkerFor(options) : undefined);
 }
 
 /**
@@ -120,9 +125,12 @@ export function pieceDeflater(reader: PositionedReader, file: string, ranges: Pi
 export class WorkerAhead {
   private constructor(private link: WorkerLink | undefined) {}
 
-  /** A worker started now, when the options allow one; else undefined. */
-  static start(options: DeflateOptions): WorkerAhead | undefined {
-    const link = startWorkerFor(options);
+  /**
+   * A worker started now, when the options allow one and a variant of `pieces` in all is large
+   * enough that one ever pays (a batch of its size would start one); else undefined.
+   */
+  static start(options: DeflateOptions, pieces: number): WorkerAhead | undefined {
+    const link = pieces >= SHARE_DEFLATE_FROM ? startWorkerFor(options) : undefined;
     return link === undefined ? undefined : new WorkerAhead(link);
   }
 

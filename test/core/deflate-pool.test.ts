@@ -73,7 +73,9 @@ describe('deflating pieces on a worker', () => {
     const one = deflateAll(file, few, { threads: 1 });
     const options: DeflateOptions = { threads: 2, workerUrl: COMPILED_WORKER };
     expect(deflateAll(file, few, options, 1000).byWorker).toBe(0);
-    const ahead = WorkerAhead.start(options)!;
+    // A variant too small for a batch ever to start a worker gets none ahead either.
+    expect(WorkerAhead.start(options, SHARE_DEFLATE_FROM - 1)).toBeUndefined();
+    const ahead = WorkerAhead.start(options, SHARE_DEFLATE_FROM)!;
     pause(1000);
     const two = deflateAll(file, few, { ...options, ahead }, 200);
     expect(two.byWorker).toBeGreaterThan(0);
@@ -81,7 +83,7 @@ describe('deflating pieces on a worker', () => {
     await expect(ahead.close()).resolves.toBe(false); // the batch took it, and ended it
 
     // With nothing to deflate, the worker is left to its owner, which ends it.
-    const unused = WorkerAhead.start(options)!;
+    const unused = WorkerAhead.start(options, SHARE_DEFLATE_FROM)!;
     expect(deflateAll(file, new Float64Array(0), { ...options, ahead: unused }).pieces).toEqual([]);
     await expect(unused.close()).resolves.toBe(true);
   });

@@ -14,9 +14,12 @@
  * writing from its digest's start to its close. Holding the lock, it also holds the gzip variant
  * each commit replaces until the next cycle writes its successor (output/held-files.ts). The
  * whole cycles are whole-process figures in bench-clock-cycles.mjs; this is their breakdown. Per
- * kind of cycle (ages only; 1% of the users changed), medians of --runs cycles.
+ * kind of cycle (ages only; 1% of the users changed), medians of --runs cycles, after --warmup
+ * pairs of them untimed: a watcher runs for days, and V8 compiles the functions called once a cycle
+ * (planning the variant's pieces, say) with its optimizing compiler only after a few cycles. The
+ * warm-up cycles' own medians are printed too (--warmup 0 times the first cycles, as before).
  *
- * Usage: node scripts/bench-cycle-files.mjs [--users 1000000] [--shard i/n] [--runs 3] [--dir /dev/shm/...]
+ * Usage: node scripts/bench-cycle-files.mjs [--users 1000000] [--shard i/n] [--runs 3] [--warmup 3] [--dir /dev/shm/...]
  * (run `npm run build` first: it times the compiled library in build/).
  */
 import { closeSync, copyFileSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
@@ -40,6 +43,7 @@ const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name)
 const USERS = Number(value('--users', '1000000'));
 const SHARD = value('--shard', undefined);
 const RUNS = Number(value('--runs', '3'));
+const WARMUP = Number(value('--warmup', '3'));
 const WORK = value('--dir', '/dev/shm/ps-bench-cycle-files');
 const LIST = CREATORS_FILE;
 const VARIANT = gzipVariantPath(CREATORS_FILE);
@@ -164,14 +168,17 @@ console.log(
 );
 const first = cycle();
 console.log(`first cycle: ${first.seconds.toFixed(2)} s`);
+const warmup = { 'ages only': [], '1% changed': [] };
 const kinds = { 'ages only': [], '1% changed': [] };
 const floorRuns = [];
-for (let round = 0; round < RUNS; round++) {
+for (let round = 0; round < WARMUP + RUNS; round++) {
+  const into = round < WARMUP ? warmup : kinds;
   await new Promise((resolve) => setTimeout(resolve, 1000)); // ages turn with the wall clock
-  kinds['ages only'].push(await spentPerFile(cycle()));
+  into['ages only'].push(await spentPerFile(cycle()));
   touch(round);
-  kinds['1% changed'].push(await spentPerFile(cycle()));
-  floorRuns.push({ list: floors(join(out, LIST)), variant: floors(join(out, VARIANT)), manifest: floors(join(out, MANIFEST_FILE)) });
+  into['1% changed'].push(await spentPerFile(cycle()));
+  if (into === kinds)
+    floorRuns.push({ list: floors(join(out, LIST)), variant: floors(join(out, VARIANT)), manifest: floors(join(out, MANIFEST_FILE)) });
 }
 session.close();
 lock.release();
@@ -197,6 +204,21 @@ for (const [kind, cycles] of Object.entries(kinds)) {
   }
   const whole = median(cycles.map((c) => c.seconds));
   console.log(`| ${kind} | (whole cycle, ${cycles.at(-1).read.toLocaleString('en')} rows read) | | ${whole.toFixed(2)} s | | | | | |`);
+}
+console.log('\neach timed cycle, in order:');
+for (const [kind, cycles] of Object.entries(kinds))
+  console.log(
+    `- ${kind}: ${files.map(([name, key]) => `${name} ${cycles.map((c) => ms(c.spent.get(key)?.ms ?? 0)).join(', ')}`).join('; ')}`,
+  );
+if (WARMUP > 0) {
+  console.log(`\nthe ${WARMUP} warm-up cycles of each kind before them (medians, against the same floors):`);
+  for (const [kind, cycles] of Object.entries(warmup)) {
+    const each = files.map(([name, key]) => {
+      const took = median(cycles.map((c) => c.spent.get(key)?.ms ?? 0));
+      return `${name} ${ms(took)} (${(took / median(floorRuns.map((f) => f[name].user))).toFixed(2)}x)`;
+    });
+    console.log(`- ${kind}: ${each.join(', ')}`);
+  }
 }
 const userVsKernel = median(floorRuns.map((f) => f.list.user / f.list.kernel));
 console.log(`\nlist: user-space copy / kernel copy = ${userVsKernel.toFixed(2)}x (medians of ${RUNS}), on the filesystem of ${WORK}`);

@@ -71,10 +71,12 @@ export class BufferedFileWriter {
   writeCopied(bytes: Uint8Array, from: number): void {
     const digest = this.digest;
     if (digest?.chained !== true) return this.write(bytes);
-    this.digestBuffered();
     digest.copied(this.bytesWritten, from, bytes.length);
-    if (bytes.length >= GATHERED_FROM && bytes.length < DIRECT_BYTES) this.gather(bytes);
-    else this.put(bytes, true);
+    // A gathered run never enters the buffer, so the fresh bytes around it stay side by side there
+    // and are digested together later: one digest call per run cost more than its bytes.
+    if (bytes.length >= GATHERED_FROM && bytes.length < DIRECT_BYTES) return this.gather(bytes);
+    this.digestBuffered();
+    this.put(bytes, true);
     this.digestedTo = this.used;
   }
 
@@ -174,7 +176,11 @@ export class BufferedFileWriter {
     }
   }
 
-  /** Hands the buffer's bytes written anew since the last copied run (or flush) to the digest. */
+  /**
+   * Hands the buffer's bytes written anew since the last copied run put into it (or flush) to the
+   * digest. The fresh bytes are a digest of their own (WrittenDigest), so they are handed over in
+   * the order written, whenever that falls between the copied runs.
+   */
   private digestBuffered(): void {
     if (this.digest !== undefined && this.used > this.digestedTo) this.digest.fresh(this.buffer.subarray(this.digestedTo, this.used));
     this.digestedTo = this.used;

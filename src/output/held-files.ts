@@ -1,8 +1,8 @@
 /**
  * Large files a long-lived writer (the watcher) replaces every cycle, held past their replacement
- * until it writes their successors: the creators list (creators.ts) and its gzip variant
- * (creators-gzip.ts; the manifest, held too while this was measured, wrote no faster). A file
- * removed at a commit leaves its memory free until the next cycle. A virtual machine whose host
+ * until it writes their successors: the creators list (creators.ts), its gzip variant
+ * (creators-gzip.ts) and the manifest (manifest.ts writeManifest). A file removed at a commit
+ * leaves its memory free until the next cycle. A virtual machine whose host
  * takes free memory back (Linux's free page reporting, as Firecracker guests have) then hands the
  * successor's bytes memory the host must supply again a page at a time, several times slower than
  * memory just freed. Released right before its successor is written (staging.ts), the held file's

@@ -36,6 +36,7 @@ import { TableColumn, type ListOrder } from './list-order.js';
 import { ProfileEntries } from './profile-entries.js';
 import { readInto } from '../core/read-into.js';
 import { ProfileSectionWriter, type SectionRules } from './profile-section.js';
+import { holdReplaced, releaseHeld } from './held-files.js';
 
 const HEADER = 'profile-snapshot manifest 2';
 const HEADER_V1 = 'profile-snapshot manifest 1';
@@ -341,6 +342,13 @@ function forEachLine(
  */
 export function writeManifest(outDir: string, manifest: Manifest, keep = false): WrittenManifest | undefined {
   let kept: WrittenManifest | undefined;
+  if (keep) {
+    // A watcher writes it into the memory of the one it replaced last cycle, and holds the one it
+    // replaces now for the next (held-files.ts). Only that one gets a second link: the next
+    // commit's claims still append in place to the file written here (appendInPlace).
+    releaseHeld(outDir, MANIFEST_FILE);
+    holdReplaced(outDir, MANIFEST_FILE);
+  }
   replaceManifest(outDir, 'new', (out, temporary) => {
     const header = `${HEADER}\t${manifest.renderKey}\n`;
     out.write(header);

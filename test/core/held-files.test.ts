@@ -1,13 +1,13 @@
 /**
- * A watcher (builds of one session, holding the out dir's lock) holds the creators list and its gzip
- * variant each commit replaces until it writes their successors, so that it writes into memory just freed
+ * A watcher (builds of one session, holding the out dir's lock) holds the creators list, its gzip
+ * variant and the manifest each commit replaces until it writes their successors, so that it writes into memory just freed
  * (output/held-files.ts). A build that ends its process holds nothing, and the lock's
  * release, or its next holder, lets go of what was held.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { CREATORS_FILE, CREATORS_GZIP_FILE, HELD_DIR } from '../../src/core/layout.js';
+import { CREATORS_FILE, CREATORS_GZIP_FILE, HELD_DIR, MANIFEST_FILE } from '../../src/core/layout.js';
 import { StoreSession } from '../../src/incremental/session.js';
 import { holdReplaced } from '../../src/output/held-files.js';
 import { OutDirLock } from '../../src/output/lock.js';
@@ -39,7 +39,7 @@ const inode = (path: string) => statSync(join(out, path)).ino;
 it("holds what a watcher's commit replaced until the next cycle writes its successor, and no longer than its lock", () => {
   const session = new StoreSession(db);
   const lock = OutDirLock.acquire(out, { command: 'watch', waitMs: 0 });
-  const files = [CREATORS_FILE, CREATORS_GZIP_FILE];
+  const files = [CREATORS_FILE, CREATORS_GZIP_FILE, MANIFEST_FILE];
   const inodes = () => new Map(files.map((file) => [file, inode(file)]));
   try {
     buildTo(db, out, { session, lock });
@@ -47,15 +47,21 @@ it("holds what a watcher's commit replaced until the next cycle writes its succe
     const firstBytes = files.map((file) => readFileSync(join(out, file)));
     changeStore(db, 1);
     buildTo(db, out, { session, lock });
-    // The published files are new ones; those they replaced are held, unchanged.
+    // The published files are new ones; those they replaced are held, unchanged but for the
+    // manifest's claims, appended by this commit before it wrote the new one (writeClaims).
     for (const file of files) expect(inode(file)).not.toBe(first.get(file));
     expect(held()).toEqual(first);
-    expect(files.map((file) => readFileSync(join(out, HELD_DIR, encodeURIComponent(file))))).toEqual(firstBytes);
+    const heldBytes = files.map((file) => readFileSync(join(out, HELD_DIR, encodeURIComponent(file))));
+    expect(heldBytes.slice(0, 2)).toEqual(firstBytes.slice(0, 2));
+    expect(heldBytes[2]!.subarray(0, firstBytes[2]!.length)).toEqual(firstBytes[2]);
+    expect(heldBytes[2]!.subarray(firstBytes[2]!.length).toString()).toMatch(/^\n(?:[uf]\t[^\t\n]+\t-\n)+$/);
     const second = inodes();
     changeStore(db, 2);
     buildTo(db, out, { session, lock });
     // The first cycle's files were let go of when their successors were written: one of each is held.
     expect(held()).toEqual(second);
+    // The manifest written now has one link: the next commit's claims append to it in place.
+    expect(statSync(join(out, MANIFEST_FILE)).nlink).toBe(1);
   } finally {
     lock.release();
     session.close();

@@ -11,13 +11,14 @@
  * The watcher runs in this process (a StoreSession and the out dir's lock, as `watch` holds them)
  * on a tracked store (the change clock), so that each file's own time can be taken around the
  * library's calls: the list and the variant from OutputTransaction.streamedFile, the manifest's
- * writing from its digest's start to its close. Holding the lock, it also holds the gzip variant
- * each commit replaces until the next cycle writes its successor (output/held-files.ts). The
- * whole cycles are whole-process figures in bench-clock-cycles.mjs; this is their breakdown. Per
- * kind of cycle (ages only; 1% of the users changed), medians of --runs cycles, after --warmup
- * pairs of them untimed: a watcher runs for days, and V8 compiles the functions called once a cycle
- * (planning the variant's pieces, say) with its optimizing compiler only after a few cycles. The
- * warm-up cycles' own medians are printed too (--warmup 0 times the first cycles, as before).
+ * writing from its digest's start to its close. Holding the lock, it also holds the list, its gzip
+ * variant and the manifest each commit replaces until the next cycle writes their successors
+ * (output/held-files.ts). The whole cycles are whole-process figures in bench-clock-cycles.mjs;
+ * this is their breakdown. Per kind of cycle (ages only; 1% of the users changed), medians of
+ * --runs cycles, after --warmup pairs of them untimed: a watcher runs for days, and V8 compiles the
+ * functions called once a cycle (planning the variant's pieces, say) with its optimizing compiler
+ * only after a few cycles. The warm-up cycles' own medians are printed too (--warmup 0 times the
+ * first cycles, as before).
  *
  * Usage: node scripts/bench-cycle-files.mjs [--users 1000000] [--shard i/n] [--runs 3] [--warmup 3] [--dir /dev/shm/...]
  * (run `npm run build` first: it times the compiled library in build/).

@@ -1,13 +1,13 @@
 /**
  * Large files a long-lived writer (the watcher) replaces every cycle, held past their replacement
  * until it writes their successors: the creators list (creators.ts), its gzip variant
- * (creators-gzip.ts) and the manifest (manifest.ts writeManifest). A file removed at a commit
- * leaves its memory free until the next cycle. A virtual machine whose host
- * takes free memory back (Linux's free page reporting, as Firecracker guests have) then hands the
- * successor's bytes memory the host must supply again a page at a time, several times slower than
- * memory just freed. Released right before its successor is written (staging.ts), the held file's
- * pages are free and still warm when the successor takes them. The price is disk: one more copy of
- * each between cycles.
+ * (creators-gzip.ts) and the manifest (manifest.ts). A file removed at a commit leaves its memory
+ * free until the next cycle. A virtual machine whose host takes free memory back (Linux's free page
+ * reporting, as Firecracker guests have) then hands the successor's bytes memory the host must
+ * supply again a page at a time, several times slower than memory just freed. Released right before
+ * its successor is written (staging.ts; writeManifest for the manifest), the held file's pages are
+ * free and still warm when the successor takes them. The price is disk: one more copy of each
+ * between cycles.
  *
  * Held files are hard links in HELD_DIR, the lock holder's alone, like a pin (pin.ts): readers
  * never see them, and removing one never changes what a reader that has the file open reads. The

@@ -1,8 +1,8 @@
 /**
  * A watcher (builds of one session, holding the out dir's lock) holds the creators list, its gzip
- * variant and the manifest each commit replaces until it writes their successors, so that it writes into memory just freed
- * (output/held-files.ts). A build that ends its process holds nothing, and the lock's
- * release, or its next holder, lets go of what was held.
+ * variant and the manifest each commit replaces until it writes their successors, so that it writes
+ * into memory just freed (output/held-files.ts). A build that ends its process holds nothing, and
+ * the lock's release, or its next holder, lets go of what was held.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -342,13 +342,8 @@ function forEachLine(
  */
 export function writeManifest(outDir: string, manifest: Manifest, keep = false): WrittenManifest | undefined {
   let kept: WrittenManifest | undefined;
-  if (keep) {
-    // A watcher writes it into the memory of the one it replaced last cycle, and holds the one it
-    // replaces now for the next (held-files.ts). Only that one gets a second link: the next
-    // commit's claims still append in place to the file written here (appendInPlace).
-    releaseHeld(outDir, MANIFEST_FILE);
-    holdReplaced(outDir, MANIFEST_FILE);
-  }
+  // A watcher writes it into the memory of the one it replaced last cycle (held-files.ts).
+  if (keep) releaseHeld(outDir, MANIFEST_FILE);
   replaceManifest(outDir, 'new', (out, temporary) => {
     const header = `${HEADER}\t${manifest.renderKey}\n`;
     out.write(header);
@@ -370,6 +365,10 @@ export function writeManifest(outDir: string, manifest: Manifest, keep = false):
     const hex = digest.hex();
     fillDigestLine(temporary, Buffer.byteLength(header), hex);
     if (recorder !== undefined) kept = new WrittenManifest(join(outDir, MANIFEST_FILE), sectionAt, recorder, manifest, list!, hex);
+    // Written whole, it is renamed over the current manifest, which is held for the next cycle as
+    // a commit holds the list it renames over. Only the replaced file gets a second link: the next
+    // commit's claims still append in place to the file written here (appendInPlace).
+    if (keep) holdReplaced(outDir, MANIFEST_FILE);
   });
   return kept;
 }

@@ -29,7 +29,7 @@ function writeMix(name: string, chained: boolean, steps: number): { written: Buf
   const parts: Buffer[] = [];
   const fresh: Buffer[] = [];
   const runs: number[] = [];
-  const written = () => parts.reduce((sum, part) => sum + part.length, 0);
+  let at = 0; // where the next part lands in the file
   const digest = out.digestFromHere(chained ? 'base' : undefined);
   for (let step = 0; step < steps; step++) {
     const kind = pick(4);
@@ -49,10 +49,11 @@ function writeMix(name: string, chained: boolean, steps: number): { written: Buf
       const length = kind === 2 ? 1 + pick(3000) : pick(20) === 0 ? 300_000 : 900 + pick(400);
       const from = pick(source.length - length);
       out.writeCopied(source.subarray(from, from + length), from);
-      runs.push(written(), from, length);
+      runs.push(at, from, length);
       parts.push(source.subarray(from, from + length));
       if (!chained) fresh.push(source.subarray(from, from + length));
     }
+    at += parts.at(-1)!.length;
   }
   out.close();
   return {

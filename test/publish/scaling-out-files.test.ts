@@ -5,8 +5,7 @@
  * shards to come out right: n machines, each given its own i of the same n.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { Job } from 'kubernetes-models/batch/v1/Job';
@@ -14,7 +13,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { REPO } from '../helpers/store.js';
+import { REPO, tempDir } from '../helpers/store.js';
 
 const DOCS = join(REPO, 'docs/scaling-out');
 const WORKFLOW = join(DOCS, 'github-actions.yml');
@@ -52,13 +51,13 @@ describe('the GitHub Actions workflow', () => {
   ])('%s: passes action-validator, which fails a broken copy of it', (_name, file) => {
     const valid = actionValidator(file);
     expect(valid.status, valid.output).toBe(0);
-    const dir = mkdtempSync(join(tmpdir(), 'profile-snapshot-workflow-'));
+    const dir = tempDir('profile-snapshot-workflow-');
     try {
-      const broken = join(dir, 'broken.yml');
+      const broken = join(dir.path, 'broken.yml');
       writeFileSync(broken, readFileSync(file, 'utf8').replace('runs-on: ubuntu-latest', 'runs_on: ubuntu-latest'));
       expect(actionValidator(broken).status).not.toBe(0);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      dir.cleanup();
     }
   });
 

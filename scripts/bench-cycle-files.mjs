@@ -20,6 +20,10 @@
  * only after a few cycles. The warm-up cycles' own medians are printed too (--warmup 0 times the
  * first cycles, as before).
  *
+ * The variant has a third floor: the pieces a cycle must deflate (those whose members changed) cost
+ * deflating whatever the code, so it is the copy plus deflating their bytes, shared between the
+ * cycle's threads (`deflateFloor`).
+ *
  * Usage: node scripts/bench-cycle-files.mjs [--users 1000000] [--shard i/n] [--runs 3] [--warmup 3] [--dir /dev/shm/...]
  * (run `npm run build` first: it times the compiled library in build/).
  */
@@ -36,7 +40,9 @@ const { StoreSession } = await lib('incremental/session.js');
 const { parseShard } = await lib('core/slice.js');
 const { OutputTransaction } = await lib('output/tree.js');
 const { BufferedFileWriter } = await lib('output/file-writer.js');
-const { CREATORS_FILE, MANIFEST_FILE, gzipVariantPath } = await lib('core/layout.js');
+const { CREATORS_FILE, CREATORS_GZIP_INDEX_FILE, MANIFEST_FILE, gzipVariantPath } = await lib('core/layout.js');
+const { readIndexFile } = await lib('output/gzip-index.js');
+const { deflatePiece } = await lib('output/gzip-member.js');
 const { OutDirLock } = await lib('output/lock.js');
 
 const args = process.argv.slice(2);
@@ -47,6 +53,8 @@ const RUNS = Number(value('--runs', '3'));
 const WARMUP = Number(value('--warmup', '3'));
 const WORK = value('--dir', '/dev/shm/ps-bench-cycle-files');
 const LIST = CREATORS_FILE;
+/** The cycle's threads (its own and the deflate worker's): the variant's deflating is shared between them. */
+const THREADS = 2;
 const VARIANT = gzipVariantPath(CREATORS_FILE);
 
 /** The spans of the cycle being timed, per file: [start, end] on performance.now()'s clock. */
@@ -120,6 +128,43 @@ function copyThroughUserSpace(from, to) {
   return total;
 }
 
+/** The variant's pieces as its index lists them after the last cycle: the next cycle's fresh ones are those not among them. */
+let lastPieces;
+let floorBytes = Buffer.alloc(0);
+
+/**
+ * The variant's third floor: its pieces the cycle deflated (a key the last variant's index does not
+ * hold), their bytes of the list read out and deflated as one stream at the library's own level, on
+ * one thread. One stream is the least any deflating of those bytes costs: no dictionary, no call per
+ * piece. Returns the pieces, their bytes and the ms; undefined before the first cycle's index.
+ */
+function deflateFloor() {
+  const pieces = readIndexFile(join(out, CREATORS_GZIP_INDEX_FILE));
+  const last = lastPieces;
+  lastPieces = pieces;
+  if (last === undefined || pieces === undefined) return undefined;
+  const list = openSync(join(out, LIST), 'r');
+  try {
+    const head = Buffer.alloc(4096);
+    readSync(list, head, 0, head.length, 0);
+    // The pieces tile the list's members, from the byte after the head's "[" on.
+    const ranges = [];
+    for (let piece = 0, at = head.indexOf('[') + 1; piece < pieces.count; at += pieces.length(piece++))
+      if (last.find(pieces.key(piece)) === -1) ranges.push([at, pieces.length(piece)]);
+    const total = ranges.reduce((sum, [, length]) => sum + length, 0);
+    // One buffer for every cycle's: memory asked anew each time would be slower in the cycle after.
+    if (floorBytes.length < total) floorBytes = Buffer.allocUnsafe(total);
+    const bytes = floorBytes;
+    let filled = 0;
+    for (const [at, length] of ranges) filled += readSync(list, bytes, filled, length, at);
+    const started = performance.now();
+    deflatePiece(bytes.subarray(0, filled), undefined, true);
+    return { pieces: ranges.length, bytes: filled, ms: performance.now() - started };
+  } finally {
+    closeSync(list);
+  }
+}
+
 rmSync(WORK, { recursive: true, force: true });
 mkdirSync(WORK, { recursive: true });
 const db = join(WORK, 'profiles.db');
@@ -139,11 +184,12 @@ const cycle = () => {
     baseUrl: 'http://localhost:3000',
     snapshotMs: Date.now(),
     session,
-    threads: 2,
+    threads: THREADS,
     ...(shard ? { shard } : {}),
     lock,
   });
-  return { seconds: (performance.now() - started) / 1000, spans, read: result.rowsRead };
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds, spans, read: result.rowsRead, deflated: deflateFloor() };
 };
 
 /** Per file: its milliseconds in the cycle, and those of collection pauses that began within them. */
@@ -205,6 +251,24 @@ for (const [kind, cycles] of Object.entries(kinds)) {
   }
   const whole = median(cycles.map((c) => c.seconds));
   console.log(`| ${kind} | (whole cycle, ${cycles.at(-1).read.toLocaleString('en')} rows read) | | ${whole.toFixed(2)} s | | | | | |`);
+}
+console.log(
+  `\nthe variant against the copy and the deflating it cannot skip: the pieces the cycle deflated, their bytes deflated as one stream on one thread; the floor is the copy and that deflating shared evenly between the cycle's ${THREADS} threads (the copy alone when more):`,
+);
+console.log('\n| cycle | pieces deflated | their MB | one-stream deflate | floor | variant | ratio |');
+console.log('|---|---|---|---|---|---|---|');
+for (const [kind, cycles] of Object.entries(kinds)) {
+  const deflated = cycles.map((c) => c.deflated).filter((d) => d !== undefined);
+  if (deflated.length === 0) continue;
+  const copy = median(floorRuns.map((f) => f.variant.user));
+  const deflating = median(deflated.map((d) => d.ms));
+  const floor = Math.max(copy, (copy + deflating) / THREADS);
+  const took = median(cycles.map((c) => c.spent.get(VARIANT)?.ms ?? 0));
+  const pieces = median(deflated.map((d) => d.pieces));
+  const mb = median(deflated.map((d) => d.bytes)) / 1e6;
+  console.log(
+    `| ${kind} | ${pieces.toLocaleString('en')} | ${mb.toFixed(1)} | ${ms(deflating)} | ${ms(floor)} | ${ms(took)} | ${(took / floor).toFixed(2)}x |`,
+  );
 }
 console.log('\neach timed cycle, in order:');
 for (const [kind, cycles] of Object.entries(kinds))

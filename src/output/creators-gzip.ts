@@ -27,7 +27,14 @@ import {
   type PieceIndex,
   type PieceTable,
 } from './gzip-index.js';
-import { pieceDeflater, SHARE_DEFLATE_FROM, type DeflatedPiece, type DeflateOptions, type PieceRanges } from './deflate-pool.js';
+import {
+  pieceDeflater,
+  SHARE_DEFLATE_FROM,
+  type DeflatedPiece,
+  type DeflateOptions,
+  type PieceDeflater,
+  type PieceRanges,
+} from './deflate-pool.js';
 import { releaseFreedNow } from '../core/memory.js';
 import { PositionedReader } from './positioned-reader.js';
 import type { OutputTransaction } from './tree.js';
@@ -91,31 +98,88 @@ export interface GzipPieces {
 }
 
 /**
+ * The variant of a list begun while the list is written: planned from the list's layout before its
+ * bytes exist, its pieces to deflate handed to the worker started ahead, which deflates each once
+ * the list's bytes in the file reach past it. Done after the list, the deflating had this thread
+ * wait for the worker, or do it itself, while the worker had been idle through the list's writing.
+ */
+export class BegunVariant {
+  private constructor(
+    readonly last: PieceIndex | undefined,
+    readonly plan: PiecePlan,
+    /** The list file, for this thread's reads (see assemble). */
+    readonly list: PositionedReader,
+    readonly deflater: PieceDeflater,
+  ) {}
+
+  /**
+   * Begins the variant of the list being written into `sink`, when a worker started ahead can
+   * deflate as it is written (else undefined: it is all done after the list, as before).
+   */
+  static begin(
+    tx: OutputTransaction,
+    listPath: string,
+    sink: BufferedFileWriter,
+    layout: ListLayout,
+    deflating: DeflateOptions,
+  ): BegunVariant | undefined {
+    if (deflating.ahead === undefined) return undefined;
+    const last = readPieceIndex(tx, gzipVariantPath(listPath), pieceSettings(layout));
+    const plan = planPieces(layout, last);
+    const list = new PositionedReader(sink.path, false);
+    const deflater = pieceDeflater(list, sink.path, plan.ranges, deflating, true);
+    sink.onWrittenOut((bytes) => deflater.fileHolds(bytes));
+    return new BegunVariant(last, plan, list, deflater);
+  }
+
+  /** Ends what it began, when no variant is assembled from it (the list's writing failed). */
+  abandon(): void {
+    try {
+      this.deflater.close();
+    } finally {
+      this.list.close();
+    }
+  }
+}
+
+/** The settings a list's variant is cut and keyed with. */
+const pieceSettings = (layout: ListLayout): string => (layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS);
+
+/**
  * Stages the variant whenever the list is (`listRewritten`: its envelope's meta may differ even when
  * its members do not) or the last build left none; after the commit, records where its pieces are
  * for the next build. The pieces to deflate are shared between up to `deflating.threads` threads
- * (deflate-pool.ts), with the worker started `ahead` when there is one.
+ * (deflate-pool.ts), with the worker started `ahead` when there is one; `begun`, when the variant
+ * was begun as the list was written.
  */
 export function stageCreatorsGzip(
   tx: OutputTransaction,
   list: { path: string; hash: string; rewritten: boolean },
   layout: ListLayout,
   deflating: DeflateOptions,
+  begun?: BegunVariant,
 ): GzipPieces | undefined {
   const listPath = list.path;
   const variantPath = gzipVariantPath(listPath);
-  const settings = layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS;
-  const last = readPieceIndex(tx, variantPath, settings);
+  const settings = pieceSettings(layout);
+  let unused = begun;
   let next: { pieces: PieceTable; cut: PieceCut } | undefined;
   let counts: GzipPieces | undefined;
-  // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
-  tx.holdWhenReplaced(variantPath);
-  const write = (sink: BufferedFileWriter) => {
-    const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, deflating);
-    next = { pieces: written, cut };
-    counts = cost;
-  };
-  const staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
+  let staged: boolean;
+  try {
+    const last = begun !== undefined ? begun.last : readPieceIndex(tx, variantPath, settings);
+    // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
+    tx.holdWhenReplaced(variantPath);
+    const write = (sink: BufferedFileWriter) => {
+      unused = undefined; // assemble ends it
+      const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, deflating, begun);
+      next = { pieces: written, cut };
+      counts = cost;
+    };
+    staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
+  } finally {
+    unused?.abandon();
+  }
   if (counts !== undefined && counts.pieces - counts.reused >= SHARE_DEFLATE_FROM) releaseFreedNow();
   const index = next;
   if (staged && index !== undefined)
@@ -400,19 +464,24 @@ function assemble(
   layout: ListLayout,
   last: PieceIndex | undefined,
   deflating: DeflateOptions,
+  begun: BegunVariant | undefined,
 ): GzipPieces & { written: PieceTable; cut: PieceCut } {
-  const list = new PositionedReader(listFile, false);
-  const lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
-  const out = new MemberWriter(sink);
+  let deflater = begun?.deflater;
+  let list = begun?.list;
+  let lastFile: PositionedReader | undefined;
   let written: PieceTable;
   let plan: PiecePlan;
   let reused = 0;
   let onWorker: number;
   try {
-    plan = planPieces(layout, last);
+    list ??= new PositionedReader(listFile, false);
+    lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
+    const out = new MemberWriter(sink);
+    plan = begun?.plan ?? planPieces(layout, last);
     written = emptyPieceTable(plan.count);
     out.deflate(list.read(0, plan.membersStart));
-    const deflater = pieceDeflater(list, listFile, plan.ranges, deflating);
+    deflater ??= pieceDeflater(list, listFile, plan.ranges, deflating);
+    deflater.fileHolds(Infinity);
     try {
       for (let p = 0; p < plan.count; p++) {
         const kept = plan.kept[p]!;
@@ -427,13 +496,15 @@ function assemble(
       }
     } finally {
       onWorker = deflater.close();
+      deflater = undefined;
     }
     const tailStart = plan.membersEnd;
     const size = fstatSync(list.fd).size;
     out.deflate(list.read(tailStart, size - tailStart), true);
     out.finish(size);
   } finally {
-    list.close();
+    deflater?.close(); // begun, and not reached
+    list?.close();
     lastFile?.close();
   }
   const cut = { list: layout.made, starts: withEnd(plan.starts, layout.lengths.length) };

@@ -14,7 +14,7 @@
  */
 import { FINGERPRINT_LENGTH, Fingerprint } from '../core/hash.js';
 import { collectNow } from '../core/memory.js';
-import { piecesAbout, stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js';
+import { BegunVariant, piecesAbout, stageCreatorsGzip, UNMARKED, type GzipPieces } from './creators-gzip.js';
 import { WorkerAhead, type DeflateOptions } from './deflate-pool.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import { ComposedColumn, type Column, type ListMembers, type ListOrder } from './list-order.js';
@@ -276,23 +276,11 @@ export class CreatorsList {
     const runs = carriedRuns(order);
     const memberHashes = this.memberHashes(order, runs);
     const digest = new Fingerprint().update(memberHashes).digest();
-    // A watcher writes the list into the memory of the one it replaced last cycle (held-files.ts).
-    owner.holdWhenReplaced(this.path);
-    const rewritten = owner.streamedFile(this.path, digest, (sink) => {
-      // A rewritten list has a variant to deflate, in part: its worker starts while the list is written.
-      deflating.ahead ??= WorkerAhead.start(deflating, piecesAbout(order.length));
-      sink.write(`${head}[`);
-      this.writeMembers(sink, order, names, headLength);
-      sink.write(`]${tail()}`);
-    });
     const listed = this.inListOrder(order, names);
     // Completed by the variant (stageCreatorsGzip), in place, before the next list reads them.
     const pieceMarks = partOfJoined ? undefined : this.knownPieceMarks(order);
     const made = ++listsMade;
-    owner.setList({ ...listed, hashes: memberHashes, made, ...(pieceMarks && { pieceMarks }) });
-    if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
     const lastMade = this.carried?.members.made;
-    this.letGoOfMembers();
     const carried = lastMade === undefined ? undefined : { from: lastMade, runs };
     const layout = {
       headLength,
@@ -303,7 +291,28 @@ export class CreatorsList {
       ...(pieceMarks && { pieceMarks }),
       ...(carried && { carried }),
     };
-    return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, deflating);
+    // A watcher writes the list into the memory of the one it replaced last cycle (held-files.ts).
+    owner.holdWhenReplaced(this.path);
+    let begun: BegunVariant | undefined;
+    let rewritten: boolean;
+    try {
+      rewritten = owner.streamedFile(this.path, digest, (sink) => {
+        // A rewritten list has a variant to deflate, in part: its worker starts while the list is
+        // written, and deflates the pieces to deflate as their bytes are written.
+        deflating.ahead ??= WorkerAhead.start(deflating, piecesAbout(order.length));
+        begun = BegunVariant.begin(owner, this.path, sink, layout, deflating);
+        sink.write(`${head}[`);
+        this.writeMembers(sink, order, names, headLength);
+        sink.write(`]${tail()}`);
+      });
+      owner.setList({ ...listed, hashes: memberHashes, made, ...(pieceMarks && { pieceMarks }) });
+      if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
+      this.letGoOfMembers();
+    } catch (error) {
+      begun?.abandon();
+      throw error;
+    }
+    return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, deflating, begun);
   }
 
   /**

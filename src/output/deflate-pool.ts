@@ -18,6 +18,10 @@
  * start overlaps this thread's own deflating), for a watcher's cycle as the list begins to be
  * written (WorkerAhead). Kept between the cycles, it would save its start at the price of its
  * resident memory through every later pass, when the watcher's memory is at its peak.
+ *
+ * A batch may begin while its file is still being written (creators-gzip.ts BegunVariant): the
+ * worker then takes a piece only once the writer says the file holds all its bytes (`fileHolds`),
+ * and deflates while this thread writes the rest of the file.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -39,6 +43,11 @@ export const SHARE_DEFLATE_FROM = 320;
  */
 const WINDOW = 512;
 /**
+ * The window while the batch's file is still written (pieceDeflater's `whileWritten`): this thread
+ * takes no piece then, so the worker may run further ahead. A piece deflates to a kilobyte or two.
+ */
+const WINDOW_WHILE_WRITTEN = 4096;
+/**
  * A piece the worker took and has not answered for this long is deflated here and the worker given
  * up on: a piece takes a millisecond or two, so only a worker that died is that late (its exit is an
  * event, which this thread, synchronous, cannot see).
@@ -48,7 +57,10 @@ const PATIENCE_MS = 5_000;
 /** Slots of the shared control array. */
 const CURSOR = 0, // the next piece nobody has taken
   LIMIT = 1, // pieces from this one on may not be taken yet
-  ANSWERED = 2; // answers the worker posted, which this thread waits on
+  ANSWERED = 2, // answers the worker posted, which this thread waits on
+  READABLE = 3, // pieces from this one on are not all in the file yet
+  WAKE = 4, // counts this thread's changes to the others, which the worker waits on
+  CONTROL_SLOTS = 5;
 
 /** The pieces to deflate, in order: three byte offsets in the list file each (dictionary start, start, end). */
 export type PieceRanges = Float64Array;
@@ -62,6 +74,12 @@ export interface DeflatedPiece {
 
 /** Hands back the pieces deflated, one at a time, in order. */
 export interface PieceDeflater {
+  /**
+   * For a batch begun while its file is still written (see pieceDeflater): the file now holds its
+   * first `bytes` bytes (Infinity: all of them). A piece is deflated only once all its bytes are in.
+   */
+  fileHolds(bytes: number): void;
+  /** The next piece; a batch begun early, only once its file is whole. */
   next(): DeflatedPiece;
   /** Ends the batch, also when it ends early; returns how many pieces the worker deflated. */
   close(): number;
@@ -100,15 +118,23 @@ export function deflateRange(reader: PositionedReader, ranges: PieceRanges, job:
  * A deflater for the pieces at `ranges` of `file` (open in `reader`): shared with a worker when the
  * options allow it and there are pieces to share, else on this thread alone. The worker is the one
  * started `ahead` when there is one; else one is started when there are enough pieces to pay for it.
+ * With `whileWritten`, the file is still being written: the worker deflates each piece once
+ * `fileHolds` says its bytes are in, while this thread writes the rest.
  */
-export function pieceDeflater(reader: PositionedReader, file: string, ranges: PieceRanges, options: DeflateOptions): PieceDeflater {
+export function pieceDeflater(
+  reader: PositionedReader,
+  file: string,
+  ranges: PieceRanges,
+  options: DeflateOptions,
+  whileWritten = false,
+): PieceDeflater {
   const link = workerForBatch(ranges.length / 3, options);
   if (link === undefined) {
     let job = 0;
-    return { next: () => deflateRange(reader, ranges, job++), close: () => 0 };
+    return { fileHolds: () => undefined, next: () => deflateRange(reader, ranges, job++), close: () => 0 };
   }
-  const batch = { file, ranges, control: new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT) };
-  return new SharedDeflater(reader, batch, link, options.patienceMs ?? PATIENCE_MS);
+  const batch = { file, ranges, control: new SharedArrayBuffer(CONTROL_SLOTS * Int32Array.BYTES_PER_ELEMENT) };
+  return new SharedDeflater(reader, batch, link, options.patienceMs ?? PATIENCE_MS, whileWritten);
 }
 
 /** The worker started ahead when there is one; else one started now when the batch pays for it. */
@@ -194,34 +220,47 @@ class SharedDeflater implements PieceDeflater {
   private byWorker = 0;
   /** The worker, until the batch ends or the worker is given up on. */
   private link: WorkerLink | undefined;
+  /** The pieces whose bytes are all in the file: the first `readable`. */
+  private readable: number;
 
   constructor(
     private readonly reader: PositionedReader,
     private readonly batch: Batch,
     link: WorkerLink,
     private readonly patienceMs: number,
+    whileWritten: boolean,
   ) {
     this.control = new Int32Array(batch.control);
     this.pieces = batch.ranges.length / 3;
-    Atomics.store(this.control, LIMIT, WINDOW);
+    this.readable = whileWritten ? 0 : this.pieces;
+    Atomics.store(this.control, LIMIT, whileWritten ? WINDOW_WHILE_WRITTEN : WINDOW);
+    Atomics.store(this.control, READABLE, this.readable);
     this.link = link;
     link.port.postMessage(batch);
   }
 
+  fileHolds(bytes: number): void {
+    const { ranges } = this.batch;
+    let readable = this.readable;
+    while (readable < this.pieces && ranges[3 * readable + 2]! <= bytes) readable++;
+    if (readable === this.readable) return;
+    this.readable = readable;
+    this.tell(READABLE, readable);
+  }
+
   next(): DeflatedPiece {
+    if (this.readable < this.pieces) throw new Error('bug: a piece was asked for before its file was whole');
     const job = this.handed;
     const piece = this.ready.get(job) ?? this.await(job);
     this.ready.delete(job);
     this.handed++;
-    Atomics.store(this.control, LIMIT, this.handed + WINDOW);
-    Atomics.notify(this.control, LIMIT);
+    this.tell(LIMIT, this.handed + WINDOW);
     return piece;
   }
 
   close(): number {
     // Every piece counts as taken, so the worker stops looking for more.
-    Atomics.store(this.control, CURSOR, this.pieces);
-    Atomics.notify(this.control, LIMIT);
+    this.tell(CURSOR, this.pieces);
     this.letGo();
     // A worker's start resets V8's flags for the whole process; one that never ran did not set them back.
     keepYoungGenerationSmall();
@@ -237,6 +276,13 @@ class SharedDeflater implements PieceDeflater {
       if (this.link === undefined) return deflateRange(this.reader, this.batch.ranges, job);
       if (!this.takeOne()) this.waitForWorker();
     }
+  }
+
+  /** Sets slot `slot` and wakes the worker to look at it. */
+  private tell(slot: number, value: number): void {
+    Atomics.store(this.control, slot, value);
+    Atomics.add(this.control, WAKE, 1);
+    Atomics.notify(this.control, WAKE);
   }
 
   /** Takes the next untaken piece in the window and deflates it here; false when there is none. */
@@ -315,13 +361,18 @@ function serveBatch(port: MessagePort, batch: Batch): void {
   }
 }
 
-/** The next untaken piece, once the window lets it be taken; undefined when every piece is taken. */
+/**
+ * The next untaken piece, once the window lets it be taken and its bytes are in the file; undefined
+ * when every piece is taken.
+ */
 function take(control: Int32Array, pieces: number): number | undefined {
   for (;;) {
+    // Read before the slots it guards: a change after this read wakes the wait below at once.
+    const wake = Atomics.load(control, WAKE);
     const job = Atomics.load(control, CURSOR);
     if (job >= pieces) return undefined;
-    const limit = Atomics.load(control, LIMIT);
-    if (job >= limit) Atomics.wait(control, LIMIT, limit, 1000);
+    const limit = Math.min(Atomics.load(control, LIMIT), Atomics.load(control, READABLE));
+    if (job >= limit) Atomics.wait(control, WAKE, wake, 1000);
     else if (Atomics.compareExchange(control, CURSOR, job, job + 1) === job) return job;
   }
 }

@@ -33,6 +33,10 @@ export class BufferedFileWriter {
   readonly path: string;
   /** Bytes handed to `write` so far (buffered ones included). */
   bytesWritten = 0;
+  /** Bytes in the file so far (those still in the buffer not counted). */
+  private bytesOut = 0;
+  /** Told `bytesOut` after each write to the file (onWrittenOut). */
+  private writtenOut: ((bytes: number) => void) | undefined;
   private fd: number | undefined;
   private readonly buffer = Buffer.allocUnsafe(BUFFER_SIZE);
   private used = 0;
@@ -167,6 +171,7 @@ export class BufferedFileWriter {
     } catch (cause) {
       throw this.translate(cause);
     }
+    this.wroteOut(done);
     for (const chunk of chunks) {
       if (done >= chunk.length) done -= chunk.length;
       else {
@@ -203,5 +208,19 @@ export class BufferedFileWriter {
     } catch (cause) {
       throw this.translate(cause);
     }
+    this.wroteOut(bytes.length);
+  }
+
+  /**
+   * Calls `listener` with the bytes in the file after each write to it: another thread reading the
+   * file (the gzip variant's deflate worker, as the list is written) may read that far.
+   */
+  onWrittenOut(listener: (bytes: number) => void): void {
+    this.writtenOut = listener;
+  }
+
+  private wroteOut(bytes: number): void {
+    this.bytesOut += bytes;
+    this.writtenOut?.(this.bytesOut);
   }
 }

@@ -4,7 +4,7 @@
  * worker cannot start or dies halfway. The worker module exists only compiled, so these tests use
  * build/'s, as the CLI does; the last one builds a store through the CLI on one thread and on two.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +86,35 @@ describe('deflating pieces on a worker', () => {
     const unused = WorkerAhead.start(options, SHARE_DEFLATE_FROM)!;
     expect(deflateAll(file, new Float64Array(0), { ...options, ahead: unused }).pieces).toEqual([]);
     await expect(unused.close()).resolves.toBe(true);
+  });
+
+  it('deflates a batch begun while its file is written only as far as the file holds', () => {
+    const { file, ranges } = pieceFile();
+    const one = deflateAll(file, ranges, { threads: 1 });
+    const whole = readFileSync(file);
+    const half = ranges[3 * (PIECES / 2) - 1]!; // where the first half of the pieces ends
+    // The file halfway through its writing, at its full size: a worker reading past what the writer
+    // says is there would deflate zeros.
+    writeFileSync(file, Buffer.concat([whole.subarray(0, half), Buffer.alloc(whole.length - half)]));
+    const reader = new PositionedReader(file, false);
+    try {
+      const deflater = pieceDeflater(reader, file, ranges, { threads: 2, workerUrl: COMPILED_WORKER }, true);
+      deflater.fileHolds(half);
+      expect(() => deflater.next()).toThrow(/before its file was whole/);
+      pause(1500); // the worker deflates the first half meanwhile, and waits for the rest
+      const out = openSync(file, 'r+');
+      writeSync(out, whole, half, whole.length - half, half);
+      closeSync(out);
+      deflater.fileHolds(Infinity);
+      const pieces = one.pieces.map(() => {
+        const { compressed, crc, length } = deflater.next();
+        return { compressed: Buffer.from(compressed).toString('base64'), crc, length };
+      });
+      expect(pieces).toEqual(one.pieces);
+      expect(deflater.close()).toBeGreaterThanOrEqual(PIECES / 2);
+    } finally {
+      reader.close();
+    }
   });
 
   it('deflates everything here when the worker cannot start', () => {

@@ -9,7 +9,8 @@
  * boundaries fall where a member's name (a shard's part: its data) hashes to one, so a member added
  * or removed moves no other boundary. Where each piece sits in the variant is kept beside the
  * manifest (CREATORS_GZIP_INDEX_FILE), tied to the variant file it describes by that file's stamp.
- * When many pieces must be deflated, a worker thread deflates some of them (deflate-pool.ts).
+ * When many pieces must be deflated, a worker thread deflates some of them (deflate-pool.ts), from
+ * as soon as the list's writing begins when one was started ahead of it (BegunVariant).
  */
 import { fstatSync } from 'node:fs';
 import { FINGERPRINT_LENGTH, fnv1a } from '../core/hash.js';
@@ -114,7 +115,7 @@ export class BegunVariant {
 
   /**
    * Begins the variant of the list being written into `sink`, when a worker started ahead can
-   * deflate as it is written (else undefined: it is all done after the list, as before).
+   * deflate as it is written (else undefined: the variant is planned and deflated after the list).
    */
   static begin(
     tx: OutputTransaction,

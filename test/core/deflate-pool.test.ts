@@ -1,8 +1,9 @@
 /**
  * The gzip variant's pieces deflated on a worker thread beside this one (src/output/deflate-pool.ts):
  * the same bytes as on one thread, whichever thread deflates each piece, and the same when the
- * worker cannot start or dies halfway. The worker module exists only compiled, so these tests use
- * build/'s, as the CLI does; the last one builds a store through the CLI on one thread and on two.
+ * worker cannot start, dies halfway, or is handed its batch while the file is still being written.
+ * The worker module exists only compiled, so these tests use build/'s, as the CLI does; the last one
+ * builds a store through the CLI on one thread and on two.
  */
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -97,8 +98,8 @@ describe('deflating pieces on a worker', () => {
     // says is there would deflate zeros.
     writeFileSync(file, Buffer.concat([whole.subarray(0, half), Buffer.alloc(whole.length - half)]));
     const reader = new PositionedReader(file, false);
+    const deflater = pieceDeflater(reader, file, ranges, { threads: 2, workerUrl: COMPILED_WORKER }, true);
     try {
-      const deflater = pieceDeflater(reader, file, ranges, { threads: 2, workerUrl: COMPILED_WORKER }, true);
       deflater.fileHolds(half);
       expect(() => deflater.next()).toThrow(/before its file was whole/);
       pause(1500); // the worker deflates the first half meanwhile, and waits for the rest
@@ -113,6 +114,7 @@ describe('deflating pieces on a worker', () => {
       expect(pieces).toEqual(one.pieces);
       expect(deflater.close()).toBeGreaterThanOrEqual(PIECES / 2);
     } finally {
+      deflater.close(); // again, when an expectation failed first: it ends the worker
       reader.close();
     }
   });

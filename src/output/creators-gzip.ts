@@ -99,25 +99,25 @@ export interface GzipPieces {
 }
 
 /**
- * The variant of a list begun while the list is written: planned from the list's layout before its
- * bytes exist, its pieces to deflate handed to the worker started ahead, which deflates each once
- * the list's bytes in the file reach past it. Done after the list, the deflating had this thread
- * wait for the worker, or do it itself, while the worker had been idle through the list's writing.
+ * A variant begun: the last variant's pieces, the plan, the list file open for this thread's reads
+ * and the pieces to deflate under way. Begun while the list is written (`whileWritten`) when a
+ * worker started ahead can deflate as the list's bytes reach the file; else once it is written.
+ * Begun only after the list, the deflating had this thread wait for the worker, or do it itself,
+ * while the worker had been idle through the list's writing.
  */
 export class BegunVariant {
   private constructor(
     readonly last: PieceIndex | undefined,
     readonly plan: PiecePlan,
-    /** The list file, for this thread's reads (see assemble). */
     readonly list: PositionedReader,
     readonly deflater: PieceDeflater,
   ) {}
 
   /**
    * Begins the variant of the list being written into `sink`, when a worker started ahead can
-   * deflate as it is written (else undefined: the variant is planned and deflated after the list).
+   * deflate as it is written (else undefined: it is begun once the list is written, `afterList`).
    */
-  static begin(
+  static whileWritten(
     tx: OutputTransaction,
     listPath: string,
     sink: BufferedFileWriter,
@@ -125,16 +125,35 @@ export class BegunVariant {
     deflating: DeflateOptions,
   ): BegunVariant | undefined {
     if (deflating.ahead === undefined) return undefined;
-    const last = readPieceIndex(tx, gzipVariantPath(listPath), pieceSettings(layout));
-    const plan = planPieces(layout, last);
-    const list = new PositionedReader(sink.path, false);
-    const deflater = pieceDeflater(list, sink.path, plan.ranges, deflating, true);
-    sink.onWrittenOut((bytes) => deflater.fileHolds(bytes));
-    return new BegunVariant(last, plan, list, deflater);
+    const begun = BegunVariant.of(lastPieces(tx, listPath, layout), sink.path, layout, deflating, true);
+    sink.onWrittenOut((bytes) => begun.deflater.fileHolds(bytes));
+    return begun;
   }
 
-  /** Ends what it began, when no variant is assembled from it (the list's writing failed). */
-  abandon(): void {
+  /** Begins the variant of the list written at `listFile`, `last` its last variant's pieces (lastPieces). */
+  static afterList(last: PieceIndex | undefined, listFile: string, layout: ListLayout, deflating: DeflateOptions): BegunVariant {
+    return BegunVariant.of(last, listFile, layout, deflating, false);
+  }
+
+  private static of(
+    last: PieceIndex | undefined,
+    listFile: string,
+    layout: ListLayout,
+    deflating: DeflateOptions,
+    whileWritten: boolean,
+  ): BegunVariant {
+    const plan = planPieces(layout, last);
+    const list = new PositionedReader(listFile, false);
+    try {
+      return new BegunVariant(last, plan, list, pieceDeflater(list, listFile, plan.ranges, deflating, whileWritten));
+    } catch (error) {
+      list.close();
+      throw error;
+    }
+  }
+
+  /** Ends the deflating (when not ended yet) and closes the list. */
+  end(): void {
     try {
       this.deflater.close();
     } finally {
@@ -142,6 +161,13 @@ export class BegunVariant {
     }
   }
 }
+
+/**
+ * The last variant's pieces, read before this build stages a variant of its own (the published
+ * variant is the last one only until then).
+ */
+const lastPieces = (tx: OutputTransaction, listPath: string, layout: ListLayout): PieceIndex | undefined =>
+  readPieceIndex(tx, gzipVariantPath(listPath), pieceSettings(layout));
 
 /** The settings a list's variant is cut and keyed with. */
 const pieceSettings = (layout: ListLayout): string => (layout.partOfJoined ? PART_PIECE_SETTINGS : PIECE_SETTINGS);
@@ -162,29 +188,29 @@ export function stageCreatorsGzip(
 ): GzipPieces | undefined {
   const listPath = list.path;
   const variantPath = gzipVariantPath(listPath);
-  const settings = pieceSettings(layout);
   let unused = begun;
   let next: { pieces: PieceTable; cut: PieceCut } | undefined;
   let counts: GzipPieces | undefined;
   let staged: boolean;
   try {
-    const last = begun !== undefined ? begun.last : readPieceIndex(tx, variantPath, settings);
+    const last = begun === undefined ? lastPieces(tx, listPath, layout) : undefined;
     // A watcher writes the variant into the memory of the one it replaced last cycle (held-files.ts).
     tx.holdWhenReplaced(variantPath);
     const write = (sink: BufferedFileWriter) => {
       unused = undefined; // assemble ends it
-      const { written, cut, ...cost } = assemble(sink, tx.fileToPublish(listPath), layout, last, deflating, begun);
+      const start = begun ?? BegunVariant.afterList(last, tx.fileToPublish(listPath), layout, deflating);
+      const { written, cut, ...cost } = assemble(sink, layout, start);
       next = { pieces: written, cut };
       counts = cost;
     };
     staged = tx.streamedFile(variantPath, list.hash, write, list.rewritten);
   } finally {
-    unused?.abandon();
+    unused?.end();
   }
   if (counts !== undefined && counts.pieces - counts.reused >= SHARE_DEFLATE_FROM) releaseFreedNow();
   const index = next;
   if (staged && index !== undefined)
-    tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), settings, index.pieces, index.cut));
+    tx.onCommitted((stampOf) => writePieceIndex(tx.outDir, stampOf(variantPath), pieceSettings(layout), index.pieces, index.cut));
   return counts;
 }
 
@@ -459,29 +485,16 @@ class CarriedPieces {
  * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to
  * `deflating.threads` threads; returns its member pieces, where each now sits.
  */
-function assemble(
-  sink: BufferedFileWriter,
-  listFile: string,
-  layout: ListLayout,
-  last: PieceIndex | undefined,
-  deflating: DeflateOptions,
-  begun: BegunVariant | undefined,
-): GzipPieces & { written: PieceTable; cut: PieceCut } {
-  let deflater = begun?.deflater;
-  let list = begun?.list;
+function assemble(sink: BufferedFileWriter, layout: ListLayout, start: BegunVariant): GzipPieces & { written: PieceTable; cut: PieceCut } {
+  const { last, plan, list, deflater } = start;
+  const written = emptyPieceTable(plan.count);
   let lastFile: PositionedReader | undefined;
-  let written: PieceTable;
-  let plan: PiecePlan;
   let reused = 0;
   let onWorker: number;
   try {
-    list ??= new PositionedReader(listFile, false);
     lastFile = last === undefined ? undefined : new PositionedReader(last.file, false);
     const out = new MemberWriter(sink);
-    plan = begun?.plan ?? planPieces(layout, last);
-    written = emptyPieceTable(plan.count);
     out.deflate(list.read(0, plan.membersStart));
-    deflater ??= pieceDeflater(list, listFile, plan.ranges, deflating);
     deflater.fileHolds(Infinity);
     try {
       for (let p = 0; p < plan.count; p++) {
@@ -497,15 +510,13 @@ function assemble(
       }
     } finally {
       onWorker = deflater.close();
-      deflater = undefined;
     }
     const tailStart = plan.membersEnd;
     const size = fstatSync(list.fd).size;
     out.deflate(list.read(tailStart, size - tailStart), true);
     out.finish(size);
   } finally {
-    deflater?.close(); // begun, and not reached
-    list?.close();
+    start.end();
     lastFile?.close();
   }
   const cut = { list: layout.made, starts: withEnd(plan.starts, layout.lengths.length) };

@@ -300,7 +300,7 @@ export class CreatorsList {
         // A rewritten list has a variant to deflate, in part: its worker starts while the list is
         // written, and deflates the pieces to deflate as their bytes are written.
         deflating.ahead ??= WorkerAhead.start(deflating, piecesAbout(order.length));
-        begun = BegunVariant.begin(owner, this.path, sink, layout, deflating);
+        begun = BegunVariant.whileWritten(owner, this.path, sink, layout, deflating);
         sink.write(`${head}[`);
         this.writeMembers(sink, order, names, headLength);
         sink.write(`]${tail()}`);
@@ -309,7 +309,7 @@ export class CreatorsList {
       if (!rewritten) this.stampUnchanged(owner, headLength, listed.lengths);
       this.letGoOfMembers();
     } catch (error) {
-      begun?.abandon();
+      begun?.end();
       throw error;
     }
     return stageCreatorsGzip(owner, { path: this.path, hash: digest, rewritten }, layout, deflating, begun);

@@ -81,7 +81,7 @@ export interface PieceDeflater {
   fileHolds(bytes: number): void;
   /** The next piece; a batch begun early, only once its file is whole. */
   next(): DeflatedPiece;
-  /** Ends the batch, also when it ends early; returns how many pieces the worker deflated. */
+  /** Ends the batch, also when it ends early (again: nothing more); returns how many pieces the worker deflated. */
   close(): number;
 }
 
@@ -222,6 +222,7 @@ class SharedDeflater implements PieceDeflater {
   private link: WorkerLink | undefined;
   /** The pieces whose bytes are all in the file: the first `readable`. */
   private readable: number;
+  private closed = false;
 
   constructor(
     private readonly reader: PositionedReader,
@@ -259,6 +260,8 @@ class SharedDeflater implements PieceDeflater {
   }
 
   close(): number {
+    if (this.closed) return this.byWorker;
+    this.closed = true;
     // Every piece counts as taken, so the worker stops looking for more.
     this.tell(CURSOR, this.pieces);
     this.letGo();

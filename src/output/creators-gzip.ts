@@ -482,8 +482,8 @@ class CarriedPieces {
 }
 
 /**
- * Writes the variant of `listFile` into `sink`, the pieces not kept deflated on up to
- * `deflating.threads` threads; returns its member pieces, where each now sits.
+ * Writes the variant `start` began into `sink`: pieces kept copied from the last variant, the others
+ * taken from its deflater; returns its member pieces, where each now sits. Ends `start`.
  */
 function assemble(sink: BufferedFileWriter, layout: ListLayout, start: BegunVariant): GzipPieces & { written: PieceTable; cut: PieceCut } {
   const { last, plan, list, deflater } = start;

@@ -57,9 +57,12 @@ const LIST = CREATORS_FILE;
 const THREADS = 2;
 const VARIANT = gzipVariantPath(CREATORS_FILE);
 
-/** The spans of the cycle being timed, per file: [start, end] on performance.now()'s clock. */
+/**
+ * The spans of the cycle being timed, per file: [start, end] on performance.now()'s clock, and for
+ * the manifest (written on this thread alone) the CPU this thread spent in it, user and system.
+ */
 let spans = [];
-const add = (file, start) => spans.push({ file, start, end: performance.now() });
+const add = (file, start, cpu) => spans.push({ file, start, end: performance.now(), cpu });
 /** V8's garbage collection pauses, to tell the files' own time from the collections that fell in it. */
 let pauses = [];
 new PerformanceObserver((list) => pauses.push(...list.getEntries())).observe({ entryTypes: ['gc'] });
@@ -78,15 +81,22 @@ OutputTransaction.prototype.streamedFile = function timed(path, ...rest) {
  * for one) to its close. Nothing is added to the writer's per-line calls, which are millions a cycle.
  */
 const started = Symbol('started');
+const cpuStarted = Symbol('cpuStarted');
+// This thread's CPU (Node 23.9 on); before that, the whole process's.
+const threadCpu = (since) => (process.threadCpuUsage ?? process.cpuUsage).call(process, since);
 const digestFromHere = BufferedFileWriter.prototype.digestFromHere;
 BufferedFileWriter.prototype.digestFromHere = function timedDigest(...args) {
   this[started] = performance.now();
+  this[cpuStarted] = threadCpu();
   return digestFromHere.apply(this, args);
 };
 const close = BufferedFileWriter.prototype.close;
 BufferedFileWriter.prototype.close = function timedClose() {
   const result = close.call(this);
-  if (this[started] !== undefined) add('manifest', this[started]);
+  if (this[started] !== undefined) {
+    const { user, system } = threadCpu(this[cpuStarted]);
+    add('manifest', this[started], (user + system) / 1000);
+  }
   this[started] = undefined;
   return result;
 };
@@ -196,10 +206,10 @@ const cycle = () => {
 async function spentPerFile(cycle) {
   await new Promise((resolve) => setTimeout(resolve, 50)); // the observer's entries arrive after the synchronous cycle
   const spent = new Map();
-  for (const { file, start, end } of cycle.spans) {
+  for (const { file, start, end, cpu } of cycle.spans) {
     const gc = pauses.filter((p) => p.startTime >= start && p.startTime < end).reduce((sum, p) => sum + p.duration, 0);
-    const was = spent.get(file) ?? { ms: 0, gc: 0 };
-    spent.set(file, { ms: was.ms + end - start, gc: was.gc + gc });
+    const was = spent.get(file) ?? { ms: 0, gc: 0, cpu: 0 };
+    spent.set(file, { ms: was.ms + end - start, gc: was.gc + gc, cpu: was.cpu + (cpu ?? 0) });
   }
   pauses = [];
   return { ...cycle, spent };
@@ -275,6 +285,13 @@ for (const [kind, cycles] of Object.entries(kinds))
   console.log(
     `- ${kind}: ${files.map(([name, key]) => `${name} ${cycles.map((c) => ms(c.spent.get(key)?.ms ?? 0)).join(', ')}`).join('; ')}`,
   );
+// Less disturbed than its wall-clock time by what else the VM runs; the kernel counts it in ticks
+// of a few ms, so only a median of many cycles says much.
+console.log("\nthe CPU the manifest's thread spent writing it (user and system; each timed cycle, in order, then the median):");
+for (const [kind, cycles] of Object.entries(kinds)) {
+  const cpu = cycles.map((c) => c.spent.get('manifest')?.cpu ?? 0);
+  console.log(`- ${kind}: ${cpu.map(ms).join(', ')}; median ${ms(median(cpu))}`);
+}
 if (WARMUP > 0) {
   console.log(`\nthe ${WARMUP} warm-up cycles of each kind before them (medians, against the same floors):`);
   for (const [kind, cycles] of Object.entries(warmup)) {

@@ -19,12 +19,24 @@ const FIRST_INDEX = 1 << 4;
 /** The index grows when its rows would fill more than this part of it. */
 const MAX_LOAD = 0.75;
 
-export interface ReadonlyEntries extends Iterable<[string, string]> {
-  readonly size: number;
-  get(name: string): string | undefined;
-}
+/** What may be read of an EntryMap: by name, in order, and row by row (its entries' bytes too). */
+export type ReadonlyEntries = Pick<
+  EntryMap,
+  | 'size'
+  | 'get'
+  | typeof Symbol.iterator
+  | 'rowCount'
+  | 'nameAt'
+  | 'rowOf'
+  | 'entryAt'
+  | 'entryBytes'
+  | 'copyEntry'
+  | 'slotChunk'
+  | 'slotStart'
+  | 'entryIs'
+>;
 
-export class EntryMap implements ReadonlyEntries {
+export class EntryMap {
   /** Each row's name; undefined once deleted. */
   private names: (string | undefined)[] = [];
   private lengths: Uint8Array = new Uint8Array(0);
@@ -44,6 +56,67 @@ export class EntryMap implements ReadonlyEntries {
   get(name: string): string | undefined {
     const row = this.rowOf(name);
     return row === -1 ? undefined : this.entryAt(row);
+  }
+
+  /** Rows ever set, deleted ones included: the rows `nameAt` and the rest take are below this. */
+  get rowCount(): number {
+    return this.names.length;
+  }
+
+  /** Row `row`'s name; undefined once deleted. */
+  nameAt(row: number): string | undefined {
+    return this.names[row];
+  }
+
+  /** The row of `name`, or -1. */
+  rowOf(name: string): number {
+    return this.index[this.placeOf(name, hashName(name))]! - 1;
+  }
+
+  /** Row `row`'s entry. */
+  entryAt(row: number): string {
+    const length = this.lengths[row]!;
+    if (length === LONG) return this.long.get(row)!;
+    const at = (row & (CHUNK_ROWS - 1)) * SLOT;
+    return this.chunks[row >>> CHUNK_SHIFT]!.toString('latin1', at, at + length);
+  }
+
+  /**
+   * Row `row`'s entry's length in bytes, when its bytes are in its slot (-1: it is kept as a string,
+   * longer than a slot or not Latin-1; take it with `entryAt`).
+   */
+  entryBytes(row: number): number {
+    const length = this.lengths[row]!;
+    return length === LONG ? -1 : length;
+  }
+
+  /**
+   * Copies row `row`'s entry (one whose bytes are in its slot: see `entryBytes`) into `into` at
+   * `at`; returns where it ends. A manifest line takes its entry so, with no string made for it.
+   */
+  copyEntry(row: number, into: Uint8Array, at: number): number {
+    const length = this.lengths[row]!;
+    const chunk = this.slotChunk(row);
+    const from = this.slotStart(row);
+    for (let c = 0; c < length; c++) into[at++] = chunk[from + c]!;
+    return at;
+  }
+
+  /** The memory row `row`'s entry is kept in (one whose bytes are in its slot): from `slotStart(row)` on. */
+  slotChunk(row: number): Buffer {
+    return this.chunks[row >>> CHUNK_SHIFT]!;
+  }
+
+  /** Where row `row`'s entry starts in `slotChunk(row)`. */
+  slotStart(row: number): number {
+    return (row & (CHUNK_ROWS - 1)) * SLOT;
+  }
+
+  /** Whether row `row`'s entry is exactly `entry`. */
+  entryIs(row: number, entry: string): boolean {
+    const length = this.lengths[row]!;
+    if (length === LONG) return this.long.get(row) === entry;
+    return length === entry.length && this.slotHolds(row, entry);
   }
 
   has(name: string): boolean {
@@ -103,10 +176,6 @@ export class EntryMap implements ReadonlyEntries {
     }
   }
 
-  private rowOf(name: string): number {
-    return this.index[this.placeOf(name, hashName(name))]! - 1;
-  }
-
   /** The place of `name` (whose hash is `hash`) in the index, or the empty place where it would go. */
   private placeOf(name: string, hash: number): number {
     const { index, names, hashes } = this;
@@ -130,13 +199,6 @@ export class EntryMap implements ReadonlyEntries {
       emptied = place;
     }
     index[emptied] = 0;
-  }
-
-  private entryAt(row: number): string {
-    const length = this.lengths[row]!;
-    if (length === LONG) return this.long.get(row)!;
-    const at = (row & (CHUNK_ROWS - 1)) * SLOT;
-    return this.chunks[row >>> CHUNK_SHIFT]!.toString('latin1', at, at + length);
   }
 
   private slotHolds(row: number, entry: string): boolean {

@@ -132,15 +132,14 @@ export class EntryTable {
    * (where a recorder notes them for the table its section will be read back as).
    */
   placeRows(from: number, to: number, shift: number, into: RowColumns, at: number, memberAt: number): void {
-    // Element by element: a changing cycle copies thousands of short runs, and a view of each for
-    // TypedArray.set cost more than the copying.
     const { lineStarts, nameLengths, memberLengths } = this;
-    for (let row = from, i = at; row < to; row++, i++) {
-      into.lineStarts[i] = lineStarts[row]! + shift;
-      into.nameLengths[i] = nameLengths[row]!;
-    }
+    for (let row = from, i = at; row < to; row++, i++) into.lineStarts[i] = lineStarts[row]! + shift;
+    // Each array its own loop: one loop over both kinds of array is slower for each.
+    if (to - from >= SET_FROM) into.nameLengths.set(nameLengths.subarray(from, to), at);
+    else for (let row = from, i = at; row < to; row++, i++) into.nameLengths[i] = nameLengths[row]!;
     if (from >= this.memberCount) return;
-    for (let row = from, i = memberAt; row < to; row++, i++) into.memberLengths[i] = memberLengths[row]!;
+    if (to - from >= SET_FROM) into.memberLengths.set(memberLengths.subarray(from, to), memberAt);
+    else for (let row = from, i = memberAt; row < to; row++, i++) into.memberLengths[i] = memberLengths[row]!;
   }
 
   /** The row of `name`, or -1. */
@@ -176,6 +175,13 @@ export class EntryTable {
 }
 
 /**
+ * Runs from this many rows on are copied by TypedArray.set: a changing cycle copies thousands of
+ * short runs, and a view of each for set cost more than copying element by element; a quiet one
+ * copies a few long runs, which set copies many times faster.
+ */
+const SET_FROM = 256;
+
+/**
  * Records where each profile line of a manifest being written lands, so that the section can be read
  * back as an EntryTable once the file is complete. Offsets are from the section's first byte.
  */
@@ -203,13 +209,16 @@ export class EntryTableRecorder {
     return this.end;
   }
 
-  /** A line written as `u<TAB>name<TAB>entry<LF>`; `listLength` for a member; `pending` for an entry that is PENDING. */
-  line(name: string, entry: string, listLength: number | undefined, pending: boolean): void {
+  /**
+   * A line written as `u<TAB>name<TAB>entry<LF>`, its entry `entryLength` bytes; `listLength` for a
+   * member; `pending` for an entry that is PENDING.
+   */
+  line(name: string, entryLength: number, listLength: number | undefined, pending: boolean): void {
     const { columns } = this;
     if (listLength !== undefined) columns.memberLengths[this.members++] = listLength;
     columns.lineStarts[this.rows] = this.end;
     columns.nameLengths[this.rows++] = name.length;
-    this.end += NAME_AT + name.length + 1 + entry.length + 1;
+    this.end += NAME_AT + name.length + 1 + entryLength + 1;
     this.pending ||= pending;
   }
 

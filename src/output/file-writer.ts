@@ -29,6 +29,11 @@ function latin1Into(buffer: Buffer, at: number, text: string): number {
   return at;
 }
 
+/** A field's bytes kept by row elsewhere (an EntryMap's entries), copied into a line in place. */
+export interface RowBytes {
+  copyEntry(row: number, into: Uint8Array, at: number): number;
+}
+
 export class BufferedFileWriter {
   readonly path: string;
   /** Bytes handed to `write` so far (buffered ones included). */
@@ -130,13 +135,33 @@ export class BufferedFileWriter {
       if (length > BUFFER_SIZE) return this.write(Buffer.from(`${first}\t${second}\t${third}\n`, 'latin1'));
       this.flush();
     }
+    const at = latin1Into(this.buffer, this.tabbedStart(first, second), third);
+    this.tabbedEnd(at);
+  }
+
+  /**
+   * As writeTabbedLine, the third field being `rows`' row `row` (`thirdLength` bytes, at most a
+   * few dozen), copied from where it is kept: a watch cycle's changed manifest lines take their
+   * entries so, not as a string made from the bytes to be encoded back into them.
+   */
+  writeTabbedRow(first: string, second: string, rows: RowBytes, row: number, thirdLength: number): void {
+    if (this.used + first.length + second.length + thirdLength + 3 > BUFFER_SIZE) this.flush();
+    this.tabbedEnd(rows.copyEntry(row, this.buffer, this.tabbedStart(first, second)));
+  }
+
+  /** Encodes `first<TAB>second<TAB>` at the buffer's end; returns where the third field goes. */
+  private tabbedStart(first: string, second: string): number {
     const buffer = this.buffer;
     let at = latin1Into(buffer, this.used, first);
     buffer[at++] = TAB;
     at = latin1Into(buffer, at, second);
     buffer[at++] = TAB;
-    at = latin1Into(buffer, at, third);
-    buffer[at++] = NEWLINE;
+    return at;
+  }
+
+  /** Ends the line whose third field ends at `at`. */
+  private tabbedEnd(at: number): void {
+    this.buffer[at++] = NEWLINE;
     this.bytesWritten += at - this.used;
     this.used = at;
   }

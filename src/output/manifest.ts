@@ -34,6 +34,7 @@ import { inSlice, type Slice } from '../core/slice.js';
 import { EntryTableRecorder, HEADROOM, type RetiredTable } from './entry-table.js';
 import { TableColumn, type ListOrder } from './list-order.js';
 import { ProfileEntries } from './profile-entries.js';
+import type { ReadonlyEntries } from './entry-map.js';
 import { readInto } from '../core/read-into.js';
 import { ProfileSectionWriter, type SectionRules } from './profile-section.js';
 import { holdReplaced, releaseHeld } from './held-files.js';
@@ -429,12 +430,42 @@ export class WrittenManifest {
   }
 }
 
+/** Whether a profile entry records no list length: the profile is not a member. */
+// A member's entry ends in its length, any other in a tab (or its hash: format 1).
+const isOther = (entry: string): boolean => !isDigit(entry.charCodeAt(entry.length - 1)) || !hasListLength(entry);
+
+/**
+ * isOther for an entry an EntryMap keeps as bytes, told from them when it ends in a tab or has a
+ * member's shape as this tool writes it; any other by the rule above, from a string made for it
+ * (every changed profile's entry is looked at so, each watch cycle).
+ */
+function isOtherRow(entries: ReadonlyEntries, row: number): boolean {
+  const length = entries.entryBytes(row);
+  if (length > 0) {
+    const bytes = entries.slotChunk(row);
+    const end = entries.slotStart(row) + length;
+    if (bytes[end - 1] === TAB) return true;
+    if (hasMemberShape(bytes, entries.slotStart(row), end)) return false;
+  }
+  return isOther(entries.entryAt(row));
+}
+
+/**
+ * Whether bytes [start, end) are `hash<TAB>signature<TAB>length`, the length 1 to 15 digits and not
+ * zero, with no other tab: an entry hasListLength accepts (it accepts a few more shapes besides).
+ */
+function hasMemberShape(bytes: Uint8Array, start: number, end: number): boolean {
+  let at = end - 1;
+  let positive = false;
+  for (; at >= start && isDigit(bytes[at]!); at--) positive ||= bytes[at] !== 48;
+  if (!positive || end - 1 - at > 15 || at < start || bytes[at] !== TAB) return false;
+  let tabs = 0;
+  for (let i = start; i < at; i++) if (bytes[i] === TAB) tabs++;
+  return tabs === 1;
+}
+
 /** Which entries are members' (manifest.ts's rules, for the profile section's writer). */
-const SECTION_RULES: SectionRules = {
-  // A member's entry ends in its length, any other in a tab (or its hash: format 1).
-  isOther: (entry) => !isDigit(entry.charCodeAt(entry.length - 1)) || !hasListLength(entry),
-  pending: PENDING,
-};
+const SECTION_RULES: SectionRules = { isOtherRow, pending: PENDING };
 
 /** Fills `into` with the bytes of `path` from `at`. */
 function readRange(path: string, at: number, into: Buffer): Buffer {

@@ -5,6 +5,7 @@
  * again: in a watch cycle at a million profiles nearly every line is one. With a recorder, where
  * each line lands is noted, so that the section read back is the next cycle's table.
  */
+import type { ReadonlyEntries } from './entry-map.js';
 import type { EntryTable, EntryTableRecorder } from './entry-table.js';
 import type { BufferedFileWriter } from './file-writer.js';
 import type { ListOrder } from './list-order.js';
@@ -12,8 +13,8 @@ import type { ProfileEntries } from './profile-entries.js';
 
 /** What decides which profiles are members, and which entry is a pending one (manifest.ts's rules). */
 export interface SectionRules {
-  /** Whether an entry records no list length: the profile is not a member. */
-  isOther(entry: string): boolean;
+  /** Whether row `row`'s entry in `entries` records no list length: the profile is not a member. */
+  isOtherRow(entries: ReadonlyEntries, row: number): boolean;
   pending: string;
 }
 
@@ -34,7 +35,6 @@ export class ProfileSectionWriter {
 
   /** The list's members, in list order. */
   members(list: ListOrder): void {
-    const { profiles } = this;
     const count = list.names.length;
     const rows = list.table !== this.table ? undefined : (list.tableRows ?? Int32Array.from({ length: count }, (_, i) => i));
     for (let i = 0; i < count;) {
@@ -43,8 +43,7 @@ export class ProfileSectionWriter {
         i += copied;
         continue;
       }
-      const name = list.names.at(i)!;
-      this.line(name, list.entries?.at(i) ?? profiles.get(name) ?? this.rules.pending, list.lengths[i]);
+      this.memberLine(list.names.at(i)!, list.entries?.at(i), list.lengths[i]);
       i++;
     }
     this.flush();
@@ -79,15 +78,17 @@ export class ProfileSectionWriter {
       for (const [name, entry] of profiles.setEntries) this.line(name, entry, undefined);
       return;
     }
-    const names: string[] = [];
-    for (const [name, entry] of profiles.setEntries) if (this.rules.isOther(entry)) names.push(name);
-    names.sort();
+    const set = profiles.setEntries;
+    const others: number[] = [];
+    for (let row = 0; row < set.rowCount; row++) if (set.nameAt(row) !== undefined && this.rules.isOtherRow(set, row)) others.push(row);
+    others.sort((a, b) => (set.nameAt(a)! < set.nameAt(b)! ? -1 : 1));
     let row = table.memberCount;
-    for (const name of names) {
+    for (const other of others) {
+      const name = set.nameAt(other)!;
       const until = table.firstNotBefore(name, row, table.size);
       this.takeHeld(row, until);
       row = until;
-      this.line(name, profiles.setEntries.get(name)!, undefined);
+      this.setLine(set, other, name, undefined);
     }
     this.takeHeld(row, table.size);
     this.flush();
@@ -117,10 +118,32 @@ export class ProfileSectionWriter {
     this.runTo = to;
   }
 
+  /**
+   * A member's line: its entry `known` from the list, else the one set this cycle (copied as the
+   * bytes it is kept as), else the table's, else PENDING.
+   */
+  private memberLine(name: string, known: string | undefined, listLength: number | undefined): void {
+    if (known === undefined) {
+      const set = this.profiles.setEntries;
+      const row = set.rowOf(name);
+      if (row !== -1) return this.setLine(set, row, name, listLength);
+    }
+    this.line(name, known ?? this.profiles.get(name) ?? this.rules.pending, listLength);
+  }
+
+  /** The line of `name`, whose entry is row `row` of the entries set over the table. */
+  private setLine(set: ReadonlyEntries, row: number, name: string, listLength: number | undefined): void {
+    const length = set.entryBytes(row);
+    if (length === -1) return this.line(name, set.entryAt(row), listLength);
+    this.flush();
+    this.out.writeTabbedRow('u', name, set, row, length);
+    this.recorder?.line(name, length, listLength, set.entryIs(row, this.rules.pending));
+  }
+
   private line(name: string, entry: string, listLength: number | undefined): void {
     this.flush();
     this.out.writeTabbedLine('u', name, entry);
-    this.recorder?.line(name, entry, listLength, entry === this.rules.pending);
+    this.recorder?.line(name, entry.length, listLength, entry === this.rules.pending);
   }
 
   private flush(): void {

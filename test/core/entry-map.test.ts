@@ -20,6 +20,28 @@ const entryOf = (next: () => number, i: number): string => {
   return `${hash}\t${hash.split('').reverse().join('')}\t${kind < 0.5 ? Math.floor(next() * 5000) : ''}`;
 };
 
+/** Row by row, `name`'s entry reads as `entry`, as a string and as the bytes a manifest line copies. */
+function expectRow(map: EntryMap, name: string, entry: string | undefined): void {
+  const row = map.rowOf(name);
+  expect(row === -1).toBe(entry === undefined);
+  if (entry === undefined) return;
+  expect(map.nameAt(row)).toBe(name);
+  expect(map.entryAt(row)).toBe(entry);
+  expect(map.entryIs(row, entry)).toBe(true);
+  expect(map.entryIs(row, `${entry}x`)).toBe(false);
+  const length = map.entryBytes(row);
+  if (length === -1) {
+    // Kept as a string: longer than a slot, or not Latin-1.
+    expect(entry.length > 40 || [...entry].some((c) => c.charCodeAt(0) > 0xff)).toBe(true);
+    return;
+  }
+  expect(length).toBe(entry.length);
+  const into = Buffer.alloc(length + 2, 0x2a);
+  expect(map.copyEntry(row, into, 1)).toBe(1 + length);
+  expect(into.toString('latin1')).toBe(`*${entry}*`);
+  expect(map.slotChunk(row).toString('latin1', map.slotStart(row), map.slotStart(row) + length)).toBe(entry);
+}
+
 describe('EntryMap', () => {
   it.each([1, 2, 3, 4, 5, 6, 7, 8])('behaves as a Map through 30,000 random operations (seed %i)', (seed) => {
     const next = prng(seed); // a failing seed can be run again
@@ -38,6 +60,7 @@ describe('EntryMap', () => {
       } else {
         expect(map.get(name)).toBe(expected.get(name));
         expect(map.has(name)).toBe(expected.has(name));
+        expectRow(map, name, expected.get(name));
       }
       expect(map.size).toBe(expected.size);
       if (op % 5000 === 4999) expect([...map]).toEqual([...expected]);

@@ -19,6 +19,11 @@ afterEach(() => dir.cleanup());
 const random = prng(7);
 const pick = (n: number) => Math.floor(random() * n);
 
+/** Row `row`'s field is `entry<TAB>row`. */
+const entryRows = {
+  copyEntry: (row: number, into: Uint8Array, at: number) => at + Buffer.from(`entry\t${row}`, 'latin1').copy(into, at),
+};
+
 /**
  * Writes a random mix into a new file (chained or not), returning the file's bytes, what was meant,
  * its digest and the digest those bytes should have.
@@ -39,7 +44,9 @@ function writeMix(name: string, chained: boolean, steps: number): { written: Buf
       parts.push(text);
       fresh.push(text);
     } else if (kind === 1) {
-      out.writeTabbedLine('u', `name${step}`, `entry\t${step}`);
+      // Encoded from its strings, or its last field copied from where it is kept (an EntryMap's row).
+      if (step % 2 === 0) out.writeTabbedLine('u', `name${step}`, `entry\t${step}`);
+      else out.writeTabbedRow('u', `name${step}`, entryRows, step, `entry\t${step}`.length);
       const line = Buffer.from(`u\tname${step}\tentry\t${step}\n`, 'latin1');
       parts.push(line);
       fresh.push(line);

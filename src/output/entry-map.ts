@@ -29,7 +29,7 @@ export type ReadonlyEntries = Pick<
   | 'nameAt'
   | 'rowOf'
   | 'entryAt'
-  | 'entryBytes'
+  | 'entryLength'
   | 'copyEntry'
   | 'slotChunk'
   | 'slotStart'
@@ -77,21 +77,21 @@ export class EntryMap {
   entryAt(row: number): string {
     const length = this.lengths[row]!;
     if (length === LONG) return this.long.get(row)!;
-    const at = (row & (CHUNK_ROWS - 1)) * SLOT;
-    return this.chunks[row >>> CHUNK_SHIFT]!.toString('latin1', at, at + length);
+    const at = this.slotStart(row);
+    return this.slotChunk(row).toString('latin1', at, at + length);
   }
 
   /**
    * Row `row`'s entry's length in bytes, when its bytes are in its slot (-1: it is kept as a string,
    * longer than a slot or not Latin-1; take it with `entryAt`).
    */
-  entryBytes(row: number): number {
+  entryLength(row: number): number {
     const length = this.lengths[row]!;
     return length === LONG ? -1 : length;
   }
 
   /**
-   * Copies row `row`'s entry (one whose bytes are in its slot: see `entryBytes`) into `into` at
+   * Copies row `row`'s entry (one whose bytes are in its slot: see `entryLength`) into `into` at
    * `at`; returns where it ends. A manifest line takes its entry so, with no string made for it.
    */
   copyEntry(row: number, into: Uint8Array, at: number): number {
@@ -202,8 +202,8 @@ export class EntryMap {
   }
 
   private slotHolds(row: number, entry: string): boolean {
-    const chunk = this.chunks[row >>> CHUNK_SHIFT]!;
-    const at = (row & (CHUNK_ROWS - 1)) * SLOT;
+    const chunk = this.slotChunk(row);
+    const at = this.slotStart(row);
     for (let c = 0; c < entry.length; c++) if (chunk[at + c] !== entry.charCodeAt(c)) return false;
     return true;
   }
@@ -212,7 +212,7 @@ export class EntryMap {
   private store(row: number, entry: string): void {
     const chunkIndex = row >>> CHUNK_SHIFT;
     if (chunkIndex === this.chunks.length) this.chunks.push(Buffer.alloc(CHUNK_ROWS * SLOT));
-    if (entry.length > SLOT || !this.copyIntoSlot(this.chunks[chunkIndex]!, (row & (CHUNK_ROWS - 1)) * SLOT, entry)) {
+    if (entry.length > SLOT || !this.copyIntoSlot(this.chunks[chunkIndex]!, this.slotStart(row), entry)) {
       this.lengths[row] = LONG;
       this.long.set(row, entry);
       return;
@@ -252,9 +252,8 @@ export class EntryMap {
         names[to] = name;
         lengths[to] = lengths[from]!;
         hashes[to] = hashes[from]!;
-        const source = chunks[from >>> CHUNK_SHIFT]!;
-        const at = (from & (CHUNK_ROWS - 1)) * SLOT;
-        source.copy(chunks[to >>> CHUNK_SHIFT]!, (to & (CHUNK_ROWS - 1)) * SLOT, at, at + SLOT);
+        const at = this.slotStart(from);
+        this.slotChunk(from).copy(this.slotChunk(to), this.slotStart(to), at, at + SLOT);
         if (lengths[to] === LONG) {
           long.set(to, long.get(from)!);
           long.delete(from);

@@ -440,12 +440,12 @@ const isOther = (entry: string): boolean => !isDigit(entry.charCodeAt(entry.leng
  * (every changed profile's entry is looked at so, each watch cycle).
  */
 function isOtherRow(entries: ReadonlyEntries, row: number): boolean {
-  const length = entries.entryBytes(row);
+  const length = entries.entryLength(row);
   if (length > 0) {
     const bytes = entries.slotChunk(row);
-    const end = entries.slotStart(row) + length;
-    if (bytes[end - 1] === TAB) return true;
-    if (hasMemberShape(bytes, entries.slotStart(row), end)) return false;
+    const start = entries.slotStart(row);
+    if (bytes[start + length - 1] === TAB) return true;
+    if (hasMemberShape(bytes, start, start + length)) return false;
   }
   return isOther(entries.entryAt(row));
 }

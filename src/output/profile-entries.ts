@@ -31,8 +31,12 @@ export class ProfileEntries implements Iterable<[string, string]> {
   }
 
   get(name: string): string | undefined {
-    const entry = this.overlay.get(name);
-    if (entry !== undefined || this.live === 0) return entry;
+    return this.overlay.get(name) ?? this.heldEntry(name);
+  }
+
+  /** `name`'s entry in the base, while its row holds it (not deleted or set anew since). */
+  heldEntry(name: string): string | undefined {
+    if (this.live === 0) return undefined;
     const row = this.base.find(name);
     return row !== -1 && this.removed[row] === 0 ? this.base.entry(row) : undefined;
   }

@@ -123,17 +123,16 @@ export class ProfileSectionWriter {
    * bytes it is kept as), else the table's, else PENDING.
    */
   private memberLine(name: string, known: string | undefined, listLength: number | undefined): void {
-    if (known === undefined) {
-      const set = this.profiles.setEntries;
-      const row = set.rowOf(name);
-      if (row !== -1) return this.setLine(set, row, name, listLength);
-    }
-    this.line(name, known ?? this.profiles.get(name) ?? this.rules.pending, listLength);
+    if (known !== undefined) return this.line(name, known, listLength);
+    const set = this.profiles.setEntries;
+    const row = set.rowOf(name);
+    if (row !== -1) return this.setLine(set, row, name, listLength);
+    this.line(name, this.profiles.heldEntry(name) ?? this.rules.pending, listLength);
   }
 
   /** The line of `name`, whose entry is row `row` of the entries set over the table. */
   private setLine(set: ReadonlyEntries, row: number, name: string, listLength: number | undefined): void {
-    const length = set.entryBytes(row);
+    const length = set.entryLength(row);
     if (length === -1) return this.line(name, set.entryAt(row), listLength);
     this.flush();
     this.out.writeTabbedRow('u', name, set, row, length);

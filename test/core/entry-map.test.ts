@@ -29,7 +29,7 @@ function expectRow(map: EntryMap, name: string, entry: string | undefined): void
   expect(map.entryAt(row)).toBe(entry);
   expect(map.entryIs(row, entry)).toBe(true);
   expect(map.entryIs(row, `${entry}x`)).toBe(false);
-  const length = map.entryBytes(row);
+  const length = map.entryLength(row);
   if (length === -1) {
     // Kept as a string: longer than a slot, or not Latin-1.
     expect(entry.length > 40 || [...entry].some((c) => c.charCodeAt(0) > 0xff)).toBe(true);

@@ -103,7 +103,11 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
     const listNames = fresh.list!.names as string[];
     // Every other round the list knows no member's entry, as a watcher's own members: those not
     // copied take theirs from the entries set this cycle, as bytes.
-    const tableRows = Int32Array.from(listNames, (name) => table.find(name));
+    // Half the rounds, a member whose row no longer holds its entry has none, as a watcher's own.
+    const tableRows = Int32Array.from(listNames, (name) => {
+      const row = table.find(name);
+      return round % 4 < 2 && profiles.heldEntry(name) === undefined ? -1 : row;
+    });
     const next: Manifest = {
       ...fresh,
       profiles,
@@ -148,6 +152,25 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
   expect(hashedBytes).toBeGreaterThan(0);
   expect(hashedBytes / manifestBytes).toBeLessThan(0.25);
   expect(byDigest.size).toBeGreaterThan(30);
+});
+
+it('writes thousands of changed members, between runs it copies, as a fresh encoding does', () => {
+  // Two in three members changed, each without a table row, as a watcher's own; every third copied.
+  const names = Array.from({ length: 15_000 }, (_, i) => `m${String(i).padStart(5, '0')}`);
+  const members = new Map(names.map((name) => [name, memberEntry(name, 0)]));
+  const others = new Map([['o1', otherEntry('o1', 0)]]);
+  const kept = outDir('many-changed');
+  const last = writeManifest(kept, freshManifest(members, others, 1), true)!.read()!;
+  const { profiles } = last;
+  names.forEach((name, i) => i % 3 !== 0 && members.set(name, memberEntry(name, i)));
+  for (const [name, entry] of members) if (profiles.get(name) !== entry) profiles.set(name, entry);
+  const fresh = freshManifest(members, others, 1);
+  const tableRows = Int32Array.from(names, (name) => (profiles.heldEntry(name) === undefined ? -1 : profiles.base.find(name)));
+  expect(tableRows.filter((row) => row === -1).length).toBe(10_000);
+  writeManifest(kept, { ...fresh, profiles, list: { ...fresh.list!, table: profiles.base, tableRows, entries: undefined } }, true);
+  writeManifest(outDir('many-changed-fresh'), fresh);
+  const written = readFileSync(join(kept, MANIFEST_FILE), 'latin1');
+  expect(withoutDigest(written)).toBe(withoutDigest(readFileSync(join(dir.path, 'many-changed-fresh', MANIFEST_FILE), 'latin1')));
 });
 
 /** A manifest's text without its digest line (its second). */

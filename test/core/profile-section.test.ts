@@ -101,9 +101,9 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
     const fresh = freshManifest(nextMembers, nextOthers, 1 + pick(5));
     const table = profiles.base;
     const listNames = fresh.list!.names as string[];
-    // Every other round the list knows no member's entry, as a watcher's own members: those not
-    // copied take theirs from the entries set this cycle, as bytes.
-    // Half the rounds, a member whose row no longer holds its entry has none, as a watcher's own.
+    // As a watcher's own list, every other round knows no member's entry (those not copied take
+    // theirs from the entries set this cycle, as bytes), and half the rounds name no row for a member
+    // whose row no longer holds its entry.
     const tableRows = Int32Array.from(listNames, (name) => {
       const row = table.find(name);
       return round % 4 < 2 && profiles.heldEntry(name) === undefined ? -1 : row;
@@ -154,23 +154,35 @@ it('writes, over the table it kept, exactly what a fresh encoding writes, copyin
   expect(byDigest.size).toBeGreaterThan(30);
 });
 
-it('writes thousands of changed members, between runs it copies, as a fresh encoding does', () => {
-  // Two in three members changed, each without a table row, as a watcher's own; every third copied.
-  const names = Array.from({ length: 15_000 }, (_, i) => `m${String(i).padStart(5, '0')}`);
+it('copies over a thousand runs between changed members, cycle after cycle, as a fresh encoding writes', () => {
+  // A watcher's cycle at scale: one member in 50 changed (no row named, no entry from the list), the
+  // runs between them over a kilobyte each, more than one gathered write holds; the second cycle
+  // writes over the table whose rows the first one noted.
+  const names = Array.from({ length: 52_000 }, (_, i) => `m${String(i).padStart(5, '0')}`);
   const members = new Map(names.map((name) => [name, memberEntry(name, 0)]));
   const others = new Map([['o1', otherEntry('o1', 0)]]);
-  const kept = outDir('many-changed');
-  const last = writeManifest(kept, freshManifest(members, others, 1), true)!.read()!;
-  const { profiles } = last;
-  names.forEach((name, i) => i % 3 !== 0 && members.set(name, memberEntry(name, i)));
-  for (const [name, entry] of members) if (profiles.get(name) !== entry) profiles.set(name, entry);
-  const fresh = freshManifest(members, others, 1);
-  const tableRows = Int32Array.from(names, (name) => (profiles.heldEntry(name) === undefined ? -1 : profiles.base.find(name)));
-  expect(tableRows.filter((row) => row === -1).length).toBe(10_000);
-  writeManifest(kept, { ...fresh, profiles, list: { ...fresh.list!, table: profiles.base, tableRows, entries: undefined } }, true);
-  writeManifest(outDir('many-changed-fresh'), fresh);
-  const written = readFileSync(join(kept, MANIFEST_FILE), 'latin1');
-  expect(withoutDigest(written)).toBe(withoutDigest(readFileSync(join(dir.path, 'many-changed-fresh', MANIFEST_FILE), 'latin1')));
+  const kept = outDir('many-runs');
+  let last = writeManifest(kept, freshManifest(members, others, 1), true)!.read()!;
+  const copied = vi.spyOn(BufferedFileWriter.prototype, 'writeCopied');
+  for (const cycle of [1, 2]) {
+    const { profiles } = last;
+    names.forEach((name, i) => i % 50 === cycle * 20 && members.set(name, memberEntry(name, cycle)));
+    for (const [name, entry] of members) if (profiles.get(name) !== entry) profiles.set(name, entry);
+    const fresh = freshManifest(members, others, 1);
+    const tableRows = Int32Array.from(names, (name) => (profiles.heldEntry(name) === undefined ? -1 : profiles.base.find(name)));
+    expect(tableRows.filter((row) => row === -1).length).toBe(1_040);
+    copied.mockClear();
+    last = writeManifest(
+      kept,
+      { ...fresh, profiles, list: { ...fresh.list!, table: profiles.base, tableRows, entries: undefined } },
+      true,
+    )!.read()!;
+    expect(copied.mock.calls.filter(([bytes]) => bytes.length >= 1024).length).toBeGreaterThan(1024);
+    const freshDir = outDir(`many-runs-fresh-${cycle}`);
+    writeManifest(freshDir, fresh);
+    const written = readFileSync(join(kept, MANIFEST_FILE), 'latin1');
+    expect(withoutDigest(written), `cycle ${cycle}`).toBe(withoutDigest(readFileSync(join(freshDir, MANIFEST_FILE), 'latin1')));
+  }
 });
 
 /** A manifest's text without its digest line (its second). */
